@@ -1,0 +1,99 @@
+//! The command line, as clap definitions. Parsed values are plain data; the
+//! commands turn them into the objects they run. Also the source of `completions/`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::Timeout;
+use crate::output::report::Format;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcpfleet",
+    version,
+    about = "Run a fleet of MCP servers: one serialized authority per server, bounded waits, verified teardown",
+    long_about = None,
+)]
+pub struct Cli {
+    /// The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)
+    #[arg(short = 'f', long = "file", global = true, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+
+    /// Output format for the result on stdout
+    #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
+    pub output: Format,
+
+    /// More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// No progress and no log lines below errors on stderr
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start servers in parallel, list their tools, tear them all down, verify
+    /// that nothing of them is left, and report (for CI)
+    Check(CheckArgs),
+    /// Check a fleet file and print the resolved fleet (secrets redacted)
+    Validate,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Servers to check (default: every enabled server)
+    #[arg(value_name = "SERVER")]
+    pub servers: Vec<String>,
+
+    /// How many servers start at once (default: 4 per CPU core)
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+
+    /// Count an escalated teardown (a signal was needed) as a failure: exit 5
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Override every server's connect timeout (e.g. 30s, 2m, none)
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub connect_timeout: Option<Timeout>,
+
+    /// Override every server's cleanup timeout (e.g. 5s, none)
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub cleanup_timeout: Option<Timeout>,
+}
+
+fn parse_timeout(s: &str) -> Result<Timeout, String> {
+    crate::config::parse_duration(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn jobs_must_be_positive_and_durations_valid() {
+        assert!(Cli::try_parse_from(["mcpfleet", "check", "-j", "0"]).is_err());
+        assert!(Cli::try_parse_from(["mcpfleet", "check", "--connect-timeout", "soon"]).is_err());
+        let cli = Cli::try_parse_from(["mcpfleet", "check", "a", "b", "--connect-timeout", "none"])
+            .expect("parses");
+        match cli.command {
+            Command::Check(args) => {
+                assert_eq!(args.servers, vec!["a", "b"]);
+                assert_eq!(args.connect_timeout, Some(Timeout::Never));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}

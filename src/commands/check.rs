@@ -1,0 +1,323 @@
+//! `mcpfleet check`: the CI job. In one process and with no daemon, it starts the
+//! selected servers in parallel (at most `--jobs` starts at once, so that each start
+//! gets the machine it needs to meet its own deadline), lists their tools, tears
+//! them all down in parallel, and reports what happened to each, verified.
+//!
+//! A first Ctrl-C (or SIGTERM) interrupts the starts in progress; everything that
+//! was acquired is still torn down, and the command exits 130.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::{CliError, Global, load_fleet};
+use crate::cli::CheckArgs;
+use crate::config::{Fleet, ServerSpec, Transport};
+use crate::lifecycle::authority::{
+    self, CallOptions, Context, Handle, Reply, RequestError, ServerConfig,
+};
+use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
+use crate::lifecycle::events::{EventSink, millis};
+use crate::lifecycle::state::Intent;
+use crate::output::exit::Code;
+use crate::output::progress::Progress;
+use crate::output::report::{
+    self, ErrorReport, Format, NdjsonEvents, Report, ServerReport, TracingEvents,
+};
+use crate::process::spawn::Launch;
+
+pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Result<Code, CliError> {
+    let fleet = load_fleet(file)?;
+    let specs = select(&fleet, &args.servers)?;
+    let options = CallOptions {
+        connect_timeout: args.connect_timeout.map(|t| t.as_duration()),
+        cleanup_timeout: args.cleanup_timeout.map(|t| t.as_duration()),
+        wait_timeout: None,
+    };
+    let events: Arc<dyn EventSink> = match global.output {
+        Format::Ndjson => Arc::new(NdjsonEvents::new()),
+        _ => Arc::new(TracingEvents),
+    };
+    let ctx = Context {
+        events,
+        interrupt: CancellationToken::new(),
+        shutdown: CancellationToken::new(),
+        tracker: TaskTracker::new(),
+        tag_scope: tag_scope(),
+    };
+    let progress =
+        Progress::new(!global.quiet && global.output == Format::Text && global.verbose == 0);
+    let signals = tokio::spawn(watch_signals(ctx.interrupt.clone(), progress.clone()));
+
+    let handles: Vec<Handle> = specs
+        .iter()
+        .map(|spec| authority::spawn(server_config(spec), 0, ctx.clone()))
+        .collect();
+    let jobs = args.jobs.map_or_else(default_jobs, |j| j as usize);
+    tracing::info!(servers = handles.len(), jobs, "check: starting");
+
+    progress.stage("starting", handles.len());
+    let starts = start_all(&handles, jobs, options, &ctx.interrupt, &progress).await;
+    progress.stage("stopping", handles.len());
+    let stops = stop_all(&handles, options, &progress).await;
+    progress.finish();
+
+    // Every authority ends once its handles are gone; wait for all of them, so that
+    // nothing of a server can outlive the report.
+    drop(handles);
+    ctx.tracker.close();
+    ctx.tracker.wait().await;
+    signals.abort();
+
+    let interrupted = ctx.interrupt.is_cancelled();
+    let servers: Vec<ServerReport> = specs
+        .iter()
+        .zip(starts)
+        .zip(stops)
+        .map(|((spec, start), stop)| server_report(spec, start, stop, args.strict))
+        .collect();
+    let report = Report::new("check", servers, interrupted);
+    report::write_stdout(&report::render(&report, global.output))
+        .map_err(|e| anyhow::anyhow!("cannot write to stdout: {e}"))?;
+    if interrupted {
+        eprintln!("mcpfleet check: interrupted; every server that was started has been torn down");
+    }
+    Ok(exit_code(report.exit_code))
+}
+
+/// The servers to check: the named ones (which must exist), else every enabled one.
+fn select<'a>(fleet: &'a Fleet, names: &[String]) -> Result<Vec<&'a ServerSpec>, CliError> {
+    if names.is_empty() {
+        return Ok(fleet.enabled().collect());
+    }
+    let mut picked: Vec<&ServerSpec> = Vec::new();
+    let mut unknown = Vec::new();
+    for name in names {
+        match fleet.server(name) {
+            Some(spec) if !picked.iter().any(|p| p.name == spec.name) => picked.push(spec),
+            Some(_) => {}
+            None => unknown.push(name.as_str()),
+        }
+    }
+    if !unknown.is_empty() {
+        let known: Vec<&str> = fleet.servers.iter().map(|s| s.name.as_str()).collect();
+        return Err(CliError::Usage(format!(
+            "no server named {} in {} (servers: {})",
+            unknown
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            fleet.file.display(),
+            known.join(", ")
+        )));
+    }
+    Ok(picked)
+}
+
+fn server_config(spec: &ServerSpec) -> ServerConfig {
+    let Transport::Stdio(stdio) = &spec.transport;
+    let args: Vec<String> = stdio.args.iter().map(|a| a.value.clone()).collect();
+    let env = stdio
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.value.clone()))
+        .collect();
+    ServerConfig {
+        name: spec.name.clone(),
+        launch: Launch::new(
+            &stdio.command.value,
+            &args,
+            stdio.shell,
+            env,
+            stdio.cwd.clone(),
+            &spec.name,
+        ),
+        connect_timeout: spec.connect_timeout.as_duration(),
+        cleanup_timeout: spec.cleanup_timeout.as_duration(),
+    }
+}
+
+/// Starts every server, at most `jobs` at once. A server whose turn has not come
+/// when the run is interrupted is not started at all.
+async fn start_all(
+    handles: &[Handle],
+    jobs: usize,
+    options: CallOptions,
+    interrupt: &CancellationToken,
+    progress: &Progress,
+) -> Vec<Option<Result<Reply, RequestError>>> {
+    let permits = Arc::new(Semaphore::new(jobs));
+    let mut set = JoinSet::new();
+    for (i, handle) in handles.iter().enumerate() {
+        let (handle, permits, interrupt) = (handle.clone(), permits.clone(), interrupt.clone());
+        set.spawn(async move {
+            let permit = tokio::select! {
+                biased;
+                _ = interrupt.cancelled() => None,
+                p = permits.acquire_owned() => p.ok(),
+            };
+            let reply = match permit {
+                Some(_permit) => Some(handle.request(Intent::Start, options).await),
+                None => None,
+            };
+            (i, reply)
+        });
+    }
+    collect(set, handles.len(), progress).await
+}
+
+/// Tears every server down, all at once: teardowns wait mostly on grace periods.
+async fn stop_all(
+    handles: &[Handle],
+    options: CallOptions,
+    progress: &Progress,
+) -> Vec<Option<Result<Reply, RequestError>>> {
+    let mut set = JoinSet::new();
+    for (i, handle) in handles.iter().enumerate() {
+        let handle = handle.clone();
+        set.spawn(async move { (i, Some(handle.request(Intent::Stop, options).await)) });
+    }
+    collect(set, handles.len(), progress).await
+}
+
+async fn collect(
+    mut set: JoinSet<(usize, Option<Result<Reply, RequestError>>)>,
+    n: usize,
+    progress: &Progress,
+) -> Vec<Option<Result<Reply, RequestError>>> {
+    let mut out: Vec<Option<Result<Reply, RequestError>>> = (0..n).map(|_| None).collect();
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok((i, reply)) => {
+                if let Some(Ok(r)) = &reply {
+                    progress.done_one(&r.snapshot.name);
+                } else {
+                    progress.done_one("");
+                }
+                out[i] = reply;
+            }
+            Err(e) => tracing::error!(error = %e, "a check task failed"),
+        }
+    }
+    out
+}
+
+/// Merges a server's start and stop replies into its line of the report.
+fn server_report(
+    spec: &ServerSpec,
+    start: Option<Result<Reply, RequestError>>,
+    stop: Option<Result<Reply, RequestError>>,
+    strict: bool,
+) -> ServerReport {
+    let request_error = |e: RequestError| {
+        ServerError::new(ErrorKind::Cancelled, ErrorPhase::Request, e.to_string())
+    };
+    let (start, start_err) = match start {
+        Some(Ok(r)) => (Some(r), None),
+        Some(Err(e)) => (None, Some(request_error(e))),
+        None => (
+            None,
+            Some(ServerError::new(
+                ErrorKind::Cancelled,
+                ErrorPhase::Request,
+                "not started: the check was interrupted",
+            )),
+        ),
+    };
+    let (stop, stop_err) = match stop {
+        Some(Ok(r)) => (Some(r), None),
+        Some(Err(e)) => (None, Some(request_error(e))),
+        None => (None, None),
+    };
+    let error = start
+        .as_ref()
+        .and_then(|r| r.result.clone().err())
+        .or(start_err)
+        .or_else(|| stop.as_ref().and_then(|r| r.result.clone().err()))
+        .or(stop_err);
+    let teardown = stop
+        .as_ref()
+        .and_then(|r| r.teardown.clone())
+        .or_else(|| start.as_ref().and_then(|r| r.teardown.clone()));
+    let last = stop.as_ref().or(start.as_ref()).map(|r| &r.snapshot);
+    let mut code = error.as_ref().map_or(Code::Ok, |e| Code::of_error(e.kind));
+    if let Some(t) = &teardown {
+        code = code.max(Code::of_teardown(t.outcome, strict));
+    }
+    ServerReport {
+        name: spec.name.clone(),
+        transport: "stdio",
+        state: last.map_or(crate::lifecycle::state::Phase::Stopped, |s| s.state),
+        generation: start.as_ref().and_then(|r| r.snapshot.generation),
+        pid: last.and_then(|s| s.pid),
+        connect_ms: start.as_ref().and_then(|r| r.connect).map(millis),
+        tools: start.as_ref().and_then(|r| r.snapshot.tools),
+        server_info: start.as_ref().and_then(|r| r.snapshot.server_info.clone()),
+        error: error.as_ref().map(ErrorReport::from),
+        teardown,
+        exit_code: code.as_i32(),
+    }
+}
+
+fn exit_code(n: i32) -> Code {
+    match n {
+        0 => Code::Ok,
+        2 => Code::Usage,
+        3 => Code::StartFailed,
+        4 => Code::ConnectTimeout,
+        5 => Code::TeardownNotClean,
+        6 => Code::Refused,
+        7 => Code::Busy,
+        8 => Code::Unreachable,
+        130 => Code::Interrupted,
+        _ => Code::Internal,
+    }
+}
+
+/// Four starts per core: starting is mostly waiting on the server, but 50 servers
+/// started at once on two cores all miss their deadlines together.
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get()) * 4
+}
+
+/// A scope for process tags that no other run shares.
+fn tag_scope() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("check-{}-{nanos}", std::process::id())
+}
+
+/// The first SIGINT or SIGTERM interrupts the starts; teardown always runs to its
+/// end, bounded by each server's cleanup timeout.
+async fn watch_signals(interrupt: CancellationToken, progress: Progress) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        tracing::warn!(
+            "cannot install signal handlers; Ctrl-C will end the process without teardown"
+        );
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        if interrupt.is_cancelled() {
+            progress
+                .note("mcpfleet: teardown in progress, bounded by each server's cleanup timeout");
+        } else {
+            progress.note("mcpfleet: interrupted; tearing down every server that was started");
+            interrupt.cancel();
+        }
+    }
+}

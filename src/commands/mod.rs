@@ -1,0 +1,102 @@
+//! The commands, one file each, and what they share: finding and loading the fleet
+//! file, and the error type at the edge that maps to exit codes.
+
+pub mod check;
+pub mod validate;
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::cli::{Cli, Command};
+use crate::config::{self, ConfigErrors, Fleet};
+use crate::output::exit::Code;
+use crate::output::report::{Format, SCHEMA_VERSION, write_stdout};
+
+/// Options every command gets.
+pub struct Global {
+    pub output: Format,
+    pub quiet: bool,
+    pub verbose: u8,
+}
+
+/// A command that could not do its job at all (as opposed to servers that failed,
+/// which a report carries).
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Config(#[from] ConfigErrors),
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl CliError {
+    pub fn code(&self) -> Code {
+        match self {
+            CliError::Config(_) | CliError::Usage(_) => Code::Usage,
+            CliError::Internal(_) => Code::Internal,
+        }
+    }
+
+    /// The error as the JSON document a script reads on stdout.
+    fn to_json(&self, command: &str) -> serde_json::Value {
+        let error = match self {
+            CliError::Config(e) => json!({
+                "kind": "invalid_fleet_file",
+                "message": format!("invalid fleet file {}", e.file.display()),
+                "file": e.file,
+                "errors": e.errors.iter().map(|x| json!({
+                    "line": x.line, "column": x.column, "path": x.path, "message": x.message,
+                })).collect::<Vec<_>>(),
+            }),
+            CliError::Usage(m) => json!({"kind": "usage", "message": m}),
+            CliError::Internal(e) => json!({"kind": "internal", "message": format!("{e:#}")}),
+        };
+        json!({
+            "schema_version": SCHEMA_VERSION,
+            "command": command,
+            "exit_code": self.code().as_i32(),
+            "servers": [],
+            "error": error,
+        })
+    }
+}
+
+/// Runs the parsed command line and returns its exit code. Prints the result and
+/// any error; never exits the process itself.
+pub async fn run(cli: Cli) -> Code {
+    let global = Global {
+        output: cli.output,
+        quiet: cli.quiet,
+        verbose: cli.verbose,
+    };
+    let (name, result) = match &cli.command {
+        Command::Check(args) => (
+            "check",
+            check::run(cli.file.as_deref(), args, &global).await,
+        ),
+        Command::Validate => ("validate", validate::run(cli.file.as_deref(), &global)),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("mcpfleet {name}: {e:#}");
+            if global.output != Format::Text {
+                let _ = write_stdout(&format!("{}\n", e.to_json(name)));
+            }
+            e.code()
+        }
+    }
+}
+
+/// Finds and loads the fleet file (`-f`, then `$MCPFLEET_FILE`, then ./mcpfleet.yaml).
+pub fn load_fleet(explicit: Option<&Path>) -> Result<Fleet, CliError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?;
+    let env_file = std::env::var_os("MCPFLEET_FILE");
+    let path = config::discover(explicit, env_file.as_deref(), &cwd)?;
+    let env = |name: &str| std::env::var(name).ok();
+    Ok(config::load(&path, &env)?)
+}

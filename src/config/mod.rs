@@ -1,0 +1,251 @@
+//! The fleet file: finding it, reading it, validating it into a [`Fleet`].
+//!
+//! This module owns format version 1 of `mcpfleet.yaml` (DESIGN §7) and turns it
+//! into plain validated values that the rest of the crate runs on; nothing
+//! downstream sees YAML. It reports every error of a file at once, each with
+//! line, column and key path, and it is where `${env:NAME}` is expanded, into a
+//! [`Text`] that shows its template instead of the secret (DESIGN §6). It never
+//! starts processes and never prints; reading the file, the environment through
+//! the lookup it is given, and checking `cwd` directories are its only effects.
+//!
+//! ```text
+//! text ──yaml::parse──▶ Node tree ──validate──▶ Fleet
+//!   │                                  │ issues (key paths + steps)
+//!   └────────────yaml::locate──────────┴──▶ ConfigErrors (line:column, sorted)
+//! ```
+
+mod duration;
+mod error;
+mod expand;
+mod render;
+mod validate;
+mod yaml;
+
+#[cfg(test)]
+mod tests;
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+pub use duration::{DEFAULT_TIMEOUT, DurationError, Timeout, parse_duration};
+pub use error::{ConfigError, ConfigErrors};
+pub use expand::{ExpandError, Text};
+
+/// The name looked for in the current directory when no file is named.
+pub const DEFAULT_FILE_NAME: &str = "mcpfleet.yaml";
+/// The environment variable that names the fleet file.
+pub const FILE_ENV_VAR: &str = "MCPFLEET_FILE";
+/// Far beyond any real fleet file; it bounds the time and memory spent on a
+/// wrong file (a log, a binary) passed by mistake.
+pub const MAX_FILE_BYTES: usize = 1024 * 1024;
+
+/// A validated fleet file.
+#[derive(Debug, Clone)]
+pub struct Fleet {
+    /// Absolute (symlinks resolved when the file exists): it keys the state directory.
+    pub file: PathBuf,
+    /// Names the state directory when set.
+    pub name: Option<String>,
+    /// In file order, disabled ones included, so that `status` can show them.
+    pub servers: Vec<ServerSpec>,
+}
+
+impl Fleet {
+    pub fn server(&self, name: &str) -> Option<&ServerSpec> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+
+    pub fn enabled(&self) -> impl Iterator<Item = &ServerSpec> {
+        self.servers.iter().filter(|s| s.enabled)
+    }
+}
+
+/// One server of the fleet, with defaults applied.
+#[derive(Debug, Clone)]
+pub struct ServerSpec {
+    /// Matches `^[a-z0-9][a-z0-9_-]{0,62}$`, so it is safe in file and socket names.
+    pub name: String,
+    pub enabled: bool,
+    /// Deadline of spawn + MCP initialize.
+    pub connect_timeout: Timeout,
+    /// Deadline of the whole teardown.
+    pub cleanup_timeout: Timeout,
+    pub transport: Transport,
+}
+
+/// How mcpfleet talks to a server. Streamable HTTP (`url`) is recognised in the
+/// file but refused until it is implemented.
+#[derive(Debug, Clone)]
+pub enum Transport {
+    Stdio(StdioSpec),
+}
+
+/// A server that mcpfleet spawns and talks to over its stdin and stdout.
+#[derive(Debug, Clone)]
+pub struct StdioSpec {
+    pub command: Text,
+    pub args: Vec<Text>,
+    /// Added to the inherited environment, in file order.
+    pub env: Vec<(String, Text)>,
+    /// Absolute and existing at load time.
+    pub cwd: PathBuf,
+    /// Run `command` through `sh -c` instead of directly; only when the user asks.
+    pub shell: bool,
+}
+
+/// Where the fleet file is: explicit -f path, else $MCPFLEET_FILE, else
+/// ./mcpfleet.yaml. Relative paths are taken from `cwd`. An empty
+/// `MCPFLEET_FILE` counts as unset, as shells make unsetting awkward.
+pub fn discover(
+    explicit: Option<&Path>,
+    env_file: Option<&OsStr>,
+    cwd: &Path,
+) -> Result<PathBuf, ConfigErrors> {
+    let env_file = env_file.filter(|f| !f.is_empty());
+    let (path, missing) = match (explicit, env_file) {
+        (Some(path), _) => (
+            cwd.join(path),
+            "the fleet file given with -f/--file does not exist".to_string(),
+        ),
+        (None, Some(path)) => (
+            cwd.join(path),
+            format!("the fleet file named by {FILE_ENV_VAR} does not exist"),
+        ),
+        (None, None) => (
+            cwd.join(DEFAULT_FILE_NAME),
+            format!(
+                "no {DEFAULT_FILE_NAME} in {}; name a fleet file with -f/--file or {FILE_ENV_VAR}",
+                cwd.display()
+            ),
+        ),
+    };
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_dir() => Err(ConfigErrors::single(
+            path,
+            "this is a directory, not a fleet file",
+        )),
+        Ok(_) => Ok(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(ConfigErrors::single(path, missing))
+        }
+        Err(e) => Err(ConfigErrors::single(
+            path,
+            format!("cannot read the fleet file: {e}"),
+        )),
+    }
+}
+
+/// Reads and validates a fleet file; `env` looks up `${env:NAME}`.
+pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Fleet, ConfigErrors> {
+    let cannot_read =
+        |e: std::io::Error| ConfigErrors::single(path, format!("cannot read the fleet file: {e}"));
+    let file = std::fs::File::open(path).map_err(cannot_read)?;
+    let mut bytes = Vec::new();
+    // One byte more than allowed tells "too large" apart from "exactly the limit".
+    file.take(MAX_FILE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot_read)?;
+    if bytes.len() > MAX_FILE_BYTES {
+        return Err(too_large(path));
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let valid = e.utf8_error().valid_up_to();
+            let bytes = e.as_bytes();
+            let (line, column) =
+                yaml::line_column(&String::from_utf8_lossy(&bytes[..valid]), valid);
+            return Err(ConfigErrors {
+                file: path.to_path_buf(),
+                errors: vec![ConfigError {
+                    line: Some(line),
+                    column: Some(column),
+                    path: String::new(),
+                    message: "the file is not valid UTF-8".into(),
+                }],
+            });
+        }
+    };
+    load_str(&text, path, env)
+}
+
+/// Validates the text of a fleet file; `path` is where it came from (used for
+/// messages, as the fleet's identity and as the base of relative `cwd`).
+pub fn load_str(
+    text: &str,
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Fleet, ConfigErrors> {
+    if text.len() > MAX_FILE_BYTES {
+        return Err(too_large(path));
+    }
+    let root = yaml::parse(text).map_err(|e| ConfigErrors {
+        file: path.to_path_buf(),
+        errors: vec![ConfigError {
+            line: e.line,
+            column: e.column,
+            path: String::new(),
+            message: e.message,
+        }],
+    })?;
+    let file = absolute(path);
+    validate::validate(&root, is_blank(text), &file, env).map_err(|issues| ConfigErrors {
+        file: path.to_path_buf(),
+        errors: locate_all(text, issues),
+    })
+}
+
+fn too_large(path: &Path) -> ConfigErrors {
+    ConfigErrors::single(
+        path,
+        format!(
+            "the file is larger than {} KiB; a fleet file is a small YAML file",
+            MAX_FILE_BYTES / 1024
+        ),
+    )
+}
+
+/// Nothing but whitespace, comments and document markers: the user has not
+/// started writing the file, which deserves a friendlier word than "found null".
+fn is_blank(text: &str) -> bool {
+    text.lines().all(|line| {
+        let line = line.trim_start_matches('\u{feff}').trim();
+        line.is_empty() || line.starts_with('#') || line == "---" || line == "..."
+    })
+}
+
+/// The fleet's identity must not depend on how the file was named.
+fn absolute(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Gives the first [`error::MAX_SHOWN`] issues their positions and sorts them;
+/// the rest keep none, since locating costs a parse each.
+fn locate_all(text: &str, issues: Vec<validate::Issue>) -> Vec<ConfigError> {
+    let mut located: Vec<ConfigError> = Vec::with_capacity(issues.len());
+    for (i, issue) in issues.into_iter().enumerate() {
+        let position = if i < error::MAX_SHOWN {
+            yaml::locate(text, &issue.steps)
+        } else {
+            None
+        };
+        let mut message = issue.message;
+        if let Some(first) = issue.first.filter(|_| i < error::MAX_SHOWN)
+            && let Some((line, _)) = yaml::locate(text, &first)
+        {
+            message.push_str(&format!(" (first defined on line {line})"));
+        }
+        located.push(ConfigError {
+            line: position.map(|p| p.0),
+            column: position.map(|p| p.1),
+            path: issue.path,
+            message,
+        });
+    }
+    let shown = located.len().min(error::MAX_SHOWN);
+    located[..shown].sort_by_key(|e| (e.line.unwrap_or(usize::MAX), e.column.unwrap_or(0)));
+    located
+}

@@ -1,0 +1,14 @@
+//! mcpfleet: run a fleet of MCP servers with one serialized lifecycle authority per
+//! server, bounded waits, verified teardown and exit codes a script can trust.
+//!
+//! Layout: `config` reads fleet files; `lifecycle` holds the authority of each
+//! server; `process` spawns, talks to and tears down server processes; `output`
+//! renders reports and owns the exit-code table; `commands` and `cli` are the edge.
+
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod lifecycle;
+pub mod logging;
+pub mod output;
+pub mod process;

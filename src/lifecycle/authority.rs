@@ -1,0 +1,770 @@
+//! The authority: one task per server that alone owns its child process, MCP
+//! session and state (DESIGN §3). Everything else holds a cheap `Handle` and sends
+//! requests; the task handles them one at a time, in arrival order (L1).
+//!
+//! ```text
+//!  Handle::request ──► queue ──► accept (or withdrawn: the caller's wait deadline passed)
+//!                                  │
+//!                                  ├─ state::plan ──► Nothing / Refuse ──► reply
+//!                                  ├─ Start   ──► spawn ─► initialize ─► tools/list ─► running
+//!                                  │               └─ any error, deadline or interrupt: teardown (L8)
+//!                                  ├─ Stop    ──► close session ─► teardown (L5) ─► stopped | quarantined
+//!                                  └─ Restart ──► Stop, and only if confirmed, Start (L4)
+//!  events ──► EventSink, before the reply (L12)
+//! ```
+//!
+//! A caller that goes away does not stop an operation: the task runs it to its end
+//! and records the outcome (L6). When every handle is dropped or the shutdown token
+//! fires, the task answers whatever is queued (L9), tears down a live generation and
+//! ends. The interrupt token aborts starts in progress (their half-started process is
+//! still torn down) and refuses new ones, but never cuts a teardown short.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::error::{ErrorKind, ErrorPhase, ServerError};
+use super::events::{Cause, Event, EventSink, millis, rfc3339};
+use super::state::{self, Generation, Intent, Phase, Plan, State};
+use crate::config::Timeout;
+use crate::process::session::{Session, SessionError};
+use crate::process::spawn::{self, Launch, Tag};
+use crate::process::stderr::StderrTail;
+use crate::process::teardown::{self, ExitKind, Grace, Outcome, TeardownReport};
+
+/// What an authority needs to know about its server.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub name: String,
+    pub launch: Launch,
+    /// `None`: the user wrote `none`.
+    pub connect_timeout: Option<Duration>,
+    pub cleanup_timeout: Option<Duration>,
+}
+
+/// Per-request overrides of the server's deadlines (L2: settable per call).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallOptions {
+    pub connect_timeout: Option<Option<Duration>>,
+    pub cleanup_timeout: Option<Option<Duration>>,
+    /// How long the caller waits for the authority to take the request. A request
+    /// not taken in time is withdrawn and never runs.
+    pub wait_timeout: Option<Duration>,
+}
+
+/// A teardown's result as reported to callers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TeardownSummary {
+    pub generation: Generation,
+    pub outcome: Outcome,
+    pub signal: Option<&'static str>,
+    pub duration_ms: u64,
+    pub leftover_pids: Vec<i32>,
+    /// How the server's main process ended, e.g. "exit code 0", "killed by SIGKILL".
+    pub exit: Option<String>,
+}
+
+impl TeardownSummary {
+    fn new(generation: Generation, report: &TeardownReport) -> TeardownSummary {
+        TeardownSummary {
+            generation,
+            outcome: report.outcome,
+            signal: report.signal.map(|s| s.name()),
+            duration_ms: millis(report.duration),
+            leftover_pids: report.leftover_pids.clone(),
+            exit: report.exit.map(|e| e.to_string()),
+        }
+    }
+}
+
+/// A server's state as seen from outside, at one instant.
+#[derive(Debug, Clone, Serialize)]
+pub struct Snapshot {
+    pub name: String,
+    pub state: Phase,
+    pub generation: Option<Generation>,
+    pub pid: Option<i32>,
+    /// Tools listed by the running generation.
+    pub tools: Option<usize>,
+    /// The server's name and version from its initialize answer.
+    pub server_info: Option<String>,
+    /// The error that put the server in `failed` or `quarantined`.
+    pub error: Option<ServerError>,
+    /// The last teardown of this server, kept until the next one.
+    pub last_teardown: Option<TeardownSummary>,
+}
+
+/// The answer to a transition request.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// The state after the request.
+    pub snapshot: Snapshot,
+    /// `Err` when the request did not get what it asked for.
+    pub result: Result<(), ServerError>,
+    /// Spawn to ready (handshake and tools/list), when this request started a generation.
+    pub connect: Option<Duration>,
+    /// The teardown this request performed (a stop, or the cleanup of a failed start).
+    pub teardown: Option<TeardownSummary>,
+}
+
+/// Why a request got no reply from the authority.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum RequestError {
+    #[error("the authority of `{0}` did not accept the request within {1:?}; it was withdrawn")]
+    Busy(String, Duration),
+    #[error("the authority of `{0}` has stopped")]
+    Gone(String),
+}
+
+enum Message {
+    Transition {
+        intent: Intent,
+        options: CallOptions,
+        enqueued: Instant,
+        /// Settled when the authority takes the request. If the caller has dropped
+        /// the receiver by then, the request was withdrawn and is skipped.
+        accepted: oneshot::Sender<()>,
+        reply: oneshot::Sender<Reply>,
+    },
+    Snapshot {
+        reply: oneshot::Sender<Snapshot>,
+    },
+}
+
+/// A cheap, cloneable way to reach one server's authority.
+#[derive(Clone)]
+pub struct Handle {
+    name: Arc<str>,
+    /// Closed by the authority task when it ends; a send error means it is gone.
+    tx: mpsc::Sender<Message>,
+}
+
+impl Handle {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Asks for a transition and waits for its outcome.
+    pub async fn request(
+        &self,
+        intent: Intent,
+        options: CallOptions,
+    ) -> Result<Reply, RequestError> {
+        let (accepted_tx, mut accepted_rx) = oneshot::channel();
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let message = Message::Transition {
+            intent,
+            options,
+            enqueued: Instant::now(),
+            accepted: accepted_tx,
+            reply: reply_tx,
+        };
+        let gone = || RequestError::Gone(self.name.to_string());
+        let deadline = options
+            .wait_timeout
+            .map(|t| tokio::time::Instant::now() + t);
+        let sent = match deadline {
+            Some(d) => tokio::time::timeout_at(d, self.tx.send(message)).await,
+            None => Ok(self.tx.send(message).await),
+        };
+        match sent {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return Err(gone()),
+            Err(_) => return Err(self.busy(options)),
+        }
+        let accepted = match deadline {
+            Some(d) => match tokio::time::timeout_at(d, &mut accepted_rx).await {
+                Ok(r) => r.is_ok(),
+                Err(_) => {
+                    // Close first so that the authority cannot accept after this
+                    // point; then an acceptance that raced the deadline still counts.
+                    accepted_rx.close();
+                    if accepted_rx.try_recv().is_err() {
+                        return Err(self.busy(options));
+                    }
+                    true
+                }
+            },
+            None => (&mut accepted_rx).await.is_ok(),
+        };
+        // Not accepted but answered: the authority settled the queue on shutdown.
+        let _ = accepted;
+        reply_rx.await.map_err(|_| gone())
+    }
+
+    fn busy(&self, options: CallOptions) -> RequestError {
+        RequestError::Busy(
+            self.name.to_string(),
+            options.wait_timeout.unwrap_or_default(),
+        )
+    }
+
+    /// The current state, answered after the requests queued before it.
+    pub async fn snapshot(&self) -> Result<Snapshot, RequestError> {
+        let (tx, rx) = oneshot::channel();
+        let gone = || RequestError::Gone(self.name.to_string());
+        self.tx
+            .send(Message::Snapshot { reply: tx })
+            .await
+            .map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())
+    }
+}
+
+/// What a running generation holds.
+struct Live {
+    generation: Generation,
+    child: tokio::process::Child,
+    pid: i32,
+    pgid: i32,
+    tag: Tag,
+    session: Option<Session>,
+    stderr: StderrTail,
+    stderr_task: tokio::task::JoinHandle<()>,
+    tools: usize,
+    server_info: Option<String>,
+}
+
+/// Where the authority's environment comes from: events, cancellation, tracking.
+#[derive(Clone)]
+pub struct Context {
+    pub events: Arc<dyn EventSink>,
+    /// Aborts starts in progress and refuses new ones; never cuts a teardown short.
+    pub interrupt: CancellationToken,
+    /// Ends the authority: it answers its queue, tears down and exits.
+    pub shutdown: CancellationToken,
+    pub tracker: TaskTracker,
+    /// Distinguishes this host's generations from any other's in process tags.
+    pub tag_scope: String,
+}
+
+/// Starts the authority task of one server. `last_generation` is the highest
+/// generation id this server ever had, so that ids never repeat (L3).
+pub fn spawn(config: ServerConfig, last_generation: Generation, ctx: Context) -> Handle {
+    // Bounded: a caller that floods the queue waits on `send`, under its own deadline.
+    let (tx, rx) = mpsc::channel(64);
+    let name: Arc<str> = config.name.as_str().into();
+    let actor = Actor {
+        config,
+        state: State::Stopped,
+        last_generation,
+        live: None,
+        last_teardown: None,
+        ctx: ctx.clone(),
+    };
+    ctx.tracker.spawn(actor.run(rx));
+    Handle { name, tx }
+}
+
+struct Actor {
+    config: ServerConfig,
+    state: State,
+    last_generation: Generation,
+    /// `Some` exactly while the state is `Running`.
+    live: Option<Live>,
+    last_teardown: Option<TeardownSummary>,
+    ctx: Context,
+}
+
+/// The result of one operation, before it becomes a `Reply`.
+struct Done {
+    result: Result<(), ServerError>,
+    connect: Option<Duration>,
+    teardown: Option<TeardownSummary>,
+}
+
+impl Done {
+    fn ok() -> Done {
+        Done {
+            result: Ok(()),
+            connect: None,
+            teardown: None,
+        }
+    }
+
+    fn err(e: ServerError) -> Done {
+        Done {
+            result: Err(e),
+            connect: None,
+            teardown: None,
+        }
+    }
+}
+
+impl Actor {
+    async fn run(mut self, mut rx: mpsc::Receiver<Message>) {
+        loop {
+            let message = tokio::select! {
+                biased;
+                _ = self.ctx.shutdown.cancelled() => break,
+                m = rx.recv() => match m {
+                    Some(m) => m,
+                    None => break,
+                },
+            };
+            self.handle(message).await;
+        }
+        // No new requests from here on; answer everything already queued (L9).
+        rx.close();
+        while let Ok(message) = rx.try_recv() {
+            match message {
+                Message::Transition { reply, .. } => {
+                    let _ = reply.send(self.reply(Done::err(ServerError::cancelled(
+                        "the request (the authority is shutting down)",
+                    ))));
+                }
+                Message::Snapshot { reply } => {
+                    let _ = reply.send(self.snapshot());
+                }
+            }
+        }
+        if let Some(live) = self.live.take() {
+            let generation = live.generation;
+            let options = CallOptions::default();
+            self.stop_live(live, generation, options, Cause::Shutdown, Duration::ZERO)
+                .await;
+        }
+    }
+
+    async fn handle(&mut self, message: Message) {
+        match message {
+            Message::Snapshot { reply } => {
+                let _ = reply.send(self.snapshot());
+            }
+            Message::Transition {
+                intent,
+                options,
+                enqueued,
+                accepted,
+                reply,
+            } => {
+                if accepted.send(()).is_err() {
+                    tracing::debug!(server = %self.config.name, "request withdrawn before it was taken");
+                    return;
+                }
+                let waited = enqueued.elapsed();
+                let done = self.transition(intent, options, waited).await;
+                // The caller may be gone (L6): the outcome is recorded all the same.
+                let _ = reply.send(self.reply(done));
+            }
+        }
+    }
+
+    async fn transition(&mut self, intent: Intent, options: CallOptions, waited: Duration) -> Done {
+        let cause = match intent {
+            Intent::Start => Cause::Start,
+            Intent::Stop => Cause::Stop,
+            Intent::Reconnect { .. } => Cause::Reconnect,
+        };
+        match state::plan(&self.state, intent, self.last_generation) {
+            Plan::Nothing => Done::ok(),
+            Plan::Refuse(error) => {
+                let phase = self.state.phase();
+                let generation = self.state.generation();
+                self.emit(
+                    phase,
+                    generation,
+                    cause,
+                    Duration::ZERO,
+                    waited,
+                    Some(error.clone()),
+                );
+                Done::err(error)
+            }
+            Plan::Start { next } => self.start(next, options, cause, waited).await,
+            Plan::Stop { generation } => self.stop(generation, options, cause, waited).await,
+            Plan::Restart { generation, next } => {
+                let stopped = self.stop(generation, options, cause, waited).await;
+                if stopped.result.is_err() || self.state != State::Stopped {
+                    return stopped;
+                }
+                let mut started = self.start(next, options, cause, Duration::ZERO).await;
+                started.teardown = started.teardown.or(stopped.teardown);
+                started
+            }
+        }
+    }
+
+    async fn stop(
+        &mut self,
+        generation: Generation,
+        options: CallOptions,
+        cause: Cause,
+        waited: Duration,
+    ) -> Done {
+        match self.live.take() {
+            Some(live) => {
+                self.stop_live(live, generation, options, cause, waited)
+                    .await
+            }
+            None => Done::ok(),
+        }
+    }
+
+    async fn stop_live(
+        &mut self,
+        live: Live,
+        generation: Generation,
+        options: CallOptions,
+        cause: Cause,
+        waited: Duration,
+    ) -> Done {
+        let started = Instant::now();
+        self.set(
+            State::Stopping { generation },
+            cause,
+            Duration::ZERO,
+            waited,
+            None,
+        );
+        let cleanup = options
+            .cleanup_timeout
+            .unwrap_or(self.config.cleanup_timeout);
+        let report = self.tear_down(live, cleanup, started).await;
+        let summary = TeardownSummary::new(generation, &report);
+        let next = state::after_teardown(generation, report.leftover_pids.clone(), None);
+        let error = match &next {
+            State::Quarantined { error, .. } => Some(error.clone()),
+            _ => None,
+        };
+        self.set(
+            next,
+            cause,
+            started.elapsed(),
+            Duration::ZERO,
+            error.clone(),
+        );
+        self.last_teardown = Some(summary.clone());
+        Done {
+            result: error.map_or(Ok(()), Err),
+            connect: None,
+            teardown: Some(summary),
+        }
+    }
+
+    /// Closes the session (which closes the server's stdin) and runs the verified
+    /// teardown. Never cancelled: cleanup belongs to the resource, not the caller.
+    async fn tear_down(
+        &self,
+        mut live: Live,
+        cleanup: Option<Duration>,
+        started: Instant,
+    ) -> TeardownReport {
+        let grace = Grace::from_cleanup(cleanup);
+        if let Some(session) = live.session.take() {
+            session.close(grace.eof).await;
+        }
+        let report = teardown::teardown(
+            teardown::Target {
+                child: &mut live.child,
+                pid: live.pid,
+                pgid: live.pgid,
+                tag: &live.tag,
+            },
+            grace,
+            started,
+        )
+        .await;
+        // Every holder of the stderr pipe is gone unless something escaped; give the
+        // drain a moment to read the last lines, then stop it either way.
+        let drain = &mut live.stderr_task;
+        if tokio::time::timeout(Duration::from_millis(200), drain)
+            .await
+            .is_err()
+        {
+            live.stderr_task.abort();
+        }
+        tracing::debug!(
+            server = %self.config.name,
+            generation = live.generation,
+            outcome = ?report.outcome,
+            ms = millis(report.duration),
+            "teardown"
+        );
+        report
+    }
+
+    async fn start(
+        &mut self,
+        generation: Generation,
+        options: CallOptions,
+        cause: Cause,
+        waited: Duration,
+    ) -> Done {
+        if self.ctx.interrupt.is_cancelled() {
+            let error = ServerError::cancelled("the start");
+            return Done::err(error);
+        }
+        let started = Instant::now();
+        // The generation is taken before anything is spawned, so that it is never
+        // given twice, whatever happens next.
+        self.last_generation = generation;
+        self.set(
+            State::Starting { generation },
+            cause,
+            Duration::ZERO,
+            waited,
+            None,
+        );
+
+        let tag = Tag::new(&self.ctx.tag_scope, &self.config.name, generation);
+        let mut spawned = match spawn::spawn(&self.config.launch, tag, &self.config.name) {
+            Ok(s) => s,
+            Err(e) => {
+                let error = spawn_error(&self.config.launch, &e);
+                let next = state::after_start(generation, Err(error.clone()), Vec::new());
+                self.set(
+                    next,
+                    cause,
+                    started.elapsed(),
+                    Duration::ZERO,
+                    Some(error.clone()),
+                );
+                return Done::err(error);
+            }
+        };
+        let connect_timeout = options
+            .connect_timeout
+            .unwrap_or(self.config.connect_timeout);
+        let deadline = connect_timeout.map(|t| tokio::time::Instant::now() + t);
+        let (stdout, stdin) = (spawned.stdout.take(), spawned.stdin.take());
+        let mut live = Live {
+            generation,
+            child: spawned.child,
+            pid: spawned.pid,
+            pgid: spawned.pgid,
+            tag: spawned.tag,
+            session: None,
+            stderr: spawned.stderr,
+            stderr_task: spawned.stderr_task,
+            tools: 0,
+            server_info: None,
+        };
+        let interrupt = self.ctx.interrupt.clone();
+        let connected = async {
+            let (Some(stdout), Some(stdin)) = (stdout, stdin) else {
+                return Err(ServerError::new(
+                    ErrorKind::SpawnFailed,
+                    ErrorPhase::Spawn,
+                    "the server's pipes were not set up",
+                ));
+            };
+            let session = bounded(
+                deadline,
+                &interrupt,
+                ErrorPhase::Initialize,
+                Session::initialize(stdout, stdin),
+            )
+            .await?;
+            let tools = bounded(
+                deadline,
+                &interrupt,
+                ErrorPhase::ListTools,
+                session.list_tools(),
+            )
+            .await;
+            match tools {
+                Ok(tools) => Ok((session, tools.len())),
+                Err(e) => {
+                    session.close(Duration::from_millis(100)).await;
+                    Err(e)
+                }
+            }
+        };
+        match connected.await {
+            Ok((session, tools)) => {
+                live.server_info = session.server_info();
+                live.session = Some(session);
+                live.tools = tools;
+                let pid = live.pid;
+                self.live = Some(live);
+                let connect = started.elapsed();
+                self.set(
+                    state::after_start(generation, Ok(pid), Vec::new()),
+                    cause,
+                    connect,
+                    Duration::ZERO,
+                    None,
+                );
+                Done {
+                    result: Ok(()),
+                    connect: Some(connect),
+                    teardown: None,
+                }
+            }
+            Err(error) => {
+                // L8: what the failed start acquired is torn down before answering.
+                let cleanup = options
+                    .cleanup_timeout
+                    .unwrap_or(self.config.cleanup_timeout);
+                let stderr = live.stderr.clone();
+                let report = self.tear_down(live, cleanup, Instant::now()).await;
+                let error = describe_start_error(error, report.exit, connect_timeout)
+                    .with_stderr(stderr.lines());
+                let summary = TeardownSummary::new(generation, &report);
+                let next = state::after_start(
+                    generation,
+                    Err(error.clone()),
+                    report.leftover_pids.clone(),
+                );
+                let cause = if error.kind == ErrorKind::Cancelled {
+                    Cause::Interrupt
+                } else {
+                    cause
+                };
+                self.set(
+                    next,
+                    cause,
+                    started.elapsed(),
+                    Duration::ZERO,
+                    Some(error.clone()),
+                );
+                self.last_teardown = Some(summary.clone());
+                Done {
+                    result: Err(error),
+                    connect: None,
+                    teardown: Some(summary),
+                }
+            }
+        }
+    }
+
+    /// Changes state and records the transition.
+    fn set(
+        &mut self,
+        next: State,
+        cause: Cause,
+        duration: Duration,
+        waited: Duration,
+        error: Option<ServerError>,
+    ) {
+        let from = self.state.phase();
+        // A transition to `stopped` is still about the generation that stopped.
+        let generation = next.generation().or(self.state.generation());
+        self.state = next;
+        self.emit(from, generation, cause, duration, waited, error);
+    }
+
+    fn emit(
+        &self,
+        from: Phase,
+        generation: Option<Generation>,
+        cause: Cause,
+        duration: Duration,
+        waited: Duration,
+        error: Option<ServerError>,
+    ) {
+        let event = Event {
+            time: rfc3339(SystemTime::now()),
+            server: self.config.name.clone(),
+            generation,
+            from,
+            to: self.state.phase(),
+            cause,
+            duration_ms: millis(duration),
+            waited_ms: millis(waited),
+            error,
+        };
+        self.ctx.events.record(&event);
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        let error = match &self.state {
+            State::Failed { error, .. } | State::Quarantined { error, .. } => Some(error.clone()),
+            _ => None,
+        };
+        Snapshot {
+            name: self.config.name.clone(),
+            state: self.state.phase(),
+            generation: self.state.generation(),
+            pid: self.state.pid(),
+            tools: self.live.as_ref().map(|l| l.tools),
+            server_info: self.live.as_ref().and_then(|l| l.server_info.clone()),
+            error,
+            last_teardown: self.last_teardown.clone(),
+        }
+    }
+
+    fn reply(&self, done: Done) -> Reply {
+        Reply {
+            snapshot: self.snapshot(),
+            result: done.result,
+            connect: done.connect,
+            teardown: done.teardown,
+        }
+    }
+}
+
+/// Runs one step of a start under the connect deadline and the interrupt.
+async fn bounded<T>(
+    deadline: Option<tokio::time::Instant>,
+    interrupt: &CancellationToken,
+    phase: ErrorPhase,
+    step: impl Future<Output = Result<T, SessionError>>,
+) -> Result<T, ServerError> {
+    let step = async {
+        match deadline {
+            Some(d) => tokio::time::timeout_at(d, step).await.ok(),
+            None => Some(step.await),
+        }
+    };
+    let outcome = tokio::select! {
+        r = step => r,
+        _ = interrupt.cancelled() => return Err(ServerError::cancelled("the start")),
+    };
+    match outcome {
+        None => Err(ServerError::new(ErrorKind::ConnectTimeout, phase, "")),
+        Some(Ok(v)) => Ok(v),
+        Some(Err(SessionError::Closed(m))) => {
+            Err(ServerError::new(ErrorKind::ConnectFailed, phase, m))
+        }
+        Some(Err(SessionError::Protocol(m))) => {
+            Err(ServerError::new(ErrorKind::Protocol, phase, m))
+        }
+    }
+}
+
+/// Turns a start error into the message people read: what happened, in which phase.
+fn describe_start_error(
+    mut error: ServerError,
+    exit: Option<ExitKind>,
+    connect_timeout: Option<Duration>,
+) -> ServerError {
+    let step = match error.phase {
+        ErrorPhase::ListTools => "tools/list",
+        _ => "initialize",
+    };
+    error.message = match error.kind {
+        ErrorKind::ConnectTimeout => format!(
+            "no answer to {step} within the connect timeout of {}",
+            connect_timeout.map_or(Timeout::Never, Timeout::After)
+        ),
+        ErrorKind::ConnectFailed => match exit {
+            Some(exit) if exit != ExitKind::Code(-1) => {
+                format!("the server exited during {step} ({exit})")
+            }
+            _ => format!("the server closed its output during {step}"),
+        },
+        ErrorKind::Protocol => format!("{step} failed: {}", error.message),
+        _ => return error,
+    };
+    error
+}
+
+fn spawn_error(launch: &Launch, e: &std::io::Error) -> ServerError {
+    let program = launch.program.to_string_lossy();
+    let message = match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            format!("cannot run `{program}`: command not found (or `cwd` does not exist)")
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            format!("cannot run `{program}`: permission denied")
+        }
+        _ => format!("cannot run `{program}`: {e}"),
+    };
+    ServerError::new(ErrorKind::SpawnFailed, ErrorPhase::Spawn, message)
+}

@@ -1,0 +1,100 @@
+//! Transition events (rule L12): every change of a server's state is recorded with
+//! its time, generation, cause, duration, the time the request waited for the
+//! authority, and the error. The authority hands each event to an `EventSink`
+//! before it answers the request that caused it.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use super::error::ServerError;
+use super::state::{Generation, Phase};
+
+/// Why a transition happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cause {
+    Start,
+    Stop,
+    Reconnect,
+    /// The caller was interrupted; the authority cleans up what it acquired.
+    Interrupt,
+    /// The authority itself is shutting down.
+    Shutdown,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Event {
+    /// UTC, RFC 3339 with milliseconds.
+    pub time: String,
+    pub server: String,
+    pub generation: Option<Generation>,
+    pub from: Phase,
+    pub to: Phase,
+    pub cause: Cause,
+    /// How long the operation that ended in this transition took.
+    pub duration_ms: u64,
+    /// How long the request waited in the authority's queue before it was taken.
+    pub waited_ms: u64,
+    pub error: Option<ServerError>,
+}
+
+/// Where events go: the `check` reporter, or the supervisor's event log.
+/// `record` must have stored (or forwarded) the event when it returns.
+pub trait EventSink: Send + Sync {
+    fn record(&self, event: &Event);
+}
+
+/// A sink that drops events, for callers that only want the replies.
+pub struct Discard;
+
+impl EventSink for Discard {
+    fn record(&self, _event: &Event) {}
+}
+
+pub fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Formats a time as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn rfc3339(t: SystemTime) -> String {
+    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        since.subsec_millis()
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_times_as_rfc3339() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_795_941_714_123);
+        assert_eq!(rfc3339(t), "2026-11-29T08:41:54.123Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00.000Z");
+    }
+}

@@ -1,0 +1,356 @@
+//! The pure state machine of one server: which states exist, what a request means
+//! in each, and where an operation's result leads. No I/O and no time: the actor
+//! asks `plan` what to do, does it, and feeds the result to `after_start` or
+//! `after_teardown`.
+//!
+//! ```text
+//!            start                ok
+//!  stopped ─────────► starting ──────► running ──stop──► stopping ──clean/escalated──► stopped
+//!  failed  ─────────►    │                                   │
+//!                        │ error, half-start torn down       │ failed teardown
+//!                        ▼                                   ▼
+//!                      failed          (teardown failed)  quarantined ──(reset / --force)──► stopped
+//! ```
+
+use serde::Serialize;
+
+use super::error::ServerError;
+
+/// A generation id: one more than any before it for that server (L3).
+pub type Generation = u64;
+
+/// The name of a state, as shown in output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    Stopped,
+    Starting,
+    Running,
+    Stopping,
+    Failed,
+    Quarantined,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Stopped => "stopped",
+            Phase::Starting => "starting",
+            Phase::Running => "running",
+            Phase::Stopping => "stopping",
+            Phase::Failed => "failed",
+            Phase::Quarantined => "quarantined",
+        }
+    }
+}
+
+/// A server's state. Each variant carries only what is valid in it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum State {
+    Stopped,
+    Starting {
+        generation: Generation,
+    },
+    Running {
+        generation: Generation,
+        pid: i32,
+    },
+    Stopping {
+        generation: Generation,
+    },
+    /// A start did not succeed, and nothing of it is alive.
+    Failed {
+        generation: Generation,
+        error: ServerError,
+    },
+    /// A teardown could not be confirmed: something of `generation` may be alive.
+    Quarantined {
+        generation: Generation,
+        error: ServerError,
+        leftover_pids: Vec<i32>,
+    },
+}
+
+impl State {
+    pub fn phase(&self) -> Phase {
+        match self {
+            State::Stopped => Phase::Stopped,
+            State::Starting { .. } => Phase::Starting,
+            State::Running { .. } => Phase::Running,
+            State::Stopping { .. } => Phase::Stopping,
+            State::Failed { .. } => Phase::Failed,
+            State::Quarantined { .. } => Phase::Quarantined,
+        }
+    }
+
+    /// The generation the state is about, if any.
+    pub fn generation(&self) -> Option<Generation> {
+        match self {
+            State::Stopped => None,
+            State::Starting { generation }
+            | State::Running { generation, .. }
+            | State::Stopping { generation }
+            | State::Failed { generation, .. }
+            | State::Quarantined { generation, .. } => Some(*generation),
+        }
+    }
+
+    pub fn pid(&self) -> Option<i32> {
+        match self {
+            State::Running { pid, .. } => Some(*pid),
+            _ => None,
+        }
+    }
+}
+
+/// A transition that a caller asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intent {
+    Start,
+    Stop,
+    /// Stop the current generation (if any), confirm it stopped, start a new one.
+    Reconnect {
+        if_generation: Option<Generation>,
+    },
+}
+
+/// What the authority must do for a request, decided from the state alone.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// Already where the caller wants it: answer with the current state.
+    Nothing,
+    /// Refuse without touching anything.
+    Refuse(ServerError),
+    /// Start generation `next`.
+    Start { next: Generation },
+    /// Tear down `generation`.
+    Stop { generation: Generation },
+    /// Tear down `generation`; only if that is confirmed, start `next`.
+    Restart {
+        generation: Generation,
+        next: Generation,
+    },
+}
+
+/// Decides what `intent` means in `state`. `last` is the highest generation ever
+/// given to this server, so that ids never repeat.
+pub fn plan(state: &State, intent: Intent, last: Generation) -> Plan {
+    let next = last + 1;
+    if let Intent::Reconnect {
+        if_generation: Some(expected),
+    } = intent
+        && state.generation() != Some(expected)
+    {
+        return Plan::Refuse(ServerError::fenced(expected, state.generation()));
+    }
+    match (state, intent) {
+        (
+            State::Quarantined {
+                generation,
+                leftover_pids,
+                ..
+            },
+            _,
+        ) => Plan::Refuse(ServerError::quarantined(*generation, leftover_pids)),
+        (State::Running { .. }, Intent::Start) => Plan::Nothing,
+        (State::Running { generation, .. }, Intent::Stop) => Plan::Stop {
+            generation: *generation,
+        },
+        (State::Running { generation, .. }, Intent::Reconnect { .. }) => Plan::Restart {
+            generation: *generation,
+            next,
+        },
+        (State::Stopped | State::Failed { .. }, Intent::Stop) => Plan::Nothing,
+        (State::Stopped | State::Failed { .. }, Intent::Start | Intent::Reconnect { .. }) => {
+            Plan::Start { next }
+        }
+        // The authority handles one request at a time, so it never plans while a
+        // start or stop is under way; answering with the state is the safe reading.
+        (State::Starting { .. } | State::Stopping { .. }, _) => Plan::Nothing,
+    }
+}
+
+/// Where a start leads. `torn_down_clean` says whether the emergency teardown of a
+/// failed start confirmed that nothing is left (L8).
+pub fn after_start(
+    generation: Generation,
+    result: Result<i32, ServerError>,
+    leftover_pids: Vec<i32>,
+) -> State {
+    match result {
+        Ok(pid) => State::Running { generation, pid },
+        Err(error) if leftover_pids.is_empty() => State::Failed { generation, error },
+        Err(error) => State::Quarantined {
+            generation,
+            error,
+            leftover_pids,
+        },
+    }
+}
+
+/// Where a teardown leads: stopped when everything is confirmed gone, quarantined
+/// otherwise (L7).
+pub fn after_teardown(
+    generation: Generation,
+    leftover_pids: Vec<i32>,
+    error: Option<ServerError>,
+) -> State {
+    match error {
+        None if leftover_pids.is_empty() => State::Stopped,
+        other => State::Quarantined {
+            generation,
+            error: other.unwrap_or_else(|| ServerError::teardown_failed(&leftover_pids)),
+            leftover_pids,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lifecycle::error::ErrorKind;
+
+    fn running(generation: Generation) -> State {
+        State::Running {
+            generation,
+            pid: 100,
+        }
+    }
+
+    fn quarantined(generation: Generation) -> State {
+        State::Quarantined {
+            generation,
+            error: ServerError::teardown_failed(&[7]),
+            leftover_pids: vec![7],
+        }
+    }
+
+    #[test]
+    fn start_from_stopped_or_failed_takes_the_next_generation() {
+        assert_eq!(
+            plan(&State::Stopped, Intent::Start, 0),
+            Plan::Start { next: 1 }
+        );
+        let failed = State::Failed {
+            generation: 4,
+            error: ServerError::teardown_failed(&[]),
+        };
+        assert_eq!(plan(&failed, Intent::Start, 4), Plan::Start { next: 5 });
+        // Ids never repeat, even when the state has forgotten older generations.
+        assert_eq!(
+            plan(&State::Stopped, Intent::Start, 9),
+            Plan::Start { next: 10 }
+        );
+    }
+
+    #[test]
+    fn start_of_a_running_server_does_nothing_and_stop_tears_it_down() {
+        assert_eq!(plan(&running(3), Intent::Start, 3), Plan::Nothing);
+        assert_eq!(
+            plan(&running(3), Intent::Stop, 3),
+            Plan::Stop { generation: 3 }
+        );
+        assert_eq!(plan(&State::Stopped, Intent::Stop, 3), Plan::Nothing);
+    }
+
+    #[test]
+    fn reconnect_stops_before_it_starts() {
+        assert_eq!(
+            plan(
+                &running(3),
+                Intent::Reconnect {
+                    if_generation: None
+                },
+                3
+            ),
+            Plan::Restart {
+                generation: 3,
+                next: 4
+            }
+        );
+        assert_eq!(
+            plan(
+                &State::Stopped,
+                Intent::Reconnect {
+                    if_generation: None
+                },
+                3
+            ),
+            Plan::Start { next: 4 }
+        );
+    }
+
+    #[test]
+    fn fencing_refuses_a_stale_generation() {
+        let p = plan(
+            &running(5),
+            Intent::Reconnect {
+                if_generation: Some(4),
+            },
+            5,
+        );
+        match p {
+            Plan::Refuse(e) => assert_eq!(e.kind, ErrorKind::Fenced),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert_eq!(
+            plan(
+                &running(5),
+                Intent::Reconnect {
+                    if_generation: Some(5)
+                },
+                5
+            ),
+            Plan::Restart {
+                generation: 5,
+                next: 6
+            }
+        );
+    }
+
+    #[test]
+    fn a_quarantined_server_refuses_everything() {
+        for intent in [
+            Intent::Start,
+            Intent::Stop,
+            Intent::Reconnect {
+                if_generation: None,
+            },
+        ] {
+            match plan(&quarantined(2), intent, 2) {
+                Plan::Refuse(e) => assert_eq!(e.kind, ErrorKind::Quarantined),
+                other => panic!("{intent:?}: expected a refusal, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn results_lead_to_the_right_states() {
+        assert_eq!(after_start(1, Ok(42), vec![]), running_pid(1, 42));
+        let err = ServerError::teardown_failed(&[]);
+        assert_eq!(
+            after_start(1, Err(err.clone()), vec![]).phase(),
+            Phase::Failed
+        );
+        assert_eq!(
+            after_start(1, Err(err), vec![9]).phase(),
+            Phase::Quarantined
+        );
+        assert_eq!(after_teardown(2, vec![], None), State::Stopped);
+        match after_teardown(2, vec![11, 12], None) {
+            State::Quarantined {
+                generation,
+                leftover_pids,
+                ..
+            } => {
+                assert_eq!(generation, 2);
+                assert_eq!(leftover_pids, vec![11, 12]);
+            }
+            other => panic!("expected quarantine, got {other:?}"),
+        }
+    }
+
+    fn running_pid(generation: Generation, pid: i32) -> State {
+        State::Running { generation, pid }
+    }
+}

@@ -1,0 +1,23 @@
+use clap::Parser;
+use mcpfleet::cli::Cli;
+
+fn main() -> std::process::ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout with 0; usage errors exit 2.
+            let _ = e.print();
+            return std::process::ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    mcpfleet::logging::init(cli.verbose, cli.quiet);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mcpfleet: cannot start the async runtime: {e}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    let code = runtime.block_on(mcpfleet::commands::run(cli));
+    std::process::ExitCode::from(code.as_i32() as u8)
+}

@@ -1,0 +1,160 @@
+//! The exit-code table (DESIGN §5). Never renumbered. When servers end differently,
+//! the highest-ranked code wins: 2, 5, 4, 3, 6, 7, 8, 1, then 0.
+
+use crate::lifecycle::error::ErrorKind;
+use crate::process::teardown::Outcome;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// Everything asked for succeeded.
+    Ok,
+    /// Internal error: a bug, or an I/O error of the tool itself.
+    Internal,
+    /// Usage error or invalid fleet file.
+    Usage,
+    /// A server failed to start: spawn failed, exited during the handshake, protocol error.
+    StartFailed,
+    /// A connect deadline passed.
+    ConnectTimeout,
+    /// Teardown not clean: failed or timed out, processes left alive, or quarantined.
+    TeardownNotClean,
+    /// Refused: quarantined, or an `--if-generation` precondition failed.
+    Refused,
+    /// Busy: the authority did not accept the request within `--wait-timeout`.
+    Busy,
+    /// The supervisor is unreachable.
+    Unreachable,
+    /// The CLI was interrupted.
+    Interrupted,
+}
+
+impl Code {
+    pub fn as_i32(self) -> i32 {
+        match self {
+            Code::Ok => 0,
+            Code::Internal => 1,
+            Code::Usage => 2,
+            Code::StartFailed => 3,
+            Code::ConnectTimeout => 4,
+            Code::TeardownNotClean => 5,
+            Code::Refused => 6,
+            Code::Busy => 7,
+            Code::Unreachable => 8,
+            Code::Interrupted => 130,
+        }
+    }
+
+    /// Higher wins. An interruption outranks everything: the caller must learn that
+    /// it did not see the end.
+    fn rank(self) -> u8 {
+        match self {
+            Code::Ok => 0,
+            Code::Internal => 1,
+            Code::Unreachable => 2,
+            Code::Busy => 3,
+            Code::Refused => 4,
+            Code::StartFailed => 5,
+            Code::ConnectTimeout => 6,
+            Code::TeardownNotClean => 7,
+            Code::Usage => 8,
+            Code::Interrupted => 9,
+        }
+    }
+
+    /// The code that wins between two outcomes.
+    pub fn max(self, other: Code) -> Code {
+        if other.rank() > self.rank() {
+            other
+        } else {
+            self
+        }
+    }
+
+    /// The code of one error kind.
+    pub fn of_error(kind: ErrorKind) -> Code {
+        match kind {
+            ErrorKind::SpawnFailed | ErrorKind::ConnectFailed | ErrorKind::Protocol => {
+                Code::StartFailed
+            }
+            ErrorKind::ConnectTimeout => Code::ConnectTimeout,
+            ErrorKind::TeardownFailed => Code::TeardownNotClean,
+            ErrorKind::Quarantined | ErrorKind::Fenced => Code::Refused,
+            ErrorKind::Busy => Code::Busy,
+            ErrorKind::Cancelled => Code::Interrupted,
+        }
+    }
+
+    /// The code of a teardown outcome; `strict` counts an escalation as not clean.
+    pub fn of_teardown(outcome: Outcome, strict: bool) -> Code {
+        match outcome {
+            Outcome::Clean => Code::Ok,
+            Outcome::Escalated if strict => Code::TeardownNotClean,
+            Outcome::Escalated => Code::Ok,
+            Outcome::Failed => Code::TeardownNotClean,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranking_follows_the_documented_order() {
+        let order = [
+            Code::Usage,
+            Code::TeardownNotClean,
+            Code::ConnectTimeout,
+            Code::StartFailed,
+            Code::Refused,
+            Code::Busy,
+            Code::Unreachable,
+            Code::Internal,
+            Code::Ok,
+        ];
+        for (i, high) in order.iter().enumerate() {
+            for low in &order[i + 1..] {
+                assert_eq!(high.max(*low), *high, "{high:?} must beat {low:?}");
+                assert_eq!(low.max(*high), *high, "{high:?} must beat {low:?}");
+            }
+        }
+        assert_eq!(Code::Usage.max(Code::Interrupted), Code::Interrupted);
+    }
+
+    #[test]
+    fn numbers_never_change() {
+        let table = [
+            (Code::Ok, 0),
+            (Code::Internal, 1),
+            (Code::Usage, 2),
+            (Code::StartFailed, 3),
+            (Code::ConnectTimeout, 4),
+            (Code::TeardownNotClean, 5),
+            (Code::Refused, 6),
+            (Code::Busy, 7),
+            (Code::Unreachable, 8),
+            (Code::Interrupted, 130),
+        ];
+        for (code, n) in table {
+            assert_eq!(code.as_i32(), n);
+        }
+    }
+
+    #[test]
+    fn escalation_counts_only_when_strict() {
+        assert_eq!(Code::of_teardown(Outcome::Escalated, false), Code::Ok);
+        assert_eq!(
+            Code::of_teardown(Outcome::Escalated, true),
+            Code::TeardownNotClean
+        );
+        assert_eq!(
+            Code::of_teardown(Outcome::Failed, false),
+            Code::TeardownNotClean
+        );
+        assert_eq!(
+            Code::of_error(ErrorKind::ConnectTimeout),
+            Code::ConnectTimeout
+        );
+        assert_eq!(Code::of_error(ErrorKind::ConnectFailed), Code::StartFailed);
+    }
+}

@@ -1,0 +1,6 @@
+//! Output: the report model, its text, JSON and NDJSON renderings, progress on a
+//! terminal, and the exit-code table. Output never touches processes.
+
+pub mod exit;
+pub mod progress;
+pub mod report;

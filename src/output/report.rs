@@ -1,0 +1,283 @@
+//! One report model for every command, rendered as text, JSON or NDJSON
+//! (DESIGN §6). Data goes to stdout; chatter goes to stderr elsewhere. The JSON
+//! shape is versioned by `SCHEMA_VERSION`: fields may be added, never change meaning.
+
+use std::io::Write;
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+use super::exit::Code;
+use crate::lifecycle::authority::TeardownSummary;
+use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
+use crate::lifecycle::events::{Event, EventSink};
+use crate::lifecycle::state::{Generation, Phase};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Ndjson,
+}
+
+/// The error object of the JSON output.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ErrorReport {
+    pub kind: ErrorKind,
+    pub phase: ErrorPhase,
+    pub message: String,
+    pub stderr_tail: Vec<String>,
+}
+
+impl From<&ServerError> for ErrorReport {
+    fn from(e: &ServerError) -> Self {
+        ErrorReport {
+            kind: e.kind,
+            phase: e.phase,
+            message: e.message.clone(),
+            stderr_tail: e.stderr_tail.clone(),
+        }
+    }
+}
+
+/// One server's line in a report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerReport {
+    pub name: String,
+    pub transport: &'static str,
+    pub state: Phase,
+    pub generation: Option<Generation>,
+    pub pid: Option<i32>,
+    pub connect_ms: Option<u64>,
+    pub tools: Option<usize>,
+    pub server_info: Option<String>,
+    pub error: Option<ErrorReport>,
+    pub teardown: Option<TeardownSummary>,
+    /// This server's own exit code, before ranking across servers.
+    pub exit_code: i32,
+}
+
+/// The whole result of a command.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub command: &'static str,
+    pub exit_code: i32,
+    /// True when the command was interrupted and did not see everything to the end.
+    pub interrupted: bool,
+    pub servers: Vec<ServerReport>,
+}
+
+impl Report {
+    /// Ranks the servers' codes (and the interruption) into the command's code.
+    pub fn new(command: &'static str, servers: Vec<ServerReport>, interrupted: bool) -> Report {
+        let mut code = servers
+            .iter()
+            .map(|s| code_from_i32(s.exit_code))
+            .fold(Code::Ok, Code::max);
+        if interrupted {
+            code = code.max(Code::Interrupted);
+        }
+        Report {
+            schema_version: SCHEMA_VERSION,
+            command,
+            exit_code: code.as_i32(),
+            interrupted,
+            servers,
+        }
+    }
+}
+
+fn code_from_i32(n: i32) -> Code {
+    [
+        Code::Ok,
+        Code::Internal,
+        Code::Usage,
+        Code::StartFailed,
+        Code::ConnectTimeout,
+        Code::TeardownNotClean,
+        Code::Refused,
+        Code::Busy,
+        Code::Unreachable,
+        Code::Interrupted,
+    ]
+    .into_iter()
+    .find(|c| c.as_i32() == n)
+    .unwrap_or(Code::Internal)
+}
+
+/// Writes to stdout, treating a closed pipe (`| head`) as the reader's choice, not
+/// as an error.
+pub fn write_stdout(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
+/// Renders the final report in `format`.
+pub fn render(report: &Report, format: Format) -> String {
+    match format {
+        Format::Json => {
+            let mut s = serde_json::to_string_pretty(report).expect("reports serialize");
+            s.push('\n');
+            s
+        }
+        Format::Ndjson => {
+            let mut value = serde_json::to_value(report).expect("reports serialize");
+            if let Some(map) = value.as_object_mut() {
+                map.insert("type".into(), "summary".into());
+            }
+            let mut s = value.to_string();
+            s.push('\n');
+            s
+        }
+        Format::Text => render_text(report),
+    }
+}
+
+fn dash<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+fn render_text(report: &Report) -> String {
+    let mut rows = vec![[
+        "SERVER".to_owned(),
+        "STATE".to_owned(),
+        "GEN".to_owned(),
+        "CONNECT".to_owned(),
+        "TOOLS".to_owned(),
+        "TEARDOWN".to_owned(),
+    ]];
+    for s in &report.servers {
+        let teardown = s.teardown.as_ref().map(|t| {
+            let mut text = format!("{} {}ms", outcome_name(t), t.duration_ms);
+            if let Some(sig) = t.signal {
+                text.push_str(&format!(" ({sig})"));
+            }
+            text
+        });
+        rows.push([
+            s.name.clone(),
+            s.state.as_str().to_owned(),
+            dash(s.generation),
+            dash(s.connect_ms.map(|ms| format!("{ms}ms"))),
+            dash(s.tools),
+            dash(teardown),
+        ]);
+    }
+    let mut widths = [0usize; 6];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        let line: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+        if i == 0 {
+            continue;
+        }
+        let s = &report.servers[i - 1];
+        if let Some(e) = &s.error {
+            out.push_str(&format!(
+                "  error [{}] {}: {}\n",
+                serde_plain(&e.kind),
+                serde_plain(&e.phase),
+                e.message
+            ));
+            for line in &e.stderr_tail {
+                out.push_str(&format!("  | {line}\n"));
+            }
+        }
+        if let Some(t) = &s.teardown
+            && !t.leftover_pids.is_empty()
+        {
+            let pids: Vec<String> = t.leftover_pids.iter().map(|p| p.to_string()).collect();
+            out.push_str(&format!("  left alive: {}\n", pids.join(", ")));
+        }
+    }
+    let failed = report.servers.iter().filter(|s| s.exit_code != 0).count();
+    out.push_str(&format!(
+        "{}: {} server(s), {} ok, {} not ok{}; exit {}\n",
+        report.command,
+        report.servers.len(),
+        report.servers.len() - failed,
+        failed,
+        if report.interrupted {
+            ", interrupted"
+        } else {
+            ""
+        },
+        report.exit_code
+    ));
+    out
+}
+
+fn outcome_name(t: &TeardownSummary) -> String {
+    serde_plain(&t.outcome)
+}
+
+/// The serde name of a unit enum value, e.g. `connect_timeout`.
+fn serde_plain<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// Prints each event as an NDJSON line the moment it is recorded.
+pub struct NdjsonEvents {
+    lock: Mutex<()>,
+}
+
+impl NdjsonEvents {
+    pub fn new() -> NdjsonEvents {
+        NdjsonEvents {
+            lock: Mutex::new(()),
+        }
+    }
+}
+
+impl Default for NdjsonEvents {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl EventSink for NdjsonEvents {
+    fn record(&self, event: &Event) {
+        let mut value = serde_json::to_value(event).expect("events serialize");
+        if let Some(map) = value.as_object_mut() {
+            map.insert("type".into(), "event".into());
+        }
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = write_stdout(&format!("{value}\n"));
+    }
+}
+
+/// Logs each event through tracing, for `-v`.
+pub struct TracingEvents;
+
+impl EventSink for TracingEvents {
+    fn record(&self, e: &Event) {
+        tracing::info!(
+            server = %e.server,
+            generation = ?e.generation,
+            from = e.from.as_str(),
+            to = e.to.as_str(),
+            cause = ?e.cause,
+            ms = e.duration_ms,
+            "transition"
+        );
+    }
+}

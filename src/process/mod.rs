@@ -1,0 +1,16 @@
+//! The operating-system side of a server: spawning it in its own process group,
+//! draining its stderr, the MCP session over its pipes, and verified teardown.
+//!
+//! ```text
+//!  spawn (own group, tagged env) ──► Session::initialize ──► list_tools ──► ... ──► teardown
+//!        └─ stderr drained to a bounded tail from the first byte to the last
+//! ```
+//!
+//! Nothing here keeps lifecycle state or decides policy: the authority calls these
+//! functions and owns what they return.
+
+pub mod procfs;
+pub mod session;
+pub mod spawn;
+pub mod stderr;
+pub mod teardown;

@@ -1,0 +1,107 @@
+//! The MCP session with a server, over its stdin and stdout, through rmcp.
+//!
+//! The handshake is pinned to the newest protocol version that still has
+//! `initialize` (rmcp's default announces one without it). The client declares the
+//! `roots` capability and answers `roots/list` with an empty list, so that servers
+//! which ask for roots right after the handshake (with request id 0) get a proper
+//! answer. This module holds no deadlines of its own: the authority bounds every
+//! call.
+
+use std::time::Duration;
+
+use rmcp::model::{
+    ClientCapabilities, Implementation, InitializeRequestParams, ProtocolVersion, Tool,
+};
+use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::{ClientHandler, ServiceExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// mcpfleet's side of an MCP session. rmcp's default handlers answer `ping` and
+/// `roots/list` (with no roots), and refuse sampling and elicitation.
+#[derive(Debug, Clone, Default)]
+pub struct FleetClient;
+
+impl ClientHandler for FleetClient {
+    fn get_info(&self) -> InitializeRequestParams {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.roots = Some(Default::default());
+        InitializeRequestParams::new(
+            capabilities,
+            Implementation::new("mcpfleet", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+}
+
+/// Why a session could not be set up or used.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The server closed its output before or during the handshake.
+    #[error("the server closed the connection during the handshake: {0}")]
+    Closed(String),
+    /// The server answered, but not as MCP requires.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+}
+
+/// An initialized MCP session.
+pub struct Session {
+    service: RunningService<RoleClient, FleetClient>,
+}
+
+impl Session {
+    /// Runs the initialize handshake over `output` (the server's stdout) and `input`
+    /// (its stdin). Unbounded by itself: the caller wraps it in the connect deadline,
+    /// and dropping the future closes the pipes.
+    pub async fn initialize<R, W>(output: R, input: W) -> Result<Session, SessionError>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        use rmcp::service::ClientInitializeError as E;
+        match FleetClient.serve((output, input)).await {
+            Ok(service) => Ok(Session { service }),
+            Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
+                Err(SessionError::Closed(e.to_string()))
+            }
+            Err(e) => Err(SessionError::Protocol(e.to_string())),
+        }
+    }
+
+    /// The server's name and version as it announced them.
+    pub fn server_info(&self) -> Option<String> {
+        let info = self.service.peer().peer_info()?;
+        let server = info.server_info.as_ref()?;
+        Some(format!("{} {}", server.name, server.version))
+    }
+
+    /// All tools, following pagination.
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, SessionError> {
+        self.service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(request_error)
+    }
+
+    /// Ends the session: stops the service loop, which drops the transport and so
+    /// closes the server's stdin. Bounded by `limit`; past it the session is dropped,
+    /// which cancels it all the same.
+    pub async fn close(mut self, limit: Duration) {
+        let _ = self.service.close_with_timeout(limit).await;
+    }
+
+    /// Whether the server's side of the connection is gone.
+    pub fn is_closed(&self) -> bool {
+        self.service.is_closed()
+    }
+}
+
+fn request_error(e: ServiceError) -> SessionError {
+    match e {
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+            SessionError::Closed(e.to_string())
+        }
+        other => SessionError::Protocol(other.to_string()),
+    }
+}

@@ -1,0 +1,130 @@
+//! Starting a stdio server: its own process group, no shell unless asked for, piped
+//! stdin and stdout for the MCP session, stderr always drained, and an environment
+//! tag that every descendant inherits so that teardown can find all of them.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Instant;
+
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::task::JoinHandle;
+
+use super::procfs;
+use super::stderr::StderrTail;
+
+/// The environment variable that marks every process of a generation.
+pub const TAG_VAR: &str = "MCPFLEET_TAG";
+
+/// What to run, already resolved from the fleet file.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    pub env: Vec<(OsString, OsString)>,
+    pub cwd: PathBuf,
+}
+
+impl Launch {
+    /// A launch line from the fleet file's `command`/`args`/`shell`. With `shell`,
+    /// the command is a script for `/bin/sh -c`, and `args` become `$1`, `$2`, ...
+    pub fn new(
+        command: &str,
+        args: &[String],
+        shell: bool,
+        env: Vec<(String, String)>,
+        cwd: PathBuf,
+        name: &str,
+    ) -> Launch {
+        let env = env.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+        if shell {
+            let mut sh_args: Vec<OsString> = vec!["-c".into(), command.into(), name.into()];
+            sh_args.extend(args.iter().map(OsString::from));
+            Launch {
+                program: "/bin/sh".into(),
+                args: sh_args,
+                env,
+                cwd,
+            }
+        } else {
+            Launch {
+                program: command.into(),
+                args: args.iter().map(OsString::from).collect(),
+                env,
+                cwd,
+            }
+        }
+    }
+}
+
+/// The mark that a generation's processes carry in their environment, unique per
+/// host of authorities, server and generation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tag(String);
+
+impl Tag {
+    pub fn new(scope: &str, server: &str, generation: u64) -> Tag {
+        Tag(format!("{scope}:{server}:{generation}"))
+    }
+
+    /// The `NAME=VALUE` entry as it appears in `/proc/PID/environ`.
+    pub fn environ_entry(&self) -> Vec<u8> {
+        format!("{TAG_VAR}={}", self.0).into_bytes()
+    }
+
+    pub fn value(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A spawned server process. The caller owns it until teardown consumes it.
+pub struct Spawned {
+    pub child: Child,
+    pub pid: i32,
+    /// Equal to `pid`: the server leads its own group.
+    pub pgid: i32,
+    /// Process start time in ticks since boot, for identity checks.
+    pub start_time: Option<u64>,
+    pub stdin: Option<ChildStdin>,
+    pub stdout: Option<ChildStdout>,
+    pub stderr: StderrTail,
+    /// The task that drains stderr; it ends when the last holder of the pipe exits.
+    pub stderr_task: JoinHandle<()>,
+    pub tag: Tag,
+    pub spawned_at: Instant,
+}
+
+/// Spawns `launch` as the leader of a new process group.
+pub fn spawn(launch: &Launch, tag: Tag, server: &str) -> std::io::Result<Spawned> {
+    let mut cmd = Command::new(&launch.program);
+    cmd.args(&launch.args)
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+        .env(TAG_VAR, tag.value())
+        .current_dir(&launch.cwd)
+        .process_group(0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Only a backstop for a bug: teardown is always explicit escalation.
+        .kill_on_drop(true);
+    let mut child = cmd.spawn()?;
+    let pid = child
+        .id()
+        .map(|p| p as i32)
+        .ok_or_else(|| std::io::Error::other("child exited before its pid was read"))?;
+    let stderr = StderrTail::default();
+    let pipe = child.stderr.take().expect("stderr was piped");
+    let stderr_task = tokio::spawn(stderr.clone().drain(pipe, server.to_owned()));
+    Ok(Spawned {
+        stdin: child.stdin.take(),
+        stdout: child.stdout.take(),
+        start_time: procfs::stat(pid).map(|s| s.start_time),
+        child,
+        pid,
+        pgid: pid,
+        stderr,
+        stderr_task,
+        tag,
+        spawned_at: Instant::now(),
+    })
+}

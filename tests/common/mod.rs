@@ -1,0 +1,312 @@
+//! Shared harness of the integration tests: the real `mcpfleet` binary, the fixture
+//! server, fleet files in temporary directories, and leak checks.
+//!
+//! Every process a test starts carries `MCPFLEET_TEST_ID=<unique id>` in its
+//! environment, which every descendant inherits (a server that escapes its process
+//! group with `setsid` too). `TestFleet::assert_no_leftovers` fails the test when any
+//! process with its id is alive, and dropping a `TestFleet` SIGKILLs whatever is left,
+//! so that a failing test does not leak into the next one. `.ci/run` checks again,
+//! for every test id at once, after the whole suite.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const TEST_ID_VAR: &str = "MCPFLEET_TEST_ID";
+
+/// The `mcpfleet` binary under test.
+pub fn mcpfleet_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_mcpfleet"))
+}
+
+/// The fixture server, built once per test binary (it lives in its own package, so
+/// cargo does not hand its path to this one).
+pub fn fixture_bin() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "mcpfleet-fixture"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("run cargo build -p mcpfleet-fixture");
+        assert!(status.success(), "cargo build -p mcpfleet-fixture failed");
+        // target/debug/deps/<test> -> target/debug/mcpfleet-fixture
+        let exe = std::env::current_exe().expect("test exe path");
+        let dir = exe.parent().and_then(Path::parent).expect("target dir");
+        let path = dir.join("mcpfleet-fixture");
+        assert!(path.exists(), "fixture not found at {}", path.display());
+        path
+    })
+}
+
+fn unique_id(label: &str) -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!(
+        "{label}-{}-{}-{nanos}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+/// A fleet file in its own temporary directory, and the processes started for it.
+pub struct TestFleet {
+    pub dir: tempfile::TempDir,
+    pub path: PathBuf,
+    pub test_id: String,
+}
+
+impl TestFleet {
+    /// A fleet file with `body` as its text.
+    pub fn raw(label: &str, body: &str) -> TestFleet {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("mcpfleet.yaml");
+        std::fs::write(&path, body).expect("write fleet file");
+        TestFleet {
+            dir,
+            path,
+            test_id: unique_id(label),
+        }
+    }
+
+    /// A fleet of fixture servers: `(name, fixture args, extra server keys)`.
+    pub fn fixtures(label: &str, servers: &[(&str, &[&str], &str)]) -> TestFleet {
+        let mut body = String::from("version: 1\nservers:\n");
+        for (name, args, extra) in servers {
+            body.push_str(&fixture_server(name, args, extra));
+        }
+        TestFleet::raw(label, &body)
+    }
+
+    /// `mcpfleet -f <fleet> ARGS`, tagged with this test's id.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(mcpfleet_bin());
+        cmd.arg("-f")
+            .arg(&self.path)
+            .args(args)
+            .env(TEST_ID_VAR, &self.test_id)
+            .env_remove("RUST_LOG")
+            .env_remove("MCPFLEET_FILE")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `mcpfleet` to its end, bounded: a hang fails the test instead of CI.
+    pub fn run(&self, args: &[&str]) -> Output {
+        run_bounded(self.command(args), Duration::from_secs(120))
+    }
+
+    /// Runs with `--output json` and parses the document.
+    pub fn run_json(&self, args: &[&str]) -> (Output, Value) {
+        let mut all = vec!["--output", "json"];
+        all.extend_from_slice(args);
+        let out = self.run(&all);
+        let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (out, doc)
+    }
+
+    /// Living processes that carry this test's id.
+    pub fn alive(&self) -> Vec<i32> {
+        processes_with(&format!("{TEST_ID_VAR}={}", self.test_id))
+    }
+
+    /// Fails when anything this test started is still alive, after a short grace
+    /// for processes that are exiting right now.
+    pub fn assert_no_leftovers(&self) {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let alive = self.alive();
+            if alive.is_empty() {
+                return;
+            }
+            if Instant::now() > deadline {
+                let described: Vec<String> = alive.iter().map(|p| describe(*p)).collect();
+                kill_all(&alive);
+                panic!("processes left behind: {}", described.join("; "));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for TestFleet {
+    fn drop(&mut self) {
+        kill_all(&self.alive());
+    }
+}
+
+/// The YAML of one fixture server.
+pub fn fixture_server(name: &str, args: &[&str], extra: &str) -> String {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| serde_json::to_string(a).unwrap())
+        .collect();
+    let mut s = format!(
+        "  {name}:\n    command: {}\n    args: [{}]\n",
+        serde_json::to_string(fixture_bin().to_str().unwrap()).unwrap(),
+        args.join(", ")
+    );
+    for line in extra.lines().filter(|l| !l.trim().is_empty()) {
+        s.push_str("    ");
+        s.push_str(line.trim());
+        s.push('\n');
+    }
+    s
+}
+
+/// Runs a command with a hard limit; on timeout it is killed and the test fails.
+pub fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mcpfleet");
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.expect("wait for mcpfleet"),
+        Err(_) => {
+            unsafe { libc_kill(pid, 9) };
+            panic!("mcpfleet did not finish within {limit:?}");
+        }
+    }
+}
+
+unsafe extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+/// Sends SIGKILL to each pid.
+pub fn kill_all(pids: &[i32]) {
+    for pid in pids {
+        // SAFETY: kill(2) with a pid we found alive; a stale pid gets ESRCH.
+        unsafe { libc_kill(*pid, 9) };
+    }
+}
+
+/// Whether a process is alive (not a zombie).
+pub fn is_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().next());
+            !matches!(state, Some("Z") | Some("X") | None)
+        }
+        Err(_) => false,
+    }
+}
+
+/// Living processes whose environment contains `entry` (`NAME=VALUE`), or, when
+/// `entry` ends with `=`, any value of that variable.
+pub fn processes_with(entry: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut found = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let hit = environ.split(|b| *b == 0).any(|var| {
+            if entry.ends_with('=') {
+                var.starts_with(entry.as_bytes())
+            } else {
+                var == entry.as_bytes()
+            }
+        });
+        if hit && is_alive(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn describe(pid: i32) -> String {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .unwrap_or_default();
+    format!("{pid} ({})", cmdline.trim())
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The exit code, with stdout and stderr in the message when it is not `want`.
+#[track_caller]
+pub fn assert_code(out: &Output, want: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(want),
+        "exit code\nstdout:\n{}\nstderr:\n{}",
+        stdout(out),
+        stderr(out)
+    );
+}
+
+/// The report entry of one server.
+#[track_caller]
+pub fn server<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["servers"]
+        .as_array()
+        .expect("servers array")
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no server {name} in {doc}"))
+}
+
+/// Reads the fixture's pid file: (pid, grandchildren).
+pub fn read_pid_file(path: &Path) -> (i32, Vec<i32>) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            let v: Value = serde_json::from_str(&text).expect("pid file is JSON");
+            let pid = v["pid"].as_i64().unwrap() as i32;
+            let gc = v["grandchildren"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p.as_i64().unwrap() as i32)
+                .collect();
+            return (pid, gc);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no pid file at {}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
