@@ -43,6 +43,19 @@ pub enum Command {
     Check(CheckArgs),
     /// Check a fleet file and print the resolved fleet (secrets redacted)
     Validate,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// The completion script for `shell`, as checked into `completions/`.
+pub fn completion_script(shell: clap_complete::Shell) -> Vec<u8> {
+    use clap::CommandFactory;
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "mcpfleet", &mut out);
+    out
 }
 
 #[derive(Debug, Args)]

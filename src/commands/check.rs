@@ -138,6 +138,7 @@ fn server_config(spec: &ServerSpec) -> ServerConfig {
             stdio.cwd.clone(),
             &spec.name,
         ),
+        command_shown: stdio.command.display().to_owned(),
         connect_timeout: spec.connect_timeout.as_duration(),
         cleanup_timeout: spec.cleanup_timeout.as_duration(),
     }

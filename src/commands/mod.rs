@@ -78,6 +78,13 @@ pub async fn run(cli: Cli) -> Code {
             check::run(cli.file.as_deref(), args, &global).await,
         ),
         Command::Validate => ("validate", validate::run(cli.file.as_deref(), &global)),
+        Command::Completions { shell } => {
+            let script = crate::cli::completion_script(*shell);
+            let text = String::from_utf8_lossy(&script);
+            let written = write_stdout(&text)
+                .map_err(|e| anyhow::anyhow!("cannot write to stdout: {e}").into());
+            ("completions", written.map(|()| Code::Ok))
+        }
     };
     match result {
         Ok(code) => code,

@@ -15,7 +15,8 @@ pub(crate) const MAX_SHOWN: usize = 100;
 pub struct ConfigErrors {
     /// The file as the user named it, so that messages match what they typed.
     pub file: PathBuf,
-    /// Sorted by position; only the first [`MAX_SHOWN`] carry a position.
+    /// Sorted by position. Locating costs a parse each, so in a long list only
+    /// the first ones (at most 100, fewer in a large file) carry a position.
     pub errors: Vec<ConfigError>,
 }
 

@@ -180,13 +180,16 @@ pub fn load_str(
     if text.len() > MAX_FILE_BYTES {
         return Err(too_large(path));
     }
+    // Editors do not count a byte order mark as a column, and libyaml misreads
+    // a document that starts with one.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let root = yaml::parse(text).map_err(|e| ConfigErrors {
         file: path.to_path_buf(),
         errors: vec![ConfigError {
             line: e.line,
             column: e.column,
             path: String::new(),
-            message: e.message,
+            message: one_line(&e.message),
         }],
     })?;
     let file = absolute(path);
@@ -222,18 +225,44 @@ fn absolute(path: &Path) -> PathBuf {
         .unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Gives the first [`error::MAX_SHOWN`] issues their positions and sorts them;
-/// the rest keep none, since locating costs a parse each.
+/// Messages quote keys and values from the file; a line break in one of them
+/// must not break the one-line-per-error report (or forge a line of it).
+fn one_line(message: &str) -> String {
+    if !message.chars().any(char::is_control) {
+        return message.to_string();
+    }
+    message
+        .chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
+}
+
+/// Bytes of YAML that locating may parse in total: it takes one parse per error,
+/// which for a large file (a wrong file passed by mistake) adds up to minutes.
+const LOCATE_BUDGET_BYTES: usize = 16 * 1024 * 1024;
+
+/// How many errors of a text of `len` bytes get a position.
+fn locate_budget(len: usize) -> usize {
+    (LOCATE_BUDGET_BYTES / len.max(1)).clamp(10, error::MAX_SHOWN)
+}
+
+/// Gives issues their positions and sorts them. Only the first ones get a
+/// position: at most [`error::MAX_SHOWN`], fewer in a large file; the others
+/// follow in the order they were found.
 fn locate_all(text: &str, issues: Vec<validate::Issue>) -> Vec<ConfigError> {
+    let budget = locate_budget(text.len());
     let mut located: Vec<ConfigError> = Vec::with_capacity(issues.len());
     for (i, issue) in issues.into_iter().enumerate() {
-        let position = if i < error::MAX_SHOWN {
-            yaml::locate(text, &issue.steps)
-        } else {
-            None
+        let in_budget = i < budget;
+        let position = match &issue.steps {
+            Some(steps) if in_budget => yaml::locate(text, steps),
+            _ => None,
         };
         let mut message = issue.message;
-        if let Some(first) = issue.first.filter(|_| i < error::MAX_SHOWN)
+        if let Some(first) = issue.first.filter(|_| in_budget)
             && let Some((line, _)) = yaml::locate(text, &first)
         {
             message.push_str(&format!(" (first defined on line {line})"));
@@ -242,10 +271,10 @@ fn locate_all(text: &str, issues: Vec<validate::Issue>) -> Vec<ConfigError> {
             line: position.map(|p| p.0),
             column: position.map(|p| p.1),
             path: issue.path,
-            message,
+            message: one_line(&message),
         });
     }
-    let shown = located.len().min(error::MAX_SHOWN);
-    located[..shown].sort_by_key(|e| (e.line.unwrap_or(usize::MAX), e.column.unwrap_or(0)));
+    let sorted = located.len().min(budget);
+    located[..sorted].sort_by_key(|e| (e.line.unwrap_or(usize::MAX), e.column.unwrap_or(0)));
     located
 }

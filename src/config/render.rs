@@ -1,7 +1,7 @@
 //! The resolved fleet as data: JSON for scripts, YAML for people.
 //!
 //! This module owns what `mcpfleet validate` shows of a fleet: every default
-//! filled in, every path absolute, and every string through [`Text::display`],
+//! filled in, every path absolute, and every string through [`Text::display`](super::Text::display),
 //! so that a value expanded from the environment appears as its `${env:…}`
 //! template and never as the secret. The YAML form is itself a valid fleet file.
 

@@ -88,13 +88,28 @@ servers:
 
     let everything = fleet.server("everything").unwrap();
     assert!(everything.enabled);
-    assert_eq!(everything.connect_timeout, Timeout::After(Duration::from_secs(60)));
-    assert_eq!(everything.cleanup_timeout, Timeout::After(Duration::from_secs(120)));
+    assert_eq!(
+        everything.connect_timeout,
+        Timeout::After(Duration::from_secs(60))
+    );
+    assert_eq!(
+        everything.cleanup_timeout,
+        Timeout::After(Duration::from_secs(120))
+    );
     let spec = stdio(everything);
     assert_eq!(spec.command, Text::literal("npx"));
     let args: Vec<_> = spec.args.iter().map(|a| a.value.as_str()).collect();
     // Numbers and booleans are kept as written, not as YAML would retype them.
-    assert_eq!(args, ["-y", "@modelcontextprotocol/server-everything", "8080", "1.10", "true"]);
+    assert_eq!(
+        args,
+        [
+            "-y",
+            "@modelcontextprotocol/server-everything",
+            "8080",
+            "1.10",
+            "true"
+        ]
+    );
     assert_eq!(
         spec.env,
         vec![
@@ -114,7 +129,10 @@ servers:
 
     let time = fleet.server("time").unwrap();
     assert!(!time.enabled);
-    assert_eq!(time.connect_timeout, Timeout::After(Duration::from_secs(30)));
+    assert_eq!(
+        time.connect_timeout,
+        Timeout::After(Duration::from_secs(30))
+    );
     assert_eq!(time.cleanup_timeout, Timeout::Never);
     assert!(stdio(time).shell);
 
@@ -145,7 +163,12 @@ fn defaults_apply_even_when_written_after_servers() {
 fn empty_collections_may_be_left_empty() {
     let fleet = ok("version: 1\ndefaults:\nservers:\n  a:\n    command: x\n    args:\n    env:\n");
     assert!(stdio(&fleet.servers[0]).args.is_empty());
-    assert_eq!(ok("version: '1'\nservers: {a: {command: x}}\n").servers.len(), 1);
+    assert_eq!(
+        ok("version: '1'\nservers: {a: {command: x}}\n")
+            .servers
+            .len(),
+        1
+    );
 }
 
 #[test]
@@ -157,12 +180,23 @@ fn unknown_keys_at_every_level_with_suggestions() {
         ),
         [
             "2:1: severs: unknown key `severs`; did you mean `servers`?",
-            "4:3: servers.a: a server needs `command` (stdio) or `url` (streamable HTTP)",
             "5:5: servers.a.comand: unknown key `comand`; did you mean `command`?",
             "6:5: servers.a.environment: unknown key `environment`; did you mean `env`?",
             "7:5: servers.a.foo: unknown key `foo`",
             "9:3: defaults.connect_timout: unknown key `connect_timout`; did you mean `connect_timeout`?",
         ]
+    );
+}
+
+#[test]
+fn a_misspelled_command_is_not_also_a_missing_one() {
+    assert_eq!(
+        one_error(&format!("{HEAD}  a:\n    cmd: x\n")),
+        "4:5: servers.a.cmd: unknown key `cmd`; did you mean `command`?"
+    );
+    assert_eq!(
+        one_error(&format!("{HEAD}  a:\n    ulr: http://x\n")),
+        "4:5: servers.a.ulr: unknown key `ulr`; did you mean `url`?"
     );
 }
 
@@ -183,7 +217,9 @@ fn later_keys_are_recognised_and_refused() {
 #[test]
 fn command_and_url() {
     assert_eq!(
-        one_error(&format!("{HEAD}  a:\n    command: x\n    url: http://h/mcp\n")),
+        one_error(&format!(
+            "{HEAD}  a:\n    command: x\n    url: http://h/mcp\n"
+        )),
         "5:5: servers.a.url: a server has either `command` (stdio) or `url` (streamable HTTP), not both"
     );
     assert_eq!(
@@ -215,7 +251,7 @@ fn wrong_types_name_what_was_expected() {
             "5:28: servers.a.args[3]: expected a string, found null",
             "6:14: servers.a.enabled: expected a boolean (true or false), found a string",
             "7:12: servers.a.shell: expected a boolean (true or false), found a number",
-            "8:13: servers.a.env.A: expected a string, found a sequence",
+            "8:14: servers.a.env.A: expected a string, found a sequence",
         ]
     );
     assert_eq!(
@@ -223,11 +259,15 @@ fn wrong_types_name_what_was_expected() {
         "5:11: servers.a.args: expected a sequence of strings, found a string; write one item per argument, like [\"-y\", \"some-package\"]"
     );
     assert_eq!(
-        one_error(&format!("{HEAD}  a:\n    command: x\n    env:\n      - A=1\n")),
+        one_error(&format!(
+            "{HEAD}  a:\n    command: x\n    env:\n      - A=1\n"
+        )),
         "6:7: servers.a.env: expected a mapping of variable names to values, found a sequence; write `env: {NAME: value}`"
     );
     assert_eq!(
-        one_error(&format!("{HEAD}  a:\n    command: x\n    args: !secret [a]\n")),
+        one_error(&format!(
+            "{HEAD}  a:\n    command: x\n    args: !secret [a]\n"
+        )),
         "5:11: servers.a.args: expected a sequence of strings, found a value tagged `!secret`"
     );
 }
@@ -289,7 +329,9 @@ fn top_level_shape() {
 #[test]
 fn names_are_restricted() {
     assert_eq!(
-        errors("version: 1\nname: My Fleet\nservers:\n  Bad.Name:\n    command: x\n  \"a b\":\n    command: x\n  ok-1_x:\n    command: x\n"),
+        errors(
+            "version: 1\nname: My Fleet\nservers:\n  Bad.Name:\n    command: x\n  \"a b\":\n    command: x\n  ok-1_x:\n    command: x\n"
+        ),
         [
             "2:7: name: invalid fleet name `My Fleet`: use 1 to 63 lowercase letters, digits, `-` and `_`, starting with a letter or digit (names become file and socket names)",
             "4:3: servers[\"Bad.Name\"]: invalid server name `Bad.Name`: use 1 to 63 lowercase letters, digits, `-` and `_`, starting with a letter or digit (names become file and socket names)",
@@ -297,7 +339,10 @@ fn names_are_restricted() {
         ]
     );
     // A number is a fine name once read as written.
-    assert_eq!(ok("version: 1\nservers:\n  007: {command: x}\n").servers[0].name, "007");
+    assert_eq!(
+        ok("version: 1\nservers:\n  007: {command: x}\n").servers[0].name,
+        "007"
+    );
 }
 
 #[test]
@@ -368,8 +413,8 @@ fn expansion_errors_are_reported_at_the_string() {
             "4:14: servers.a.command: environment variable `NOPE` is not set",
             "5:12: servers.a.args[0]: `${env:A-B}` does not name a valid environment variable (letters, digits and _, not starting with a digit)",
             "5:26: servers.a.args[1]: `${env:` is not closed with `}`",
-            "5:39: servers.a.args[2]: environment variable `X1` is not set",
-            "5:39: servers.a.args[2]: environment variable `X2` is not set",
+            "5:40: servers.a.args[2]: environment variable `X1` is not set",
+            "5:40: servers.a.args[2]: environment variable `X2` is not set",
             "6:14: servers.a.env.K: environment variable `MISSING` is not set",
             "8:14: servers.b.command: `command` is empty once `${env:EMPTY}` is expanded",
         ]
@@ -395,7 +440,9 @@ fn secrets_never_reach_resolved_output() {
 
 #[test]
 fn resolved_json_shape() {
-    let fleet = ok("version: 1\nname: demo\nservers:\n  a:\n    command: npx\n    args: [x]\n    env: {B: b, A: a}\n    enabled: false\n    cleanup_timeout: none\n");
+    let fleet = ok(
+        "version: 1\nname: demo\nservers:\n  a:\n    command: npx\n    args: [x]\n    env: {B: b, A: a}\n    enabled: false\n    cleanup_timeout: none\n",
+    );
     let json = fleet.resolved_json();
     let cwd = fleet.file.parent().unwrap().display().to_string();
     assert_eq!(
@@ -422,7 +469,11 @@ fn resolved_yaml_is_a_fleet_file_that_loads_to_the_same_fleet() {
     let yaml = fleet.resolved_yaml();
     assert!(yaml.starts_with("# resolved from "), "{yaml}");
     let again = load_str(&yaml, &fleet_path(), &env).unwrap();
-    assert_eq!(format!("{:?}", again.servers), format!("{:?}", fleet.servers), "{yaml}");
+    assert_eq!(
+        format!("{:?}", again.servers),
+        format!("{:?}", fleet.servers),
+        "{yaml}"
+    );
     assert_eq!(again.name, fleet.name);
 }
 
@@ -468,7 +519,10 @@ fn a_templated_cwd_is_shown_as_its_template() {
     )
     .unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("directory `/x/${env:TOKEN}` does not exist"), "{text}");
+    assert!(
+        text.contains("directory `/x/${env:TOKEN}` does not exist"),
+        "{text}"
+    );
     assert!(!text.contains(SECRET));
 }
 
@@ -478,13 +532,11 @@ fn many_errors_are_all_reported_sorted_by_position() {
     assert_eq!(
         errors(text),
         [
-            "2:3: servers.b: expected a boolean (true or false), found a string"
-                .replace("servers.b: expected", "servers.b.shell: expected")
-                .replace("2:3:", "4:12:"),
-            "5:3: servers.A: invalid server name `A`: use 1 to 63 lowercase letters, digits, `-` and `_`, starting with a letter or digit (names become file and socket names)".into(),
-            "7:11: servers.A.args: expected a sequence of strings, found a string; write one item per argument, like [\"-y\", \"some-package\"]".into(),
-            "8:10: version: unsupported version `3`; this mcpfleet reads version 1".into(),
-            "9:1: extra: unknown key `extra`".into(),
+            "4:12: servers.b.shell: expected a boolean (true or false), found a string",
+            "5:3: servers.A: invalid server name `A`: use 1 to 63 lowercase letters, digits, `-` and `_`, starting with a letter or digit (names become file and socket names)",
+            "7:11: servers.A.args: expected a sequence of strings, found a string; write one item per argument, like [\"-y\", \"some-package\"]",
+            "8:10: version: unsupported version `3`; this mcpfleet reads version 1",
+            "9:1: extra: unknown key `extra`",
         ]
     );
 }
@@ -506,12 +558,61 @@ fn errors_beyond_a_hundred_are_counted_not_located() {
 }
 
 #[test]
+fn messages_stay_on_one_line() {
+    assert_eq!(
+        errors(
+            "version: 1
+servers:
+  a:
+    command: x
+    \"evil\\nfleet.yaml:1:1: forged\": 1
+    connect_timeout: \"1\\ts\"\n"
+        ),
+        [
+            "5:5: servers.a[\"evil\\nfleet.yaml:1:1: forged\"]: unknown key `evil\\nfleet.yaml:1:1: forged`",
+            "6:22: servers.a.connect_timeout: `1\\ts` has an unknown unit `\\ts`; use ms, s, m or h",
+        ]
+    );
+}
+
+#[test]
+fn large_files_locate_fewer_errors() {
+    assert_eq!(locate_budget(0), 100);
+    assert_eq!(locate_budget(20 * 1024), 100);
+    assert_eq!(locate_budget(512 * 1024), 32);
+    assert_eq!(locate_budget(MAX_FILE_BYTES), 16);
+    assert_eq!(locate_budget(usize::MAX), 10);
+}
+
+#[test]
+fn later_keys_elsewhere_are_just_unknown() {
+    assert_eq!(
+        errors(
+            "version: 1
+restart: always
+defaults:
+  health: {}
+servers: {a: {command: x}}
+"
+        ),
+        [
+            "2:1: restart: unknown key `restart`",
+            "4:3: defaults.health: `health` is not supported in this version",
+        ]
+    );
+}
+
+#[test]
 fn display_of_the_whole_report() {
-    let err = load_str("version: 1\nservers:\n  a: {command: x, foo: 1}\n", Path::new("dir/f.yaml"), &env)
-        .unwrap_err();
+    let err = load_str(
+        "version: 1\nservers:\n  a: {command: x, foo: 1}\n",
+        Path::new("dir/f.yaml"),
+        &env,
+    )
+    .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "invalid fleet file dir/f.yaml: 1 error\ndir/f.yaml:3:18: servers.a.foo: unknown key `foo`"
+        "invalid fleet file dir/f.yaml: 1 error\ndir/f.yaml:3:19: servers.a.foo: unknown key `foo`"
     );
 }
 
@@ -527,7 +628,7 @@ fn yaml_syntax_errors_have_positions() {
     );
     assert_eq!(
         one_error("version: 1\n\tservers: {}\n"),
-        "2:1: (top level): YAML syntax error: found character that cannot start any token"
+        "2:1: (top level): YAML syntax error: found a tab character that violates indentation, while scanning a plain scalar at line 1 column 10"
     );
 }
 
@@ -537,7 +638,12 @@ fn load_reports_unreadable_oversized_and_non_utf8_files() {
     let missing = dir.path().join("missing.yaml");
     let err = load(&missing, &env).unwrap_err();
     assert_eq!(err.file, missing);
-    assert!(err.errors[0].message.starts_with("cannot read the fleet file"), "{err}");
+    assert!(
+        err.errors[0]
+            .message
+            .starts_with("cannot read the fleet file"),
+        "{err}"
+    );
 
     let big = dir.path().join("big.yaml");
     let mut text = String::from(HEAD);
@@ -549,13 +655,19 @@ fn load_reports_unreadable_oversized_and_non_utf8_files() {
     let err = load(&big, &env).unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(err.errors.len(), 1);
-    assert!(err.errors[0].message.contains("larger than 1024 KiB"), "{err}");
+    assert!(
+        err.errors[0].message.contains("larger than 1024 KiB"),
+        "{err}"
+    );
     assert!(load_str(&text, &big, &env).is_err());
 
     let latin1 = dir.path().join("latin1.yaml");
     std::fs::write(&latin1, b"version: 1\nname: caf\xe9\n").unwrap();
     let err = load(&latin1, &env).unwrap_err();
-    assert_eq!(err.errors[0].to_string(), "2:10: (top level): the file is not valid UTF-8");
+    assert_eq!(
+        err.errors[0].to_string(),
+        "2:10: (top level): the file is not valid UTF-8"
+    );
 
     let good = dir.path().join("good.yaml");
     std::fs::write(&good, "\u{feff}version: 1\nservers: {a: {command: x}}\n").unwrap();
@@ -564,7 +676,9 @@ fn load_reports_unreadable_oversized_and_non_utf8_files() {
 
 #[test]
 fn hostile_yaml_gives_clean_errors() {
-    let mut bomb = String::from("version: 1\nservers: {}\nlol0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    let mut bomb = String::from(
+        "version: 1\nservers: {}\nlol0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+    );
     for i in 1..10 {
         let refs = vec![format!("*l{}", i - 1); 9].join(", ");
         bomb.push_str(&format!("lol{i}: &l{i} [{refs}]\n"));
@@ -574,12 +688,21 @@ fn hostile_yaml_gives_clean_errors() {
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(err.errors.len(), 1, "{err}");
 
-    let deep = format!("version: 1\nservers: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+    let deep = format!(
+        "version: 1\nservers: {}{}\n",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
     let err = load_str(&deep, Path::new("deep.yaml"), &env).unwrap_err();
     assert!(err.errors[0].message.contains("nested too deeply"), "{err}");
 
     let two = load_str("version: 1\n---\nversion: 1\n", Path::new("two.yaml"), &env).unwrap_err();
-    assert!(two.errors[0].message.contains("more than one YAML document"), "{two}");
+    assert!(
+        two.errors[0]
+            .message
+            .contains("more than one YAML document"),
+        "{two}"
+    );
 }
 
 #[test]
@@ -589,7 +712,9 @@ fn no_input_panics() {
     for cut in 0..=chars.len() {
         let prefix: String = chars[..cut].iter().collect();
         let _ = load_str(&prefix, &fleet_path(), &env);
-        for inject in ["\"", "[", "{", ":", "&", "*", "!", "\t", "\u{0}", "- ", "\n  ", "? ", "|"] {
+        for inject in [
+            "\"", "[", "{", ":", "&", "*", "!", "\t", "\u{0}", "- ", "\n  ", "? ", "|",
+        ] {
             let mut mutated = prefix.clone();
             mutated.push_str(inject);
             mutated.extend(&chars[cut..]);
@@ -614,16 +739,25 @@ fn discover_order() {
         explicit
     );
     assert_eq!(discover(None, Some(env_value), cwd).unwrap(), from_env);
-    assert_eq!(discover(None, Some(from_env.as_os_str()), Path::new("/")).unwrap(), from_env);
+    assert_eq!(
+        discover(None, Some(from_env.as_os_str()), Path::new("/")).unwrap(),
+        from_env
+    );
     assert_eq!(discover(None, None, cwd).unwrap(), default);
     assert_eq!(discover(None, Some(OsStr::new("")), cwd).unwrap(), default);
 
     // A named file that is missing is an error, never a silent fallback.
     let err = discover(Some(Path::new("nope.yaml")), Some(env_value), cwd).unwrap_err();
     assert_eq!(err.file, cwd.join("nope.yaml"));
-    assert!(err.to_string().contains("-f/--file does not exist"), "{err}");
+    assert!(
+        err.to_string().contains("-f/--file does not exist"),
+        "{err}"
+    );
     let err = discover(None, Some(OsStr::new("nope.yaml")), cwd).unwrap_err();
-    assert!(err.to_string().contains("MCPFLEET_FILE does not exist"), "{err}");
+    assert!(
+        err.to_string().contains("MCPFLEET_FILE does not exist"),
+        "{err}"
+    );
     std::fs::remove_file(&default).unwrap();
     let err = discover(None, None, cwd).unwrap_err();
     assert!(err.to_string().contains("no mcpfleet.yaml in"), "{err}");

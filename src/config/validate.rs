@@ -18,7 +18,8 @@ use super::{Fleet, ServerSpec, StdioSpec, Transport};
 /// An error before it has a position.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Issue {
-    pub steps: Vec<Step>,
+    /// How to reach the node from the root; `None` for an error of the whole text.
+    pub steps: Option<Vec<Step>>,
     pub path: String,
     pub message: String,
     /// Another node the message refers to (the first of duplicate keys); its
@@ -58,6 +59,14 @@ const SERVER_SYNONYMS: &[(&str, &str)] = &[
     ("timeout", "connect_timeout"),
     ("disabled", "enabled"),
 ];
+
+/// The mappings whose keys the format defines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Top,
+    Defaults,
+    Server,
+}
 
 /// Where a node is: the steps to find it and the key path to show.
 #[derive(Debug, Clone, Default)]
@@ -108,7 +117,7 @@ struct Defaults {
     cleanup_timeout: Option<Timeout>,
 }
 
-pub(crate) struct Validator<'a> {
+struct Validator<'a> {
     env: &'a dyn Fn(&str) -> Option<String>,
     /// The fleet file's directory, against which a relative `cwd` is resolved.
     base_dir: &'a Path,
@@ -139,7 +148,7 @@ pub(crate) fn validate(
 impl Validator<'_> {
     fn error(&mut self, at: &At, message: impl Into<String>) {
         self.issues.push(Issue {
-            steps: at.steps.clone(),
+            steps: Some(at.steps.clone()),
             path: at.path.clone(),
             message: message.into(),
             first: None,
@@ -153,27 +162,34 @@ impl Validator<'_> {
     fn fleet(&mut self, root: &Node, blank: bool, file: &Path) -> Option<Fleet> {
         let at = At::default();
         if blank {
-            self.error(
-                &at,
-                "the file is empty; a fleet file needs `version: 1` and `servers`",
-            );
+            self.issues.push(Issue {
+                steps: None,
+                path: String::new(),
+                message: "the file is empty; a fleet file needs `version: 1` and `servers`".into(),
+                first: None,
+            });
             return None;
         }
         let entries = self.mapping(root, &at, "a mapping at the top level")?;
-        let mut version = None;
+        let mut has_version = false;
         let mut name = None;
         let mut defaults = Defaults::default();
         let mut servers = None;
         for entry in &entries {
             match entry.key.as_str() {
-                "version" => version = Some(self.version(entry)),
-                "name" => name = self.name(entry.value, &entry.value_at, "the fleet name"),
+                "version" => {
+                    has_version = true;
+                    self.version(entry);
+                }
+                "name" => name = self.name(entry.value, &entry.value_at, "fleet name"),
                 "defaults" => defaults = self.defaults(entry),
                 "servers" => servers = Some(entry),
-                _ => self.unknown_key(entry, TOP_KEYS, &[]),
+                _ => {
+                    self.unknown_key(entry, Level::Top);
+                }
             }
         }
-        if version.is_none() {
+        if !has_version {
             self.error(&at, "missing `version: 1`");
         }
         let Some(servers) = servers else {
@@ -219,7 +235,7 @@ impl Validator<'_> {
                 let mut first_steps = at.steps.clone();
                 first_steps.push(Step::Key(first));
                 self.issues.push(Issue {
-                    steps: key_at.steps,
+                    steps: Some(key_at.steps),
                     path,
                     message: format!("duplicate key `{text}`"),
                     first: Some(first_steps),
@@ -242,22 +258,30 @@ impl Validator<'_> {
         Some(entries)
     }
 
-    fn unknown_key(&mut self, entry: &Entry, known: &[&str], synonyms: &[(&str, &str)]) {
+    /// Reports an unknown key; returns the key it suggests instead, if any.
+    fn unknown_key(&mut self, entry: &Entry, level: Level) -> Option<&'static str> {
         let key = entry.key.as_str();
-        if LATER_KEYS.contains(&key) {
+        let (known, synonyms) = match level {
+            Level::Top => (TOP_KEYS, &[][..]),
+            Level::Defaults => (DEFAULTS_KEYS, &[][..]),
+            Level::Server => (SERVER_KEYS, SERVER_SYNONYMS),
+        };
+        if level != Level::Top && LATER_KEYS.contains(&key) {
             self.error(
                 &entry.key_at,
                 format!("`{key}` is not supported in this version"),
             );
-            return;
+            return None;
         }
         let mut message = format!("unknown key `{key}`");
+        let suggested = suggestion(key, known, synonyms);
         if key == "<<" {
             message.push_str("; YAML merge keys are not supported, use `defaults:`");
-        } else if let Some(known) = suggestion(key, known, synonyms) {
+        } else if let Some(known) = suggested {
             message.push_str(&format!("; did you mean `{known}`?"));
         }
         self.error(&entry.key_at, message);
+        suggested
     }
 
     fn version(&mut self, entry: &Entry) {
@@ -306,7 +330,9 @@ impl Validator<'_> {
             match e.key.as_str() {
                 "connect_timeout" => defaults.connect_timeout = self.timeout(e),
                 "cleanup_timeout" => defaults.cleanup_timeout = self.timeout(e),
-                _ => self.unknown_key(e, DEFAULTS_KEYS, &[]),
+                _ => {
+                    self.unknown_key(e, Level::Defaults);
+                }
             }
         }
         defaults
@@ -369,6 +395,8 @@ impl Validator<'_> {
         let mut cleanup_timeout = defaults.cleanup_timeout;
         let mut url_key = None;
         let mut headers_key = None;
+        // A misspelled `command` is reported once, as a misspelling.
+        let mut misspelled_transport = false;
         for e in &entries {
             match e.key.as_str() {
                 "command" => {
@@ -384,7 +412,10 @@ impl Validator<'_> {
                 "cleanup_timeout" => cleanup_timeout = self.timeout(e),
                 "url" => url_key = Some(e.key_at.clone()),
                 "headers" => headers_key = Some(e.key_at.clone()),
-                _ => self.unknown_key(e, SERVER_KEYS, SERVER_SYNONYMS),
+                _ => {
+                    let suggested = self.unknown_key(e, Level::Server);
+                    misspelled_transport |= matches!(suggested, Some("command" | "url"));
+                }
             }
         }
         match (&command_key, &url_key, &headers_key) {
@@ -396,6 +427,7 @@ impl Validator<'_> {
                 url,
                 "remote servers (`url`) are not supported in this version",
             ),
+            (None, None, _) if misspelled_transport => {}
             (None, None, _) => self.error(
                 &entry.key_at,
                 "a server needs `command` (stdio) or `url` (streamable HTTP)",
@@ -576,7 +608,14 @@ pub(crate) fn is_name(name: &str) -> bool {
 }
 
 /// The known key the user most likely meant, if any is close enough.
-fn suggestion<'k>(key: &str, known: &[&'k str], synonyms: &[(&str, &'k str)]) -> Option<&'k str> {
+fn suggestion(
+    key: &str,
+    known: &[&'static str],
+    synonyms: &[(&str, &'static str)],
+) -> Option<&'static str> {
+    if key.len() > 64 {
+        return None;
+    }
     let lower = key.to_ascii_lowercase();
     if let Some((_, known)) = synonyms.iter().find(|(alias, _)| *alias == lower) {
         return Some(known);
@@ -589,22 +628,30 @@ fn suggestion<'k>(key: &str, known: &[&'k str], synonyms: &[(&str, &'k str)]) ->
         .map(|(_, k)| k)
 }
 
-/// Levenshtein distance, counted in characters.
+/// Edit distance in characters where swapping two neighbours counts as one
+/// edit (optimal string alignment): `ulr` is one typo away from `url`.
 fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
+    let width = b.len() + 1;
+    let mut d = vec![0usize; (a.len() + 1) * width];
+    for i in 0..=a.len() {
+        for j in 0..=b.len() {
+            d[i * width + j] = if i == 0 || j == 0 {
+                i + j
+            } else {
+                let cost = usize::from(a[i - 1] != b[j - 1]);
+                let mut best = (d[(i - 1) * width + j] + 1)
+                    .min(d[i * width + j - 1] + 1)
+                    .min(d[(i - 1) * width + j - 1] + cost);
+                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                    best = best.min(d[(i - 2) * width + j - 2] + 1);
+                }
+                best
+            };
         }
     }
-    row[b.len()]
+    d[a.len() * width + b.len()]
 }
 
 #[cfg(test)]
@@ -655,5 +702,7 @@ mod tests {
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("args", "args"), 0);
+        assert_eq!(edit_distance("ulr", "url"), 1);
+        assert_eq!(edit_distance("cwd", ""), 3);
     }
 }

@@ -20,6 +20,12 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 /// large anchored list repeated many times through.
 const MAX_NODES: usize = 200_000;
 
+/// libyaml's scanner walks every open flow level for every token, so the cost
+/// of `[[[[…` grows with the square of its depth (1 MiB of it takes hours).
+/// serde_yaml gives up at 128 levels anyway, but only after libyaml has read
+/// the whole document, so deeper nesting is refused before libyaml sees it.
+const MAX_FLOW_DEPTH: usize = 256;
+
 /// A YAML node as the fleet format cares about it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Node {
@@ -85,6 +91,7 @@ pub(crate) struct SyntaxError {
 }
 
 pub(crate) fn parse(text: &str) -> Result<Node, SyntaxError> {
+    check_flow_depth(text)?;
     let state = BuildState {
         remaining: Cell::new(MAX_NODES),
         has_typed_scalars: Cell::new(false),
@@ -164,6 +171,34 @@ fn syntax_error(text: &str, err: &serde_yaml::Error) -> SyntaxError {
         line: position.map(|p| p.0),
         column: position.map(|p| p.1),
     }
+}
+
+/// Counts brackets without regard to quotes or comments: an upper bound on the
+/// real depth for any file written by accident. A file crafted to slip past it
+/// gains nothing, since whoever writes the fleet file chooses the commands it
+/// runs; and no real fleet file comes near the limit.
+fn check_flow_depth(text: &str) -> Result<(), SyntaxError> {
+    let mut depth = 0usize;
+    for (offset, byte) in text.bytes().enumerate() {
+        match byte {
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_FLOW_DEPTH {
+                    let (line, column) = line_column(text, offset);
+                    return Err(SyntaxError {
+                        message: format!(
+                            "the document is nested too deeply (more than {MAX_FLOW_DEPTH} levels of `[` and `{{`)"
+                        ),
+                        line: Some(line),
+                        column: Some(column),
+                    });
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// 1-based line and column (in characters) of a byte offset.
@@ -655,7 +690,17 @@ mod tests {
     #[test]
     fn deep_nesting_is_an_error() {
         let text = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        let started = std::time::Instant::now();
+        let err = parse(&text).unwrap_err();
+        assert!(started.elapsed().as_secs() < 2);
+        assert!(err.message.contains("nested too deeply"), "{err:?}");
+        assert_eq!((err.line, err.column), (Some(1), Some(257)));
+        // Below the pre-check, serde_yaml's own limit still answers.
+        let text = format!("{}{}", "[".repeat(200), "]".repeat(200));
         let err = parse(&text).unwrap_err();
         assert!(err.message.contains("nested too deeply"), "{err:?}");
+        assert_eq!(err.line, Some(1));
+        // Brackets that close are no depth at all.
+        assert!(parse(&"[1] ".repeat(1000)).is_err_and(|e| !e.message.contains("deeply")));
     }
 }

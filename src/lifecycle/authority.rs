@@ -41,6 +41,8 @@ use crate::process::teardown::{self, ExitKind, Grace, Outcome, TeardownReport};
 pub struct ServerConfig {
     pub name: String,
     pub launch: Launch,
+    /// The command as it may be shown: secrets from `${env:...}` stay templates.
+    pub command_shown: String,
     /// `None`: the user wrote `none`.
     pub connect_timeout: Option<Duration>,
     pub cleanup_timeout: Option<Duration>,
@@ -515,7 +517,7 @@ impl Actor {
         let mut spawned = match spawn::spawn(&self.config.launch, tag, &self.config.name) {
             Ok(s) => s,
             Err(e) => {
-                let error = spawn_error(&self.config.launch, &e);
+                let error = spawn_error(&self.config.command_shown, &e);
                 let next = state::after_start(generation, Err(error.clone()), Vec::new());
                 self.set(
                     next,
@@ -755,8 +757,7 @@ fn describe_start_error(
     error
 }
 
-fn spawn_error(launch: &Launch, e: &std::io::Error) -> ServerError {
-    let program = launch.program.to_string_lossy();
+fn spawn_error(program: &str, e: &std::io::Error) -> ServerError {
     let message = match e.kind() {
         std::io::ErrorKind::NotFound => {
             format!("cannot run `{program}`: command not found (or `cwd` does not exist)")

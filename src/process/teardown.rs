@@ -178,6 +178,8 @@ fn signal_group(pgid: i32, signal: Signal) {
 }
 
 /// Tears down a generation whose stdin has already been closed by the caller.
+/// `started` is when teardown began, closing stdin included: the EOF grace counts
+/// from there.
 pub async fn teardown(target: Target<'_>, grace: Grace, started: Instant) -> TeardownReport {
     let Target {
         child,
@@ -187,7 +189,9 @@ pub async fn teardown(target: Target<'_>, grace: Grace, started: Instant) -> Tea
     } = target;
     let mut exit = None;
     let mut signal = None;
-    let mut gone = wait_gone(pid, pgid, &mut exit, Some(grace.eof)).await;
+    // Closing the session already took part of the EOF grace.
+    let eof_left = grace.eof.saturating_sub(started.elapsed());
+    let mut gone = wait_gone(pid, pgid, &mut exit, Some(eof_left)).await;
     if !gone {
         tracing::debug!(pid, "no exit after stdin closed; SIGTERM to the group");
         signal = Some(TeardownSignal::Term);
