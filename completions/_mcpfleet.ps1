@@ -23,6 +23,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
         'mcpfleet' {
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
             [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
@@ -33,7 +34,13 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Start servers in parallel, list their tools, tear them all down, verify that nothing of them is left, and report (for CI)')
+            [CompletionResult]::new('up', 'up', [CompletionResultType]::ParameterValue, 'Start servers (and the supervisor, when none runs) and wait until each is ready or failed')
+            [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Tear servers down, verified; with no names, every server of the fleet')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show each server''s state; never starts anything')
+            [CompletionResult]::new('reconnect', 'reconnect', [CompletionResultType]::ParameterValue, 'Stop a server''s current generation, confirm it is gone, start the next')
+            [CompletionResult]::new('reset', 'reset', [CompletionResultType]::ParameterValue, 'Clear a server''s quarantine, once nothing of it is alive')
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Check a fleet file and print the resolved fleet (secrets redacted)')
+            [CompletionResult]::new('supervise', 'supervise', [CompletionResultType]::ParameterValue, 'Run the supervisor of a fleet (started by `up`; not for direct use)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -45,8 +52,84 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('--cleanup-timeout', '--cleanup-timeout', [CompletionResultType]::ParameterName, 'Override every server''s cleanup timeout (e.g. 5s, none)')
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
             [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Count an escalated teardown (a signal was needed) as a failure: exit 5')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'mcpfleet;up' {
+            [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Override the connect timeout for this start (e.g. 30s, none)')
+            [CompletionResult]::new('--wait-timeout', '--wait-timeout', [CompletionResultType]::ParameterName, 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Recover a quarantined server: SIGKILL what is left of it, confirm, start')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'mcpfleet;down' {
+            [CompletionResult]::new('--cleanup-timeout', '--cleanup-timeout', [CompletionResultType]::ParameterName, 'Override the cleanup timeout for this teardown')
+            [CompletionResult]::new('--wait-timeout', '--wait-timeout', [CompletionResultType]::ParameterName, 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Count an escalated teardown as a failure: exit 5')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'mcpfleet;status' {
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'mcpfleet;reconnect' {
+            [CompletionResult]::new('--if-generation', '--if-generation', [CompletionResultType]::ParameterName, 'Only if the current generation is N; otherwise refuse (exit 6)')
+            [CompletionResult]::new('--wait-timeout', '--wait-timeout', [CompletionResultType]::ParameterName, 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Recover a quarantined server first')
+            [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Count an escalated teardown as a failure: exit 5')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'mcpfleet;reset' {
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
@@ -58,6 +141,20 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
         'mcpfleet;validate' {
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
             [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'mcpfleet;supervise' {
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
@@ -70,6 +167,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
         'mcpfleet;completions' {
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
             [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
@@ -81,7 +179,13 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
         }
         'mcpfleet;help' {
             [CompletionResult]::new('check', 'check', [CompletionResultType]::ParameterValue, 'Start servers in parallel, list their tools, tear them all down, verify that nothing of them is left, and report (for CI)')
+            [CompletionResult]::new('up', 'up', [CompletionResultType]::ParameterValue, 'Start servers (and the supervisor, when none runs) and wait until each is ready or failed')
+            [CompletionResult]::new('down', 'down', [CompletionResultType]::ParameterValue, 'Tear servers down, verified; with no names, every server of the fleet')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show each server''s state; never starts anything')
+            [CompletionResult]::new('reconnect', 'reconnect', [CompletionResultType]::ParameterValue, 'Stop a server''s current generation, confirm it is gone, start the next')
+            [CompletionResult]::new('reset', 'reset', [CompletionResultType]::ParameterValue, 'Clear a server''s quarantine, once nothing of it is alive')
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Check a fleet file and print the resolved fleet (secrets redacted)')
+            [CompletionResult]::new('supervise', 'supervise', [CompletionResultType]::ParameterValue, 'Run the supervisor of a fleet (started by `up`; not for direct use)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -89,7 +193,25 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
         'mcpfleet;help;check' {
             break
         }
+        'mcpfleet;help;up' {
+            break
+        }
+        'mcpfleet;help;down' {
+            break
+        }
+        'mcpfleet;help;status' {
+            break
+        }
+        'mcpfleet;help;reconnect' {
+            break
+        }
+        'mcpfleet;help;reset' {
+            break
+        }
         'mcpfleet;help;validate' {
+            break
+        }
+        'mcpfleet;help;supervise' {
             break
         }
         'mcpfleet;help;completions' {

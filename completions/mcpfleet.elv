@@ -20,6 +20,7 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet'= {
             cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
             cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -30,7 +31,13 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand check 'Start servers in parallel, list their tools, tear them all down, verify that nothing of them is left, and report (for CI)'
+            cand up 'Start servers (and the supervisor, when none runs) and wait until each is ready or failed'
+            cand down 'Tear servers down, verified; with no names, every server of the fleet'
+            cand status 'Show each server''s state; never starts anything'
+            cand reconnect 'Stop a server''s current generation, confirm it is gone, start the next'
+            cand reset 'Clear a server''s quarantine, once nothing of it is alive'
             cand validate 'Check a fleet file and print the resolved fleet (secrets redacted)'
+            cand supervise 'Run the supervisor of a fleet (started by `up`; not for direct use)'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -41,8 +48,79 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --cleanup-timeout 'Override every server''s cleanup timeout (e.g. 5s, none)'
             cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
             cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
             cand --strict 'Count an escalated teardown (a signal was needed) as a failure: exit 5'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -q 'No progress and no log lines below errors on stderr'
+            cand --quiet 'No progress and no log lines below errors on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'mcpfleet;up'= {
+            cand --connect-timeout 'Override the connect timeout for this start (e.g. 30s, none)'
+            cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand --output 'Output format for the result on stdout'
+            cand --force 'Recover a quarantined server: SIGKILL what is left of it, confirm, start'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -q 'No progress and no log lines below errors on stderr'
+            cand --quiet 'No progress and no log lines below errors on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'mcpfleet;down'= {
+            cand --cleanup-timeout 'Override the cleanup timeout for this teardown'
+            cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand --output 'Output format for the result on stdout'
+            cand --strict 'Count an escalated teardown as a failure: exit 5'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -q 'No progress and no log lines below errors on stderr'
+            cand --quiet 'No progress and no log lines below errors on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'mcpfleet;status'= {
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand --output 'Output format for the result on stdout'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -q 'No progress and no log lines below errors on stderr'
+            cand --quiet 'No progress and no log lines below errors on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'mcpfleet;reconnect'= {
+            cand --if-generation 'Only if the current generation is N; otherwise refuse (exit 6)'
+            cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand --output 'Output format for the result on stdout'
+            cand --force 'Recover a quarantined server first'
+            cand --strict 'Count an escalated teardown as a failure: exit 5'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -q 'No progress and no log lines below errors on stderr'
+            cand --quiet 'No progress and no log lines below errors on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'mcpfleet;reset'= {
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand --output 'Output format for the result on stdout'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -q 'No progress and no log lines below errors on stderr'
@@ -53,6 +131,19 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;validate'= {
             cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
             cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand --output 'Output format for the result on stdout'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -q 'No progress and no log lines below errors on stderr'
+            cand --quiet 'No progress and no log lines below errors on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'mcpfleet;supervise'= {
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -64,6 +155,7 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;completions'= {
             cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
             cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -74,13 +166,31 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         }
         &'mcpfleet;help'= {
             cand check 'Start servers in parallel, list their tools, tear them all down, verify that nothing of them is left, and report (for CI)'
+            cand up 'Start servers (and the supervisor, when none runs) and wait until each is ready or failed'
+            cand down 'Tear servers down, verified; with no names, every server of the fleet'
+            cand status 'Show each server''s state; never starts anything'
+            cand reconnect 'Stop a server''s current generation, confirm it is gone, start the next'
+            cand reset 'Clear a server''s quarantine, once nothing of it is alive'
             cand validate 'Check a fleet file and print the resolved fleet (secrets redacted)'
+            cand supervise 'Run the supervisor of a fleet (started by `up`; not for direct use)'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpfleet;help;check'= {
         }
+        &'mcpfleet;help;up'= {
+        }
+        &'mcpfleet;help;down'= {
+        }
+        &'mcpfleet;help;status'= {
+        }
+        &'mcpfleet;help;reconnect'= {
+        }
+        &'mcpfleet;help;reset'= {
+        }
         &'mcpfleet;help;validate'= {
+        }
+        &'mcpfleet;help;supervise'= {
         }
         &'mcpfleet;help;completions'= {
         }

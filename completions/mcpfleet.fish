@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mcpfleet_global_optspecs
-    string join \n f/file= output= v/verbose q/quiet h/help V/version
+    string join \n f/file= state-dir= output= v/verbose q/quiet h/help V/version
 end
 
 function __fish_mcpfleet_needs_command
@@ -25,6 +25,7 @@ function __fish_mcpfleet_using_subcommand
 end
 
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
@@ -33,13 +34,20 @@ complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -s q -l quiet -d 'No pro
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -s h -l help -d 'Print help'
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -s V -l version -d 'Print version'
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "check" -d 'Start servers in parallel, list their tools, tear them all down, verify that nothing of them is left, and report (for CI)'
+complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "up" -d 'Start servers (and the supervisor, when none runs) and wait until each is ready or failed'
+complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "down" -d 'Tear servers down, verified; with no names, every server of the fleet'
+complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "status" -d 'Show each server\'s state; never starts anything'
+complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "reconnect" -d 'Stop a server\'s current generation, confirm it is gone, start the next'
+complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "reset" -d 'Clear a server\'s quarantine, once nothing of it is alive'
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "validate" -d 'Check a fleet file and print the resolved fleet (secrets redacted)'
+complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "supervise" -d 'Run the supervisor of a fleet (started by `up`; not for direct use)'
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s j -l jobs -d 'How many servers start at once (default: 4 per CPU core)' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l connect-timeout -d 'Override every server\'s connect timeout (e.g. 30s, 2m, none)' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l cleanup-timeout -d 'Override every server\'s cleanup timeout (e.g. 5s, none)' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
@@ -47,21 +55,87 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l strict -d 'C
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s h -l help -d 'Print help'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l connect-timeout -d 'Override the connect timeout for this start (e.g. 30s, none)' -r
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l wait-timeout -d 'Give up (exit 7) if the server\'s authority has not taken the request within this long; the request is then withdrawn, never run later' -r
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
+json\t''
+ndjson\t''"
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l force -d 'Recover a quarantined server: SIGKILL what is left of it, confirm, start'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s h -l help -d 'Print help'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l cleanup-timeout -d 'Override the cleanup timeout for this teardown' -r
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l wait-timeout -d 'Give up (exit 7) if the server\'s authority has not taken the request within this long; the request is then withdrawn, never run later' -r
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
+json\t''
+ndjson\t''"
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l strict -d 'Count an escalated teardown as a failure: exit 5'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -s h -l help -d 'Print help'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
+json\t''
+ndjson\t''"
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -s h -l help -d 'Print help'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l if-generation -d 'Only if the current generation is N; otherwise refuse (exit 6)' -r
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l wait-timeout -d 'Give up (exit 7) if the server\'s authority has not taken the request within this long; the request is then withdrawn, never run later' -r
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
+json\t''
+ndjson\t''"
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l force -d 'Recover a quarantined server first'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l strict -d 'Count an escalated teardown as a failure: exit 5'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -s h -l help -d 'Print help'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
+json\t''
+ndjson\t''"
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -s h -l help -d 'Print help'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -s h -l help -d 'Print help'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
+json\t''
+ndjson\t''"
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -s h -l help -d 'Print help'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check validate completions help" -f -a "check" -d 'Start servers in parallel, list their tools, tear them all down, verify that nothing of them is left, and report (for CI)'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check validate completions help" -f -a "validate" -d 'Check a fleet file and print the resolved fleet (secrets redacted)'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check validate completions help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check validate completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "check" -d 'Start servers in parallel, list their tools, tear them all down, verify that nothing of them is left, and report (for CI)'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "up" -d 'Start servers (and the supervisor, when none runs) and wait until each is ready or failed'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "down" -d 'Tear servers down, verified; with no names, every server of the fleet'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "status" -d 'Show each server\'s state; never starts anything'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "reconnect" -d 'Stop a server\'s current generation, confirm it is gone, start the next'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "reset" -d 'Clear a server\'s quarantine, once nothing of it is alive'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "validate" -d 'Check a fleet file and print the resolved fleet (secrets redacted)'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "supervise" -d 'Run the supervisor of a fleet (started by `up`; not for direct use)'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -12,3 +12,5 @@ pub mod lifecycle;
 pub mod logging;
 pub mod output;
 pub mod process;
+pub mod protocol;
+pub mod supervisor;

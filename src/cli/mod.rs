@@ -20,6 +20,11 @@ pub struct Cli {
     #[arg(short = 'f', long = "file", global = true, value_name = "FILE")]
     pub file: Option<PathBuf>,
 
+    /// The fleet's state directory (default: $MCPFLEET_STATE_DIR, then
+    /// $XDG_STATE_HOME/mcpfleet/<fleet>)
+    #[arg(long, global = true, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
     /// Output format for the result on stdout
     #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
     pub output: Format,
@@ -41,8 +46,22 @@ pub enum Command {
     /// Start servers in parallel, list their tools, tear them all down, verify
     /// that nothing of them is left, and report (for CI)
     Check(CheckArgs),
+    /// Start servers (and the supervisor, when none runs) and wait until each is
+    /// ready or failed
+    Up(UpArgs),
+    /// Tear servers down, verified; with no names, every server of the fleet
+    Down(DownArgs),
+    /// Show each server's state; never starts anything
+    Status(StatusArgs),
+    /// Stop a server's current generation, confirm it is gone, start the next
+    Reconnect(ReconnectArgs),
+    /// Clear a server's quarantine, once nothing of it is alive
+    Reset(ResetArgs),
     /// Check a fleet file and print the resolved fleet (secrets redacted)
     Validate,
+    /// Run the supervisor of a fleet (started by `up`; not for direct use)
+    #[command(hide = true)]
+    Supervise,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions {
         #[arg(value_enum)]
@@ -79,6 +98,77 @@ pub struct CheckArgs {
     /// Override every server's cleanup timeout (e.g. 5s, none)
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     pub cleanup_timeout: Option<Timeout>,
+}
+
+/// How long to wait for a server's authority to take the request.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct WaitArgs {
+    /// Give up (exit 7) if the server's authority has not taken the request within
+    /// this long; the request is then withdrawn, never run later
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub wait_timeout: Option<Timeout>,
+}
+
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// Servers to start (default: every enabled server)
+    #[arg(value_name = "SERVER")]
+    pub servers: Vec<String>,
+    /// Recover a quarantined server: SIGKILL what is left of it, confirm, start
+    #[arg(long)]
+    pub force: bool,
+    /// Override the connect timeout for this start (e.g. 30s, none)
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub connect_timeout: Option<Timeout>,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DownArgs {
+    /// Servers to tear down (default: all of them)
+    #[arg(value_name = "SERVER")]
+    pub servers: Vec<String>,
+    /// Count an escalated teardown as a failure: exit 5
+    #[arg(long)]
+    pub strict: bool,
+    /// Override the cleanup timeout for this teardown
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub cleanup_timeout: Option<Timeout>,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Servers to show (default: all of them)
+    #[arg(value_name = "SERVER")]
+    pub servers: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReconnectArgs {
+    /// Servers to reconnect
+    #[arg(value_name = "SERVER", required = true)]
+    pub servers: Vec<String>,
+    /// Only if the current generation is N; otherwise refuse (exit 6)
+    #[arg(long, value_name = "N")]
+    pub if_generation: Option<u64>,
+    /// Recover a quarantined server first
+    #[arg(long)]
+    pub force: bool,
+    /// Count an escalated teardown as a failure: exit 5
+    #[arg(long)]
+    pub strict: bool,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ResetArgs {
+    /// The quarantined server
+    #[arg(value_name = "SERVER")]
+    pub server: String,
 }
 
 fn parse_timeout(s: &str) -> Result<Timeout, String> {

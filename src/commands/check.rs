@@ -38,6 +38,7 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
         connect_timeout: args.connect_timeout.map(|t| t.as_duration()),
         cleanup_timeout: args.cleanup_timeout.map(|t| t.as_duration()),
         wait_timeout: None,
+        force: false,
     };
     let events: Arc<dyn EventSink> = match global.output {
         Format::Ndjson => Arc::new(NdjsonEvents::new()),
@@ -141,6 +142,7 @@ fn server_config(spec: &ServerSpec) -> ServerConfig {
         command_shown: stdio.command.display().to_owned(),
         connect_timeout: spec.connect_timeout.as_duration(),
         cleanup_timeout: spec.cleanup_timeout.as_duration(),
+        stderr_log: None,
     }
 }
 
@@ -253,7 +255,7 @@ fn server_report(
     }
     ServerReport {
         name: spec.name.clone(),
-        transport: "stdio",
+        transport: "stdio".into(),
         state: last.map_or(crate::lifecycle::state::Phase::Stopped, |s| s.state),
         generation: start.as_ref().and_then(|r| r.snapshot.generation),
         pid: last.and_then(|s| s.pid),

@@ -2,6 +2,8 @@
 //! file, and the error type at the edge that maps to exit codes.
 
 pub mod check;
+pub mod client;
+pub mod fleet_ops;
 pub mod validate;
 
 use std::path::Path;
@@ -78,6 +80,27 @@ pub async fn run(cli: Cli) -> Code {
             check::run(cli.file.as_deref(), args, &global).await,
         ),
         Command::Validate => ("validate", validate::run(cli.file.as_deref(), &global)),
+        Command::Up(args) => (
+            "up",
+            with_target(&cli, |t| fleet_ops::up(t, args, &global)).await,
+        ),
+        Command::Down(args) => (
+            "down",
+            with_target(&cli, |t| fleet_ops::down(t, args, &global)).await,
+        ),
+        Command::Status(args) => (
+            "status",
+            with_target(&cli, |t| fleet_ops::status(t, args, &global)).await,
+        ),
+        Command::Reconnect(args) => (
+            "reconnect",
+            with_target(&cli, |t| fleet_ops::reconnect(t, args, &global)).await,
+        ),
+        Command::Reset(args) => (
+            "reset",
+            with_target(&cli, |t| fleet_ops::reset(t, args, &global)).await,
+        ),
+        Command::Supervise => ("supervise", with_target(&cli, fleet_ops::supervise).await),
         Command::Completions { shell } => {
             let script = crate::cli::completion_script(*shell);
             let text = String::from_utf8_lossy(&script);
@@ -96,6 +119,15 @@ pub async fn run(cli: Cli) -> Code {
             e.code()
         }
     }
+}
+
+async fn with_target<F, Fut>(cli: &Cli, f: F) -> Result<Code, CliError>
+where
+    F: FnOnce(fleet_ops::Target) -> Fut,
+    Fut: Future<Output = Result<Code, CliError>>,
+{
+    let target = fleet_ops::Target::load(cli.file.as_deref(), cli.state_dir.as_deref())?;
+    f(target).await
 }
 
 /// Finds and loads the fleet file (`-f`, then `$MCPFLEET_FILE`, then ./mcpfleet.yaml).

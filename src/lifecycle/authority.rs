@@ -22,13 +22,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::error::{ErrorKind, ErrorPhase, ServerError};
 use super::events::{Cause, Event, EventSink, millis, rfc3339};
+use super::ledger::{Ledger, LiveRecord, NoLedger, QuarantineRecord};
 use super::state::{self, Generation, Intent, Phase, Plan, State};
 use crate::config::Timeout;
 use crate::process::session::{Session, SessionError};
@@ -46,6 +47,8 @@ pub struct ServerConfig {
     /// `None`: the user wrote `none`.
     pub connect_timeout: Option<Duration>,
     pub cleanup_timeout: Option<Duration>,
+    /// Where the server's stderr is also appended (the supervisor's `logs/`).
+    pub stderr_log: Option<std::path::PathBuf>,
 }
 
 /// Per-request overrides of the server's deadlines (L2: settable per call).
@@ -56,14 +59,16 @@ pub struct CallOptions {
     /// How long the caller waits for the authority to take the request. A request
     /// not taken in time is withdrawn and never runs.
     pub wait_timeout: Option<Duration>,
+    /// Recover a quarantined server: SIGKILL what is left of it, confirm, go on (L7).
+    pub force: bool,
 }
 
 /// A teardown's result as reported to callers.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TeardownSummary {
     pub generation: Generation,
     pub outcome: Outcome,
-    pub signal: Option<&'static str>,
+    pub signal: Option<String>,
     pub duration_ms: u64,
     pub leftover_pids: Vec<i32>,
     /// How the server's main process ended, e.g. "exit code 0", "killed by SIGKILL".
@@ -75,7 +80,7 @@ impl TeardownSummary {
         TeardownSummary {
             generation,
             outcome: report.outcome,
-            signal: report.signal.map(|s| s.name()),
+            signal: report.signal.map(|s| s.name().to_owned()),
             duration_ms: millis(report.duration),
             leftover_pids: report.leftover_pids.clone(),
             exit: report.exit.map(|e| e.to_string()),
@@ -244,18 +249,57 @@ pub struct Context {
     pub tag_scope: String,
 }
 
-/// Starts the authority task of one server. `last_generation` is the highest
-/// generation id this server ever had, so that ids never repeat (L3).
+/// Starts the authority task of one server that keeps no durable notes. `last_generation`
+/// is the highest generation id this server ever had, so that ids never repeat (L3).
 pub fn spawn(config: ServerConfig, last_generation: Generation, ctx: Context) -> Handle {
+    spawn_with(
+        config,
+        Initial {
+            last_generation,
+            quarantine: None,
+        },
+        Arc::new(NoLedger),
+        ctx,
+    )
+}
+
+/// Where an authority starts from: what an earlier holder of the server left.
+#[derive(Debug, Clone, Default)]
+pub struct Initial {
+    pub last_generation: Generation,
+    /// A quarantine that must survive the restart of whatever holds the authority.
+    pub quarantine: Option<QuarantineRecord>,
+}
+
+/// Starts the authority task of one server, with its durable notes in `ledger`.
+pub fn spawn_with(
+    config: ServerConfig,
+    initial: Initial,
+    ledger: Arc<dyn Ledger>,
+    ctx: Context,
+) -> Handle {
     // Bounded: a caller that floods the queue waits on `send`, under its own deadline.
     let (tx, rx) = mpsc::channel(64);
     let name: Arc<str> = config.name.as_str().into();
+    let (state, quarantine_tag) = match initial.quarantine {
+        Some(q) => (
+            State::Quarantined {
+                generation: q.generation,
+                error: ServerError::new(ErrorKind::TeardownFailed, ErrorPhase::Teardown, q.message),
+                leftover_pids: q.leftover_pids,
+            },
+            Some(q.tag),
+        ),
+        None => (State::Stopped, None),
+    };
     let actor = Actor {
         config,
-        state: State::Stopped,
-        last_generation,
+        state,
+        last_generation: initial.last_generation,
         live: None,
         last_teardown: None,
+        quarantine_tag,
+        ledger,
         ctx: ctx.clone(),
     };
     ctx.tracker.spawn(actor.run(rx));
@@ -269,6 +313,9 @@ struct Actor {
     /// `Some` exactly while the state is `Running`.
     live: Option<Live>,
     last_teardown: Option<TeardownSummary>,
+    /// The environment tag of the quarantined generation, to find what is left of it.
+    quarantine_tag: Option<String>,
+    ledger: Arc<dyn Ledger>,
     ctx: Context,
 }
 
@@ -361,8 +408,9 @@ impl Actor {
             Intent::Start => Cause::Start,
             Intent::Stop => Cause::Stop,
             Intent::Reconnect { .. } => Cause::Reconnect,
+            Intent::Reset => Cause::Reset,
         };
-        match state::plan(&self.state, intent, self.last_generation) {
+        match state::plan(&self.state, intent, self.last_generation, options.force) {
             Plan::Nothing => Done::ok(),
             Plan::Refuse(error) => {
                 let phase = self.state.phase();
@@ -388,7 +436,68 @@ impl Actor {
                 started.teardown = started.teardown.or(stopped.teardown);
                 started
             }
+            Plan::Recover { generation, next } => {
+                let recovered = self.clear_quarantine(generation, true, cause, waited).await;
+                if recovered.result.is_err() {
+                    return recovered;
+                }
+                self.start(next, options, cause, Duration::ZERO).await
+            }
+            Plan::Clear { generation } => {
+                self.clear_quarantine(generation, false, cause, waited)
+                    .await
+            }
         }
+    }
+
+    /// Ends a quarantine: with `kill`, SIGKILLs every process still carrying the
+    /// quarantined generation's tag first. Succeeds only once none is alive.
+    async fn clear_quarantine(
+        &mut self,
+        generation: Generation,
+        kill: bool,
+        cause: Cause,
+        waited: Duration,
+    ) -> Done {
+        let started = Instant::now();
+        let Some(tag) = self.quarantine_tag.clone() else {
+            return Done::ok();
+        };
+        let entry = format!("{}={tag}", spawn::TAG_VAR).into_bytes();
+        let mut alive: Vec<i32> = crate::process::procfs::tagged(&entry)
+            .iter()
+            .map(|p| p.pid)
+            .collect();
+        if kill && !alive.is_empty() {
+            alive = teardown::kill_tagged(&entry, Duration::from_secs(5)).await;
+        }
+        if !alive.is_empty() {
+            let error = ServerError::new(
+                ErrorKind::Quarantined,
+                ErrorPhase::Request,
+                format!(
+                    "generation {generation} still has living processes ({}); use --force to SIGKILL them",
+                    alive
+                        .iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+            self.emit(
+                Phase::Quarantined,
+                Some(generation),
+                cause,
+                started.elapsed(),
+                waited,
+                Some(error.clone()),
+            );
+            return Done::err(error);
+        }
+        self.quarantine_tag = None;
+        self.ledger.ended(&self.config.name, generation, None);
+        self.set(State::Stopped, cause, started.elapsed(), waited, None);
+        Done::ok()
     }
 
     async fn stop(
@@ -426,6 +535,7 @@ impl Actor {
         let cleanup = options
             .cleanup_timeout
             .unwrap_or(self.config.cleanup_timeout);
+        let tag = live.tag.value().to_owned();
         let report = self.tear_down(live, cleanup, started).await;
         let summary = TeardownSummary::new(generation, &report);
         let next = state::after_teardown(generation, report.leftover_pids.clone(), None);
@@ -433,6 +543,7 @@ impl Actor {
             State::Quarantined { error, .. } => Some(error.clone()),
             _ => None,
         };
+        self.record_end(generation, &next, tag);
         self.set(
             next,
             cause,
@@ -504,6 +615,13 @@ impl Actor {
         let started = Instant::now();
         // The generation is taken before anything is spawned, so that it is never
         // given twice, whatever happens next.
+        if let Err(e) = self.ledger.reserve(&self.config.name, generation) {
+            return Done::err(ServerError::new(
+                ErrorKind::SpawnFailed,
+                ErrorPhase::Spawn,
+                format!("cannot record generation {generation} before spawning: {e}"),
+            ));
+        }
         self.last_generation = generation;
         self.set(
             State::Starting { generation },
@@ -514,7 +632,12 @@ impl Actor {
         );
 
         let tag = Tag::new(&self.ctx.tag_scope, &self.config.name, generation);
-        let mut spawned = match spawn::spawn(&self.config.launch, tag, &self.config.name) {
+        let mut spawned = match spawn::spawn(
+            &self.config.launch,
+            tag,
+            &self.config.name,
+            self.config.stderr_log.as_deref(),
+        ) {
             Ok(s) => s,
             Err(e) => {
                 let error = spawn_error(&self.config.command_shown, &e);
@@ -533,6 +656,17 @@ impl Actor {
             .connect_timeout
             .unwrap_or(self.config.connect_timeout);
         let deadline = connect_timeout.map(|t| tokio::time::Instant::now() + t);
+        self.ledger.spawned(
+            &self.config.name,
+            LiveRecord {
+                generation,
+                pid: spawned.pid,
+                pgid: spawned.pgid,
+                start_time: spawned.start_time,
+                boot_id: crate::process::procfs::boot_id(),
+                tag: spawned.tag.value().to_owned(),
+            },
+        );
         let (stdout, stdin) = (spawned.stdout.take(), spawned.stdin.take());
         let mut live = Live {
             generation,
@@ -604,6 +738,7 @@ impl Actor {
                     .cleanup_timeout
                     .unwrap_or(self.config.cleanup_timeout);
                 let stderr = live.stderr.clone();
+                let tag = live.tag.value().to_owned();
                 let report = self.tear_down(live, cleanup, Instant::now()).await;
                 let error = describe_start_error(error, report.exit, connect_timeout)
                     .with_stderr(stderr.lines());
@@ -613,6 +748,7 @@ impl Actor {
                     Err(error.clone()),
                     report.leftover_pids.clone(),
                 );
+                self.record_end(generation, &next, tag);
                 let cause = if error.kind == ErrorKind::Cancelled {
                     Cause::Interrupt
                 } else {
@@ -633,6 +769,28 @@ impl Actor {
                 }
             }
         }
+    }
+
+    /// Tells the ledger how a generation ended, and keeps the tag of a quarantined
+    /// one so that its leftovers can be found again.
+    fn record_end(&mut self, generation: Generation, next: &State, tag: String) {
+        let quarantine = match next {
+            State::Quarantined {
+                error,
+                leftover_pids,
+                ..
+            } => {
+                self.quarantine_tag = Some(tag.clone());
+                Some(QuarantineRecord {
+                    generation,
+                    message: error.message.clone(),
+                    leftover_pids: leftover_pids.clone(),
+                    tag,
+                })
+            }
+            _ => None,
+        };
+        self.ledger.ended(&self.config.name, generation, quarantine);
     }
 
     /// Changes state and records the transition.
@@ -682,7 +840,11 @@ impl Actor {
         Snapshot {
             name: self.config.name.clone(),
             state: self.state.phase(),
-            generation: self.state.generation(),
+            // A stopped server shows the generation it last had.
+            generation: self
+                .state
+                .generation()
+                .or((self.last_generation > 0).then_some(self.last_generation)),
             pid: self.state.pid(),
             tools: self.live.as_ref().map(|l| l.tools),
             server_info: self.live.as_ref().and_then(|l| l.server_info.clone()),

@@ -2,12 +2,12 @@
 //! match on, the phase it happened in, a message for people, and the tail of the
 //! server's stderr.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::state::Generation;
 
 /// The error kinds of the JSON output. Never renamed; new kinds may be added.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     SpawnFailed,
@@ -23,7 +23,7 @@ pub enum ErrorKind {
 }
 
 /// Where in a server's life the error happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ErrorPhase {
     Spawn,

@@ -21,6 +21,10 @@ pub enum Cause {
     Interrupt,
     /// The authority itself is shutting down.
     Shutdown,
+    /// A quarantine was cleared (`reset`, or `--force`).
+    Reset,
+    /// A supervisor found a generation its predecessor left running (L10).
+    Recovery,
 }
 
 #[derive(Debug, Clone, Serialize)]

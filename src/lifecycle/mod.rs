@@ -8,4 +8,5 @@
 pub mod authority;
 pub mod error;
 pub mod events;
+pub mod ledger;
 pub mod state;

@@ -12,7 +12,7 @@
 //!                      failed          (teardown failed)  quarantined ──(reset / --force)──► stopped
 //! ```
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::error::ServerError;
 
@@ -20,7 +20,7 @@ use super::error::ServerError;
 pub type Generation = u64;
 
 /// The name of a state, as shown in output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Phase {
     Stopped,
@@ -112,6 +112,8 @@ pub enum Intent {
     Reconnect {
         if_generation: Option<Generation>,
     },
+    /// Clear a quarantine, only once nothing of the quarantined generation is alive.
+    Reset,
 }
 
 /// What the authority must do for a request, decided from the state alone.
@@ -130,11 +132,20 @@ pub enum Plan {
         generation: Generation,
         next: Generation,
     },
+    /// `--force` on a quarantined server: SIGKILL what is left of `generation`,
+    /// confirm it is gone, then start `next`.
+    Recover {
+        generation: Generation,
+        next: Generation,
+    },
+    /// Clear the quarantine of `generation` if nothing of it is alive.
+    Clear { generation: Generation },
 }
 
 /// Decides what `intent` means in `state`. `last` is the highest generation ever
-/// given to this server, so that ids never repeat.
-pub fn plan(state: &State, intent: Intent, last: Generation) -> Plan {
+/// given to this server, so that ids never repeat. `force` allows recovering a
+/// quarantined server (L7).
+pub fn plan(state: &State, intent: Intent, last: Generation, force: bool) -> Plan {
     let next = last + 1;
     if let Intent::Reconnect {
         if_generation: Some(expected),
@@ -144,6 +155,18 @@ pub fn plan(state: &State, intent: Intent, last: Generation) -> Plan {
         return Plan::Refuse(ServerError::fenced(expected, state.generation()));
     }
     match (state, intent) {
+        (State::Quarantined { generation, .. }, Intent::Reset) => Plan::Clear {
+            generation: *generation,
+        },
+        (_, Intent::Reset) => Plan::Nothing,
+        (State::Quarantined { generation, .. }, Intent::Start | Intent::Reconnect { .. })
+            if force =>
+        {
+            Plan::Recover {
+                generation: *generation,
+                next,
+            }
+        }
         (
             State::Quarantined {
                 generation,
@@ -170,8 +193,8 @@ pub fn plan(state: &State, intent: Intent, last: Generation) -> Plan {
     }
 }
 
-/// Where a start leads. `torn_down_clean` says whether the emergency teardown of a
-/// failed start confirmed that nothing is left (L8).
+/// Where a start leads: `leftover_pids` are what the emergency teardown of a failed
+/// start could not confirm gone (L8).
 pub fn after_start(
     generation: Generation,
     result: Result<i32, ServerError>,
@@ -228,29 +251,32 @@ mod tests {
     #[test]
     fn start_from_stopped_or_failed_takes_the_next_generation() {
         assert_eq!(
-            plan(&State::Stopped, Intent::Start, 0),
+            plan(&State::Stopped, Intent::Start, 0, false),
             Plan::Start { next: 1 }
         );
         let failed = State::Failed {
             generation: 4,
             error: ServerError::teardown_failed(&[]),
         };
-        assert_eq!(plan(&failed, Intent::Start, 4), Plan::Start { next: 5 });
+        assert_eq!(
+            plan(&failed, Intent::Start, 4, false),
+            Plan::Start { next: 5 }
+        );
         // Ids never repeat, even when the state has forgotten older generations.
         assert_eq!(
-            plan(&State::Stopped, Intent::Start, 9),
+            plan(&State::Stopped, Intent::Start, 9, false),
             Plan::Start { next: 10 }
         );
     }
 
     #[test]
     fn start_of_a_running_server_does_nothing_and_stop_tears_it_down() {
-        assert_eq!(plan(&running(3), Intent::Start, 3), Plan::Nothing);
+        assert_eq!(plan(&running(3), Intent::Start, 3, false), Plan::Nothing);
         assert_eq!(
-            plan(&running(3), Intent::Stop, 3),
+            plan(&running(3), Intent::Stop, 3, false),
             Plan::Stop { generation: 3 }
         );
-        assert_eq!(plan(&State::Stopped, Intent::Stop, 3), Plan::Nothing);
+        assert_eq!(plan(&State::Stopped, Intent::Stop, 3, false), Plan::Nothing);
     }
 
     #[test]
@@ -261,7 +287,8 @@ mod tests {
                 Intent::Reconnect {
                     if_generation: None
                 },
-                3
+                3,
+                false
             ),
             Plan::Restart {
                 generation: 3,
@@ -274,7 +301,8 @@ mod tests {
                 Intent::Reconnect {
                     if_generation: None
                 },
-                3
+                3,
+                false
             ),
             Plan::Start { next: 4 }
         );
@@ -288,6 +316,7 @@ mod tests {
                 if_generation: Some(4),
             },
             5,
+            false,
         );
         match p {
             Plan::Refuse(e) => assert_eq!(e.kind, ErrorKind::Fenced),
@@ -299,7 +328,8 @@ mod tests {
                 Intent::Reconnect {
                     if_generation: Some(5)
                 },
-                5
+                5,
+                false
             ),
             Plan::Restart {
                 generation: 5,
@@ -317,11 +347,32 @@ mod tests {
                 if_generation: None,
             },
         ] {
-            match plan(&quarantined(2), intent, 2) {
+            match plan(&quarantined(2), intent, 2, false) {
                 Plan::Refuse(e) => assert_eq!(e.kind, ErrorKind::Quarantined),
                 other => panic!("{intent:?}: expected a refusal, got {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn force_recovers_and_reset_clears_only_a_quarantine() {
+        assert_eq!(
+            plan(&quarantined(2), Intent::Start, 2, true),
+            Plan::Recover {
+                generation: 2,
+                next: 3
+            }
+        );
+        assert_eq!(
+            plan(&quarantined(2), Intent::Reset, 2, false),
+            Plan::Clear { generation: 2 }
+        );
+        assert_eq!(plan(&running(2), Intent::Reset, 2, false), Plan::Nothing);
+        assert_eq!(
+            plan(&running(2), Intent::Start, 2, true),
+            Plan::Nothing,
+            "force changes nothing outside quarantine"
+        );
     }
 
     #[test]

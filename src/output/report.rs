@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::sync::Mutex;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::exit::Code;
 use crate::lifecycle::authority::TeardownSummary;
@@ -23,7 +23,7 @@ pub enum Format {
 }
 
 /// The error object of the JSON output.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ErrorReport {
     pub kind: ErrorKind,
     pub phase: ErrorPhase,
@@ -43,10 +43,10 @@ impl From<&ServerError> for ErrorReport {
 }
 
 /// One server's line in a report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServerReport {
     pub name: String,
-    pub transport: &'static str,
+    pub transport: String,
     pub state: Phase,
     pub generation: Option<Generation>,
     pub pid: Option<i32>,
@@ -60,10 +60,10 @@ pub struct ServerReport {
 }
 
 /// The whole result of a command.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub schema_version: u32,
-    pub command: &'static str,
+    pub command: String,
     pub exit_code: i32,
     /// True when the command was interrupted and did not see everything to the end.
     pub interrupted: bool,
@@ -72,7 +72,7 @@ pub struct Report {
 
 impl Report {
     /// Ranks the servers' codes (and the interruption) into the command's code.
-    pub fn new(command: &'static str, servers: Vec<ServerReport>, interrupted: bool) -> Report {
+    pub fn new(command: &str, servers: Vec<ServerReport>, interrupted: bool) -> Report {
         let mut code = servers
             .iter()
             .map(|s| code_from_i32(s.exit_code))
@@ -82,7 +82,7 @@ impl Report {
         }
         Report {
             schema_version: SCHEMA_VERSION,
-            command,
+            command: command.to_owned(),
             exit_code: code.as_i32(),
             interrupted,
             servers,
@@ -148,6 +148,7 @@ fn render_text(report: &Report) -> String {
         "SERVER".to_owned(),
         "STATE".to_owned(),
         "GEN".to_owned(),
+        "PID".to_owned(),
         "CONNECT".to_owned(),
         "TOOLS".to_owned(),
         "TEARDOWN".to_owned(),
@@ -155,7 +156,7 @@ fn render_text(report: &Report) -> String {
     for s in &report.servers {
         let teardown = s.teardown.as_ref().map(|t| {
             let mut text = format!("{} {}ms", outcome_name(t), t.duration_ms);
-            if let Some(sig) = t.signal {
+            if let Some(sig) = &t.signal {
                 text.push_str(&format!(" ({sig})"));
             }
             text
@@ -164,12 +165,13 @@ fn render_text(report: &Report) -> String {
             s.name.clone(),
             s.state.as_str().to_owned(),
             dash(s.generation),
+            dash(s.pid),
             dash(s.connect_ms.map(|ms| format!("{ms}ms"))),
             dash(s.tools),
             dash(teardown),
         ]);
     }
-    let mut widths = [0usize; 6];
+    let mut widths = [0usize; 7];
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());

@@ -101,6 +101,31 @@ pub fn tagged(entry: &[u8]) -> Vec<ProcStat> {
         .collect()
 }
 
+/// Living processes with a `NAME=VALUE` entry that starts with `prefix`, each with
+/// the rest of that entry: how a supervisor finds every generation of its own scope.
+pub fn tagged_with_prefix(prefix: &[u8]) -> Vec<(ProcStat, String)> {
+    let me = std::process::id() as i32;
+    let mut found = Vec::new();
+    for pid in pids() {
+        if pid == me {
+            continue;
+        }
+        let Some(stat) = stat(pid).filter(ProcStat::is_alive) else {
+            continue;
+        };
+        let Ok(environ) = fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if let Some(entry) = environ.split(|b| *b == 0).find(|e| e.starts_with(prefix)) {
+            found.push((
+                stat,
+                String::from_utf8_lossy(&entry[prefix.len()..]).into_owned(),
+            ));
+        }
+    }
+    found
+}
+
 /// The kernel's boot id: start times are only comparable within one boot.
 pub fn boot_id() -> Option<String> {
     read_trimmed(Path::new("/proc/sys/kernel/random/boot_id"))

@@ -3,7 +3,7 @@
 //! tag that every descendant inherits so that teardown can find all of them.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Instant;
 
@@ -11,7 +11,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::task::JoinHandle;
 
 use super::procfs;
-use super::stderr::StderrTail;
+use super::stderr::{LogFile, StderrTail};
 
 /// The environment variable that marks every process of a generation.
 pub const TAG_VAR: &str = "MCPFLEET_TAG";
@@ -94,8 +94,15 @@ pub struct Spawned {
     pub spawned_at: Instant,
 }
 
-/// Spawns `launch` as the leader of a new process group.
-pub fn spawn(launch: &Launch, tag: Tag, server: &str) -> std::io::Result<Spawned> {
+/// Spawns `launch` as the leader of a new process group. Its stderr is kept as a
+/// tail and, with `stderr_log`, also appended to that file.
+pub fn spawn(
+    launch: &Launch,
+    tag: Tag,
+    server: &str,
+    stderr_log: Option<&Path>,
+) -> std::io::Result<Spawned> {
+    let log = stderr_log.map(LogFile::open).transpose()?;
     let mut cmd = Command::new(&launch.program);
     cmd.args(&launch.args)
         .envs(launch.env.iter().map(|(k, v)| (k, v)))
@@ -114,7 +121,7 @@ pub fn spawn(launch: &Launch, tag: Tag, server: &str) -> std::io::Result<Spawned
         .ok_or_else(|| std::io::Error::other("child exited before its pid was read"))?;
     let stderr = StderrTail::default();
     let pipe = child.stderr.take().expect("stderr was piped");
-    let stderr_task = tokio::spawn(stderr.clone().drain(pipe, server.to_owned()));
+    let stderr_task = tokio::spawn(stderr.clone().drain(pipe, server.to_owned(), log));
     Ok(Spawned {
         stdin: child.stdin.take(),
         stdout: child.stdout.take(),

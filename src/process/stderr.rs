@@ -4,6 +4,9 @@
 //! fixed amount of memory.
 
 use std::collections::VecDeque;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -87,9 +90,15 @@ impl StderrTail {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Reads `pipe` to its end, keeping the tail. Returns when every holder of the
-    /// pipe's write end (the server and any descendant) has closed it.
-    pub async fn drain(self, mut pipe: impl AsyncRead + Unpin, server: String) {
+    /// Reads `pipe` to its end, keeping the tail and appending everything to `log`
+    /// when given. Returns when every holder of the pipe's write end (the server and
+    /// any descendant) has closed it.
+    pub async fn drain(
+        self,
+        mut pipe: impl AsyncRead + Unpin,
+        server: String,
+        mut log: Option<LogFile>,
+    ) {
         let mut buf = vec![0u8; 16 * 1024];
         loop {
             match pipe.read(&mut buf).await {
@@ -97,10 +106,62 @@ impl StderrTail {
                 Ok(n) => {
                     tracing::trace!(server = %server, bytes = n, "stderr");
                     self.lock().push_bytes(&buf[..n]);
+                    if let Some(l) = &mut log
+                        && let Err(e) = l.append(&buf[..n])
+                    {
+                        tracing::warn!(server = %server, error = %e, "cannot write the stderr log; it stops here");
+                        log = None;
+                    }
                 }
             }
         }
     }
+}
+
+/// A server's stderr log, bounded in size: past `MAX_LOG_BYTES` the file is moved
+/// to `NAME.1` (replacing an older one) and a new file is begun, so a server keeps
+/// at most twice the limit on disk.
+pub struct LogFile {
+    path: PathBuf,
+    file: File,
+    written: u64,
+}
+
+/// The size at which a stderr log is rotated.
+pub const MAX_LOG_BYTES: u64 = 4 * 1024 * 1024;
+
+impl LogFile {
+    /// Opens `path` for appending (0600, never through a symlink).
+    pub fn open(path: &Path) -> std::io::Result<LogFile> {
+        let file = open_log(path)?;
+        let written = file.metadata()?.len();
+        Ok(LogFile {
+            path: path.to_path_buf(),
+            file,
+            written,
+        })
+    }
+
+    fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if self.written + bytes.len() as u64 > MAX_LOG_BYTES && self.written > 0 {
+            std::fs::rename(&self.path, self.path.with_extension("log.1"))?;
+            self.file = open_log(&self.path)?;
+            self.written = 0;
+        }
+        self.file.write_all(bytes)?;
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+}
+
+fn open_log(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(path)
 }
 
 #[cfg(test)]
@@ -137,10 +198,25 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_log_file_is_rotated_at_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.log");
+        let mut log = LogFile::open(&path).unwrap();
+        let chunk = vec![b'x'; 1024 * 1024];
+        for _ in 0..5 {
+            log.append(&chunk).unwrap();
+        }
+        let current = std::fs::metadata(&path).unwrap().len();
+        let rotated = std::fs::metadata(dir.path().join("s.log.1")).unwrap().len();
+        assert_eq!(current, 1024 * 1024);
+        assert_eq!(rotated, 4 * 1024 * 1024);
+    }
+
+    #[tokio::test]
     async fn drain_reads_to_the_end() {
         let data = b"a\nb\nc".to_vec();
         let tail = StderrTail::default();
-        tail.clone().drain(&data[..], "t".into()).await;
+        tail.clone().drain(&data[..], "t".into(), None).await;
         assert_eq!(tail.lines(), vec!["a", "b", "c"]);
         assert_eq!(tail.total_bytes(), 5);
     }

@@ -21,13 +21,13 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::procfs;
 use super::spawn::Tag;
 
 /// How teardown ended (DESIGN §4, L5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Closing stdin sufficed.
@@ -235,6 +235,29 @@ pub async fn teardown(target: Target<'_>, grace: Grace, started: Instant) -> Tea
         duration: started.elapsed(),
         leftover_pids: leftover,
         exit,
+    }
+}
+
+/// SIGKILLs every living process whose environment carries `entry` and waits up to
+/// `limit` for all of them to be gone. Returns the pids still alive after that.
+/// For what is left of a quarantined or recovered generation: its processes are no
+/// longer anyone's children, so they are found by their tag, not by a group leader.
+pub async fn kill_tagged(entry: &[u8], limit: Duration) -> Vec<i32> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let alive = procfs::tagged(entry);
+        if alive.is_empty() {
+            return Vec::new();
+        }
+        if Instant::now() >= deadline {
+            return alive.iter().map(|p| p.pid).collect();
+        }
+        for p in &alive {
+            // The tag was read from this very pid a moment ago: it is ours, not a
+            // reused pid. ESRCH means it is already gone.
+            let _ = nix::sys::signal::kill(Pid::from_raw(p.pid), Signal::SIGKILL);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

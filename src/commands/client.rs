@@ -1,0 +1,154 @@
+//! The CLI side of the control socket: find the supervisor of a fleet (starting it,
+//! detached, when asked to), send one request, relay its events and return its
+//! report. Waiting for the supervisor is bounded; an interrupted caller leaves the
+//! supervisor to finish what was asked (L6).
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+
+use crate::protocol::{self, Line, MAX_LINE_BYTES, Op, PROTOCOL_VERSION, Request, Response};
+use crate::supervisor::state_dir::{StateDir, open_append};
+
+/// How long the CLI waits for a supervisor to come up and accept the connection.
+const CONNECT_WAIT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// No supervisor could be reached (exit 8).
+    #[error("the supervisor is unreachable: {0}")]
+    Unreachable(String),
+    /// The supervisor refused the request as malformed or naming unknown servers.
+    #[error("{0}")]
+    Refused(String),
+    /// The caller was interrupted; the supervisor carries on (exit 130).
+    #[error("interrupted")]
+    Interrupted,
+}
+
+/// Connects to the supervisor of `dir`, starting one for `fleet_file` when `start`.
+pub async fn connect(
+    dir: &StateDir,
+    fleet_file: &Path,
+    start: bool,
+) -> Result<UnixStream, ClientError> {
+    let socket = dir.socket();
+    let deadline = Instant::now() + CONNECT_WAIT;
+    let mut spawned: Option<std::process::Child> = None;
+    loop {
+        match UnixStream::connect(&socket).await {
+            Ok(s) => return Ok(s),
+            Err(e) if !start => {
+                return Err(ClientError::Unreachable(format!(
+                    "{}: {e}",
+                    socket.display()
+                )));
+            }
+            Err(e) => {
+                let exited = spawned
+                    .as_mut()
+                    .is_none_or(|c| matches!(c.try_wait(), Ok(Some(_))));
+                if exited {
+                    spawned = Some(spawn_supervisor(dir, fleet_file).map_err(|e| {
+                        ClientError::Unreachable(format!("cannot start the supervisor: {e}"))
+                    })?);
+                }
+                if Instant::now() > deadline {
+                    return Err(ClientError::Unreachable(format!(
+                        "no supervisor answered on {} within {}s ({e}); see {}",
+                        socket.display(),
+                        CONNECT_WAIT.as_secs(),
+                        dir.supervisor_log().display()
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
+
+/// Starts `mcpfleet supervise` detached: a new session, no terminal, stdin and
+/// stdout closed, stderr to `supervisor.log`.
+fn spawn_supervisor(dir: &StateDir, fleet_file: &Path) -> std::io::Result<std::process::Child> {
+    let exe = std::env::current_exe()?;
+    let log = open_append(&dir.supervisor_log())?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("supervise")
+        .arg("-f")
+        .arg(fleet_file)
+        .arg("--state-dir")
+        .arg(dir.root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log));
+    // SAFETY: setsid is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setsid()
+                .map(|_| ())
+                .map_err(std::io::Error::from)
+        });
+    }
+    cmd.spawn()
+}
+
+/// Sends `op` and waits for its report, handing each event to `on_event`. A first
+/// Ctrl-C (or SIGTERM) stops waiting: the supervisor goes on with the request.
+pub async fn request(
+    stream: UnixStream,
+    op: Op,
+    mut on_event: impl FnMut(serde_json::Value),
+) -> Result<serde_json::Value, ClientError> {
+    let (read, mut write) = stream.into_split();
+    let line = protocol::encode(&Request {
+        v: PROTOCOL_VERSION,
+        op,
+    });
+    write
+        .write_all(line.as_bytes())
+        .await
+        .map_err(|e| ClientError::Unreachable(format!("cannot send the request: {e}")))?;
+    let mut reader = BufReader::new(read);
+    let answer = async {
+        loop {
+            let line = protocol::read_line(&mut reader, MAX_LINE_BYTES)
+                .await
+                .map_err(|e| ClientError::Unreachable(format!("lost the supervisor: {e}")))?;
+            let text = match line {
+                Line::Text(t) => t,
+                Line::Closed => {
+                    return Err(ClientError::Unreachable(
+                        "the supervisor closed the connection without an answer".into(),
+                    ));
+                }
+                Line::TooLong | Line::NotUtf8 => {
+                    return Err(ClientError::Unreachable(
+                        "the supervisor sent an unreadable answer".into(),
+                    ));
+                }
+            };
+            match serde_json::from_str::<Response>(&text) {
+                Ok(Response::Event { event }) => on_event(event),
+                Ok(Response::Reply { report }) => return Ok(report),
+                Ok(Response::Error { message }) => return Err(ClientError::Refused(message)),
+                Err(e) => return Err(ClientError::Unreachable(format!("unreadable answer: {e}"))),
+            }
+        }
+    };
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return answer.await;
+    };
+    tokio::select! {
+        r = answer => r,
+        _ = int.recv() => Err(ClientError::Interrupted),
+        _ = term.recv() => Err(ClientError::Interrupted),
+    }
+}

@@ -1,0 +1,293 @@
+//! `up`, `down`, `status`, `reconnect`, `reset` and the hidden `supervise`: thin
+//! clients of the supervisor. Each sends one request and renders its report; the
+//! exit code is the report's, computed by the supervisor from DESIGN §5.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::client::{self, ClientError};
+use super::{CliError, Global, load_fleet};
+use crate::cli::{DownArgs, ReconnectArgs, ResetArgs, StatusArgs, UpArgs, WaitArgs};
+use crate::config::{Fleet, Timeout};
+use crate::lifecycle::state::Phase;
+use crate::output::exit::Code;
+use crate::output::report::{self, Format, Report, ServerReport};
+use crate::process::procfs;
+use crate::protocol::{Deadlines, Op};
+use crate::supervisor::persist::Persisted;
+use crate::supervisor::state_dir::StateDir;
+
+/// The fleet and its state directory, as every command here needs them.
+pub struct Target {
+    pub fleet: Fleet,
+    pub dir: StateDir,
+}
+
+impl Target {
+    pub fn load(file: Option<&Path>, state_dir: Option<&Path>) -> Result<Target, CliError> {
+        let fleet = load_fleet(file)?;
+        let root =
+            StateDir::locate(&fleet, state_dir).map_err(|e| CliError::Usage(e.to_string()))?;
+        let dir = StateDir::open(&root).map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(Target { fleet, dir })
+    }
+}
+
+fn ms(t: Option<Timeout>) -> Option<u64> {
+    t.map(|t| {
+        t.as_duration()
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    })
+}
+
+fn wait_ms(w: WaitArgs) -> Option<u64> {
+    w.wait_timeout
+        .and_then(|t| t.as_duration())
+        .map(|d| d.as_millis() as u64)
+}
+
+pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> {
+    let op = Op::Up {
+        servers: args.servers.clone(),
+        force: args.force,
+        deadlines: Deadlines {
+            wait_ms: wait_ms(args.wait),
+            connect_ms: ms(args.connect_timeout),
+            cleanup_ms: None,
+        },
+    };
+    send(&t, op, true, "up", g).await
+}
+
+pub async fn down(t: Target, args: &DownArgs, g: &Global) -> Result<Code, CliError> {
+    let op = Op::Down {
+        servers: args.servers.clone(),
+        deadlines: Deadlines {
+            wait_ms: wait_ms(args.wait),
+            connect_ms: None,
+            cleanup_ms: ms(args.cleanup_timeout),
+        },
+        strict: args.strict,
+    };
+    // With no supervisor, there is only something to do when a crashed one left
+    // generations running or quarantined: then a new supervisor recovers them.
+    let persisted = Persisted::load(&t.dir.state()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let leftovers = persisted
+        .servers
+        .values()
+        .any(|r| r.live.is_some() || r.quarantine.is_some());
+    let running = client::connect(&t.dir, &t.fleet.file, false).await.is_ok();
+    if !running && !leftovers {
+        let lines = offline_lines(&t, &persisted, &args.servers)?;
+        return emit(Report::new("down", lines, false), g);
+    }
+    send(&t, op, true, "down", g).await
+}
+
+pub async fn reconnect(t: Target, args: &ReconnectArgs, g: &Global) -> Result<Code, CliError> {
+    let op = Op::Reconnect {
+        servers: args.servers.clone(),
+        if_generation: args.if_generation,
+        force: args.force,
+        deadlines: Deadlines {
+            wait_ms: wait_ms(args.wait),
+            ..Deadlines::default()
+        },
+        strict: args.strict,
+    };
+    send(&t, op, true, "reconnect", g).await
+}
+
+pub async fn reset(t: Target, args: &ResetArgs, g: &Global) -> Result<Code, CliError> {
+    let op = Op::Reset {
+        server: args.server.clone(),
+    };
+    send(&t, op, true, "reset", g).await
+}
+
+/// `status` never starts anything: with no supervisor it reads `state.json` and
+/// looks at the processes it names.
+pub async fn status(t: Target, args: &StatusArgs, g: &Global) -> Result<Code, CliError> {
+    match client::connect(&t.dir, &t.fleet.file, false).await {
+        Ok(stream) => {
+            let op = Op::Status {
+                servers: args.servers.clone(),
+            };
+            finish(client::request(stream, op, |_| {}).await, "status", g)
+        }
+        Err(_) => {
+            let persisted = Persisted::load(&t.dir.state()).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let lines = offline_lines(&t, &persisted, &args.servers)?;
+            emit(Report::new("status", lines, false), g)
+        }
+    }
+}
+
+/// What `state.json` and `/proc` say when no supervisor runs.
+fn offline_lines(
+    t: &Target,
+    persisted: &Persisted,
+    names: &[String],
+) -> Result<Vec<ServerReport>, CliError> {
+    let scope = crate::supervisor::tag_scope(&t.dir);
+    let mut lines = Vec::new();
+    for spec in &t.fleet.servers {
+        if !names.is_empty() && !names.contains(&spec.name) {
+            continue;
+        }
+        let rec = persisted
+            .servers
+            .get(&spec.name)
+            .cloned()
+            .unwrap_or_default();
+        let mut state = Phase::Stopped;
+        let mut pid = None;
+        let mut code = Code::Ok;
+        let mut error = None;
+        if let Some(live) = &rec.live {
+            let entry = format!(
+                "{}={scope}:{}:{}",
+                crate::process::spawn::TAG_VAR,
+                spec.name,
+                live.generation
+            );
+            let alive = procfs::tagged(entry.as_bytes());
+            if !alive.is_empty() {
+                state = Phase::Running;
+                pid = Some(live.pid);
+                let pids: Vec<String> = alive.iter().map(|p| p.pid.to_string()).collect();
+                error = Some(report::ErrorReport {
+                    kind: crate::lifecycle::error::ErrorKind::Quarantined,
+                    phase: crate::lifecycle::error::ErrorPhase::Request,
+                    message: format!(
+                        "left running by a supervisor that is gone (pids {}); the next `up` or `down` recovers it",
+                        pids.join(", ")
+                    ),
+                    stderr_tail: Vec::new(),
+                });
+                code = Code::TeardownNotClean;
+            }
+        }
+        if let Some(q) = &rec.quarantine {
+            state = Phase::Quarantined;
+            code = Code::TeardownNotClean;
+            error = Some(report::ErrorReport {
+                kind: crate::lifecycle::error::ErrorKind::Quarantined,
+                phase: crate::lifecycle::error::ErrorPhase::Teardown,
+                message: q.message.clone(),
+                stderr_tail: Vec::new(),
+            });
+        }
+        lines.push(ServerReport {
+            name: spec.name.clone(),
+            transport: "stdio".into(),
+            state,
+            generation: (rec.last_generation > 0).then_some(rec.last_generation),
+            pid,
+            connect_ms: None,
+            tools: None,
+            server_info: None,
+            error,
+            teardown: None,
+            exit_code: code.as_i32(),
+        });
+    }
+    let unknown: Vec<&String> = names
+        .iter()
+        .filter(|n| t.fleet.server(n).is_none())
+        .collect();
+    if !unknown.is_empty() {
+        return Err(CliError::Usage(format!(
+            "no server named {unknown:?} in this fleet"
+        )));
+    }
+    Ok(lines)
+}
+
+async fn send(
+    t: &Target,
+    op: Op,
+    start: bool,
+    command: &'static str,
+    g: &Global,
+) -> Result<Code, CliError> {
+    let stream = match client::connect(&t.dir, &t.fleet.file, start).await {
+        Ok(s) => s,
+        Err(e) => return finish(Err(e), command, g),
+    };
+    let ndjson = g.output == Format::Ndjson;
+    let verbose = g.verbose > 0 && g.output == Format::Text;
+    let result = client::request(stream, op, |event| {
+        if ndjson {
+            let mut e = event;
+            if let Some(m) = e.as_object_mut() {
+                m.insert("type".into(), "event".into());
+            }
+            let _ = report::write_stdout(&format!("{e}\n"));
+        } else if verbose {
+            eprintln!("{} {} -> {}", event["server"], event["from"], event["to"]);
+        }
+    })
+    .await;
+    finish(result, command, g)
+}
+
+fn finish(
+    result: Result<serde_json::Value, ClientError>,
+    command: &'static str,
+    g: &Global,
+) -> Result<Code, CliError> {
+    match result {
+        Ok(value) => {
+            let report: Report = serde_json::from_value(value)
+                .map_err(|e| anyhow::anyhow!("unreadable report: {e}"))?;
+            emit(report, g)
+        }
+        Err(ClientError::Interrupted) => {
+            eprintln!(
+                "mcpfleet {command}: interrupted; the supervisor carries on with the request (see `mcpfleet status` and `mcpfleet events`)"
+            );
+            Ok(Code::Interrupted)
+        }
+        Err(ClientError::Refused(m)) if m.starts_with("usage: ") => {
+            Err(CliError::Usage(m["usage: ".len()..].to_owned()))
+        }
+        Err(ClientError::Refused(m)) => Err(CliError::Internal(anyhow::anyhow!(m))),
+        Err(e @ ClientError::Unreachable(_)) => {
+            eprintln!("mcpfleet {command}: {e}");
+            Ok(Code::Unreachable)
+        }
+    }
+}
+
+fn emit(report: Report, g: &Global) -> Result<Code, CliError> {
+    report::write_stdout(&report::render(&report, g.output))
+        .map_err(|e| anyhow::anyhow!("cannot write to stdout: {e}"))?;
+    Ok(code_of(report.exit_code))
+}
+
+fn code_of(n: i32) -> Code {
+    [
+        Code::Ok,
+        Code::Internal,
+        Code::Usage,
+        Code::StartFailed,
+        Code::ConnectTimeout,
+        Code::TeardownNotClean,
+        Code::Refused,
+        Code::Busy,
+        Code::Unreachable,
+        Code::Interrupted,
+    ]
+    .into_iter()
+    .find(|c| c.as_i32() == n)
+    .unwrap_or(Code::Internal)
+}
+
+/// `mcpfleet supervise`: the supervisor process itself.
+pub async fn supervise(t: Target) -> Result<Code, CliError> {
+    crate::supervisor::run(t.fleet, t.dir).await?;
+    // Give a last log line a chance to reach supervisor.log.
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    Ok(Code::Ok)
+}

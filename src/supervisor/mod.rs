@@ -1,0 +1,250 @@
+//! The supervisor: one process per fleet that holds the authority of every server
+//! and serves the CLI over a Unix control socket (DESIGN §3).
+//!
+//! ```text
+//!  lock (held for life) ─► state.json ─► recovery (L10) ─► authorities ─► socket ─► serve
+//!                                                                            │
+//!           exit when every server is down and no request is pending ◄──────┘
+//! ```
+//!
+//! Exactly one supervisor per state directory holds the lock; a second one waits a
+//! moment for it (a predecessor may be exiting) and otherwise leaves. The socket is
+//! created only by the lock holder, after removing a stale one, so a dead
+//! supervisor's socket never blocks the next. Nothing is started before recovery has
+//! dealt with what the previous supervisor left running.
+
+pub mod persist;
+pub mod recovery;
+pub mod server;
+pub mod state_dir;
+
+use std::fs::File;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::{Fleet, ServerSpec, Transport};
+use crate::lifecycle::authority::{self, Context, Handle, Initial, ServerConfig};
+use crate::lifecycle::events::{Cause, Event, EventSink, millis, rfc3339};
+use crate::lifecycle::state::Phase;
+use crate::process::procfs;
+use crate::process::spawn::Launch;
+use persist::{Persisted, StateFile, SupervisorRecord};
+use state_dir::{StateDir, open_append, open_rw};
+
+/// How long a new supervisor waits for the lock of one that is exiting.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+/// How long an idle supervisor (nothing running, no request) stays before it exits.
+const IDLE_LINGER: Duration = Duration::from_secs(2);
+
+/// The event log: every transition is appended to `events.ndjson` before the
+/// request that caused it is answered (L12), and offered to the requests in flight.
+pub struct EventLog {
+    file: Mutex<Option<File>>,
+    live: broadcast::Sender<Event>,
+}
+
+impl EventLog {
+    fn new(file: Option<File>) -> EventLog {
+        let (live, _) = broadcast::channel(1024);
+        EventLog {
+            file: Mutex::new(file),
+            live,
+        }
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.live.subscribe()
+    }
+}
+
+impl EventSink for EventLog {
+    fn record(&self, event: &Event) {
+        let mut line = serde_json::to_string(event).expect("events serialize");
+        line.push('\n');
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = file.as_mut()
+            && let Err(e) = f.write_all(line.as_bytes())
+        {
+            tracing::error!(error = %e, "cannot append to the event log");
+        }
+        drop(file);
+        let _ = self.live.send(event.clone());
+    }
+}
+
+/// The scope of this state directory's process tags, shared by every supervisor
+/// that ever uses it, so that a successor recognises its predecessor's processes.
+pub fn tag_scope(dir: &StateDir) -> String {
+    let path = dir.root().as_os_str().as_encoded_bytes();
+    let hash = path.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("sv-{hash:016x}")
+}
+
+/// What the request handlers share.
+pub struct Shared {
+    pub fleet: Fleet,
+    pub handles: Vec<Handle>,
+    pub events: Arc<EventLog>,
+    pub state: Arc<StateFile>,
+    /// Set when the supervisor is shutting down; new requests are refused.
+    pub shutdown: CancellationToken,
+}
+
+impl Shared {
+    pub fn handle(&self, name: &str) -> Option<&Handle> {
+        self.handles.iter().find(|h| h.name() == name)
+    }
+}
+
+pub fn server_config(spec: &ServerSpec, stderr_log: Option<std::path::PathBuf>) -> ServerConfig {
+    let Transport::Stdio(stdio) = &spec.transport;
+    let args: Vec<String> = stdio.args.iter().map(|a| a.value.clone()).collect();
+    let env = stdio
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.value.clone()))
+        .collect();
+    ServerConfig {
+        name: spec.name.clone(),
+        launch: Launch::new(
+            &stdio.command.value,
+            &args,
+            stdio.shell,
+            env,
+            stdio.cwd.clone(),
+            &spec.name,
+        ),
+        command_shown: stdio.command.display().to_owned(),
+        connect_timeout: spec.connect_timeout.as_duration(),
+        cleanup_timeout: spec.cleanup_timeout.as_duration(),
+        stderr_log,
+    }
+}
+
+/// Takes the supervisor lock, waiting a moment for a predecessor that is exiting.
+/// `None`: another supervisor is running.
+fn take_lock(dir: &StateDir) -> anyhow::Result<Option<File>> {
+    let lock = open_rw(&dir.lock())?;
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        match lock.try_lock() {
+            Ok(()) => return Ok(Some(lock)),
+            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
+        }
+    }
+}
+
+/// Runs the supervisor of `fleet` until it is idle or told to stop.
+pub async fn run(fleet: Fleet, dir: StateDir) -> anyhow::Result<()> {
+    let Some(mut lock) = take_lock(&dir)? else {
+        tracing::info!("another supervisor holds {}", dir.lock().display());
+        return Ok(());
+    };
+    let me = std::process::id() as i32;
+    let _ = lock.set_len(0);
+    let _ = writeln!(lock, "{me}");
+    // Orphans of our servers are re-parented to us rather than to init, so the tree
+    // of every server stays below the supervisor.
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        tracing::warn!(error = %e, "cannot become a child subreaper");
+    }
+
+    let doc = Persisted::load(&dir.state())?;
+    let state = Arc::new(StateFile::new(dir.state(), doc));
+    state.update(|d| {
+        d.supervisor = Some(SupervisorRecord {
+            pid: me,
+            start_time: procfs::stat(me).map(|s| s.start_time),
+            boot_id: procfs::boot_id(),
+        })
+    })?;
+    let events = Arc::new(EventLog::new(open_append(&dir.events()).ok()));
+    let scope = tag_scope(&dir);
+
+    let cleanup_of = |name: &str| {
+        fleet
+            .server(name)
+            .map_or(Some(Duration::from_secs(10)), |s| {
+                s.cleanup_timeout.as_duration()
+            })
+    };
+    for r in recovery::recover(&scope, &state, &cleanup_of).await {
+        tracing::warn!(server = %r.server, generation = r.generation, pids = ?r.pids, outcome = ?r.outcome, "recovered a generation left by a previous supervisor");
+        events.record(&Event {
+            time: rfc3339(SystemTime::now()),
+            server: r.server.clone(),
+            generation: Some(r.generation),
+            from: Phase::Running,
+            to: if r.leftover_pids.is_empty() {
+                Phase::Stopped
+            } else {
+                Phase::Quarantined
+            },
+            cause: Cause::Recovery,
+            duration_ms: millis(r.duration),
+            waited_ms: 0,
+            error: None,
+        });
+    }
+
+    let tracker = TaskTracker::new();
+    let ctx = Context {
+        events: events.clone(),
+        interrupt: CancellationToken::new(),
+        shutdown: CancellationToken::new(),
+        tracker: tracker.clone(),
+        tag_scope: scope,
+    };
+    let persisted = state.snapshot();
+    let handles = fleet
+        .servers
+        .iter()
+        .map(|spec| {
+            let rec = persisted
+                .servers
+                .get(&spec.name)
+                .cloned()
+                .unwrap_or_default();
+            let initial = Initial {
+                last_generation: rec.last_generation,
+                quarantine: rec.quarantine,
+            };
+            authority::spawn_with(
+                server_config(spec, Some(dir.server_log(&spec.name))),
+                initial,
+                state.clone(),
+                ctx.clone(),
+            )
+        })
+        .collect();
+    let shared = Arc::new(Shared {
+        fleet: fleet.clone(),
+        handles,
+        events,
+        state,
+        shutdown: CancellationToken::new(),
+    });
+
+    let result = server::serve(&dir, shared.clone(), IDLE_LINGER).await;
+    let _ = std::fs::remove_file(dir.socket());
+
+    // Whatever still runs is torn down before the supervisor goes (L6, L9).
+    server::stop_all(&shared).await;
+    drop(shared);
+    ctx.shutdown.cancel();
+    tracker.close();
+    tracker.wait().await;
+    drop(lock);
+    result
+}

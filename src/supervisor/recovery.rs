@@ -1,0 +1,189 @@
+//! Crash recovery (L10): before a supervisor starts anything, it finds what its
+//! predecessor left running and tears it down.
+//!
+//! Every process of a generation carries `MCPFLEET_TAG=<scope>:<server>:<generation>`,
+//! where the scope belongs to the state directory. A process is taken for one of
+//! ours only when it carries that tag, or when its pid, start time and boot id all
+//! match a live record of `state.json` (for a server that scrubbed its environment);
+//! a pid alone is never enough. Leftovers get SIGTERM, then SIGKILL; what is still
+//! alive after that is quarantined.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use super::persist::StateFile;
+use crate::lifecycle::ledger::QuarantineRecord;
+use crate::lifecycle::state::Generation;
+use crate::process::procfs;
+use crate::process::spawn::TAG_VAR;
+use crate::process::teardown::{Grace, Outcome};
+
+/// What recovery did with one generation it found.
+#[derive(Debug, Clone)]
+pub struct Recovered {
+    pub server: String,
+    pub generation: Generation,
+    pub pids: Vec<i32>,
+    pub outcome: Outcome,
+    pub signal: Option<&'static str>,
+    pub leftover_pids: Vec<i32>,
+    pub duration: Duration,
+}
+
+/// Finds and tears down every living process of `scope`, and records the result in
+/// `state`. `cleanup` gives each server's cleanup deadline.
+pub async fn recover(
+    scope: &str,
+    state: &StateFile,
+    cleanup: &dyn Fn(&str) -> Option<Duration>,
+) -> Vec<Recovered> {
+    let found = find(scope, state);
+    let mut out = Vec::new();
+    for ((server, generation), pids) in found {
+        let grace = Grace::from_cleanup(cleanup(&server));
+        let started = Instant::now();
+        let (signal, leftover) = terminate(&pids, grace).await;
+        let outcome = match (&signal, leftover.is_empty()) {
+            (_, false) => Outcome::Failed,
+            (None, true) => Outcome::Clean,
+            (Some(_), true) => Outcome::Escalated,
+        };
+        let tag = format!("{scope}:{server}:{generation}");
+        let quarantine = (!leftover.is_empty()).then(|| QuarantineRecord {
+            generation,
+            message: format!(
+                "left running by a previous supervisor and still alive after SIGKILL: {}",
+                pid_list(&leftover)
+            ),
+            leftover_pids: leftover.clone(),
+            tag,
+        });
+        if let Err(e) = state.update(|doc| {
+            let rec = doc.servers.entry(server.clone()).or_default();
+            rec.last_generation = rec.last_generation.max(generation);
+            if rec
+                .live
+                .as_ref()
+                .is_some_and(|l| l.generation == generation)
+            {
+                rec.live = None;
+            }
+            if quarantine.is_some() {
+                rec.quarantine = quarantine.clone();
+            }
+        }) {
+            tracing::error!(error = %e, "cannot record recovery in state.json");
+        }
+        out.push(Recovered {
+            server,
+            generation,
+            pids,
+            outcome,
+            signal,
+            leftover_pids: leftover,
+            duration: started.elapsed(),
+        });
+    }
+    // Live records whose processes are all gone are simply closed.
+    let _ = state.update(|doc| {
+        for rec in doc.servers.values_mut() {
+            rec.live = None;
+        }
+    });
+    out
+}
+
+/// Every living process of the scope, by (server, generation).
+fn find(scope: &str, state: &StateFile) -> BTreeMap<(String, Generation), Vec<i32>> {
+    let mut found: BTreeMap<(String, Generation), Vec<i32>> = BTreeMap::new();
+    let prefix = format!("{TAG_VAR}={scope}:");
+    for (stat, rest) in procfs::tagged_with_prefix(prefix.as_bytes()) {
+        let Some((server, generation)) = rest.rsplit_once(':') else {
+            continue;
+        };
+        let Ok(generation) = generation.parse() else {
+            continue;
+        };
+        found
+            .entry((server.to_owned(), generation))
+            .or_default()
+            .push(stat.pid);
+    }
+    let boot = procfs::boot_id();
+    for (server, rec) in state.snapshot().servers {
+        let Some(live) = rec.live else { continue };
+        let same_process = procfs::stat(live.pid).is_some_and(|s| {
+            s.is_alive()
+                && Some(s.start_time) == live.start_time
+                && live.boot_id.is_some()
+                && live.boot_id == boot
+        });
+        if same_process {
+            let pids = found.entry((server, live.generation)).or_default();
+            if !pids.contains(&live.pid) {
+                pids.push(live.pid);
+            }
+        }
+    }
+    found
+}
+
+/// SIGTERM, wait, SIGKILL, wait. Returns the strongest signal sent and what is left.
+/// Each process is followed by its pid *and* start time, so a pid that is reused
+/// while this runs is neither waited for nor signalled.
+async fn terminate(pids: &[i32], grace: Grace) -> (Option<&'static str>, Vec<i32>) {
+    let ids: Vec<(i32, u64)> = pids
+        .iter()
+        .filter_map(|p| procfs::stat(*p).map(|s| (*p, s.start_time)))
+        .collect();
+    // Their stdin closed when the old supervisor died: give them the EOF grace first.
+    let mut left = wait_gone(&ids, grace.eof).await;
+    if left.is_empty() {
+        return (None, Vec::new());
+    }
+    send(&left, Signal::SIGTERM);
+    left = wait_gone(&left, grace.term).await;
+    if left.is_empty() {
+        return (Some("SIGTERM"), Vec::new());
+    }
+    send(&left, Signal::SIGKILL);
+    left = wait_gone(&left, grace.kill.unwrap_or(Duration::from_secs(10))).await;
+    (Some("SIGKILL"), left.iter().map(|(p, _)| *p).collect())
+}
+
+fn same_alive(pid: i32, start_time: u64) -> bool {
+    procfs::stat(pid).is_some_and(|s| s.is_alive() && s.start_time == start_time)
+}
+
+fn send(ids: &[(i32, u64)], signal: Signal) {
+    for (pid, start) in ids {
+        if same_alive(*pid, *start) {
+            let _ = kill(Pid::from_raw(*pid), signal);
+        }
+    }
+}
+
+async fn wait_gone(ids: &[(i32, u64)], limit: Duration) -> Vec<(i32, u64)> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let alive: Vec<(i32, u64)> = ids
+            .iter()
+            .copied()
+            .filter(|(p, s)| same_alive(*p, *s))
+            .collect();
+        if alive.is_empty() || Instant::now() >= deadline {
+            return alive;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn pid_list(pids: &[i32]) -> String {
+    pids.iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,442 @@
+//! The control socket: accepts connections, checks the peer's uid, reads one
+//! bounded request line, and answers it through the authorities, streaming the
+//! request's events before the final reply. A bad request gets an error line and
+//! never disturbs other connections.
+
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{Notify, mpsc};
+use tokio::task::JoinSet;
+use tokio_util::task::TaskTracker;
+
+use super::Shared;
+use super::state_dir::StateDir;
+use crate::lifecycle::authority::{CallOptions, Handle, Reply, RequestError};
+use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
+use crate::lifecycle::state::{Intent, Phase};
+use crate::output::exit::Code;
+use crate::output::report::{ErrorReport, Report, ServerReport};
+use crate::protocol::{self, Deadlines, Line, MAX_LINE_BYTES, Op, Response};
+
+/// How long a connected peer may take to send its request.
+const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Serves the socket until the supervisor is idle (every server down, no connection)
+/// for `linger`, or a signal asks it to stop.
+pub async fn serve(dir: &StateDir, shared: Arc<Shared>, linger: Duration) -> anyhow::Result<()> {
+    let path = dir.socket();
+    match std::fs::remove_file(&path) {
+        Ok(()) => tracing::info!("removed a stale control socket"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e.into()),
+    }
+    let listener = UnixListener::bind(&path)?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    tracing::info!(socket = %path.display(), "supervisor serving");
+
+    let active = Arc::new(AtomicUsize::new(0));
+    let finished = Arc::new(Notify::new());
+    let connections = TaskTracker::new();
+    let me = nix::unistd::getuid().as_raw();
+    let mut signals = Signals::new()?;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, _) = match accepted {
+                    Ok(c) => c,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        continue;
+                    }
+                };
+                match stream.peer_cred() {
+                    Ok(cred) if cred.uid() == me => {}
+                    other => {
+                        tracing::warn!(peer = ?other.map(|c| c.uid()), "refused a connection from another user");
+                        continue;
+                    }
+                }
+                active.fetch_add(1, Ordering::SeqCst);
+                let (shared, active, finished) = (shared.clone(), active.clone(), finished.clone());
+                connections.spawn(async move {
+                    handle_connection(stream, &shared).await;
+                    active.fetch_sub(1, Ordering::SeqCst);
+                    finished.notify_one();
+                });
+            }
+            _ = finished.notified() => {}
+            _ = tokio::time::sleep(linger) => {}
+            _ = signals.recv() => {
+                tracing::info!("signal: tearing everything down");
+                shared.shutdown.cancel();
+                break;
+            }
+        }
+        if active.load(Ordering::SeqCst) == 0 && all_down(&shared).await {
+            // Linger once more: a script's next command usually follows at once.
+            tokio::time::sleep(linger).await;
+            if active.load(Ordering::SeqCst) == 0 && all_down(&shared).await {
+                tracing::info!("every server is down and no request is pending: exiting");
+                break;
+            }
+        }
+    }
+    drop(listener);
+    let _ = std::fs::remove_file(&path);
+    connections.close();
+    connections.wait().await;
+    Ok(())
+}
+
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+        })
+    }
+
+    async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+    }
+}
+
+async fn all_down(shared: &Shared) -> bool {
+    for h in &shared.handles {
+        match h.snapshot().await {
+            Ok(s) if matches!(s.state, Phase::Running | Phase::Starting | Phase::Stopping) => {
+                return false;
+            }
+            _ => {}
+        }
+    }
+    true
+}
+
+/// Tears down every running server (supervisor shutdown).
+pub async fn stop_all(shared: &Shared) {
+    let names: Vec<String> = shared.handles.iter().map(|h| h.name().to_owned()).collect();
+    let _ = transition_all(shared, &names, Intent::Stop, CallOptions::default()).await;
+}
+
+async fn handle_connection(stream: UnixStream, shared: &Shared) {
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let line = tokio::time::timeout(
+        REQUEST_READ_TIMEOUT,
+        protocol::read_line(&mut reader, MAX_LINE_BYTES),
+    )
+    .await;
+    let request = match line {
+        Err(_) => Err("no request within 30s".to_owned()),
+        Ok(Err(e)) => Err(format!("cannot read the request: {e}")),
+        Ok(Ok(Line::Closed)) => return,
+        Ok(Ok(Line::TooLong)) => Err(format!("request longer than {MAX_LINE_BYTES} bytes")),
+        Ok(Ok(Line::NotUtf8)) => Err("request is not UTF-8".to_owned()),
+        Ok(Ok(Line::Text(text))) => protocol::parse_request(&text),
+    };
+    let request = match request {
+        Ok(r) => r,
+        Err(message) => {
+            tracing::warn!(%message, "bad request");
+            let _ = write
+                .write_all(protocol::encode(&Response::Error { message }).as_bytes())
+                .await;
+            return;
+        }
+    };
+    if shared.shutdown.is_cancelled() {
+        let message = "the supervisor is shutting down".to_owned();
+        let _ = write
+            .write_all(protocol::encode(&Response::Error { message }).as_bytes())
+            .await;
+        return;
+    }
+    // Lines to the client go through one writer task; a client that went away only
+    // stops the writing, never the request (L6).
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(async move {
+        while let Some(line) = rx.recv().await {
+            if write.write_all(line.as_bytes()).await.is_err() {
+                break;
+            }
+        }
+        let _ = write.shutdown().await;
+    });
+    let response = dispatch(request.op, shared, &tx).await;
+    let _ = tx.send(protocol::encode(&response));
+    drop(tx);
+    let _ = writer.await;
+}
+
+async fn dispatch(op: Op, shared: &Shared, tx: &mpsc::UnboundedSender<String>) -> Response {
+    let (command, names, intent, options, strict) = match op {
+        Op::Ping => return reply(Report::new("ping", Vec::new(), false)),
+        Op::Status { servers } => {
+            let names = match select(shared, &servers, false) {
+                Ok(n) => n,
+                Err(message) => return Response::Error { message },
+            };
+            let mut lines = Vec::new();
+            for name in names {
+                let handle = shared.handle(&name).expect("selected names exist");
+                lines.push(status_line(handle).await);
+            }
+            return reply(Report::new("status", lines, false));
+        }
+        Op::Up {
+            servers,
+            force,
+            deadlines,
+        } => (
+            "up",
+            servers,
+            Intent::Start,
+            call_options(deadlines, force),
+            false,
+        ),
+        Op::Down {
+            servers,
+            deadlines,
+            strict,
+        } => (
+            "down",
+            servers,
+            Intent::Stop,
+            call_options(deadlines, false),
+            strict,
+        ),
+        Op::Reconnect {
+            servers,
+            if_generation,
+            force,
+            deadlines,
+            strict,
+        } => (
+            "reconnect",
+            servers,
+            Intent::Reconnect { if_generation },
+            call_options(deadlines, force),
+            strict,
+        ),
+        Op::Reset { server } => (
+            "reset",
+            vec![server],
+            Intent::Reset,
+            CallOptions::default(),
+            false,
+        ),
+    };
+    let must_name = matches!(intent, Intent::Reconnect { .. } | Intent::Reset);
+    let names = match select(shared, &names, intent == Intent::Stop) {
+        Ok(n) if must_name && names.is_empty() => {
+            drop(n);
+            return Response::Error {
+                message: format!("{command} needs at least one server name"),
+            };
+        }
+        Ok(n) => n,
+        Err(message) => return Response::Error { message },
+    };
+    // Stream this request's events while it runs.
+    let mut events = shared.events.subscribe();
+    let watched = names.clone();
+    let forward_tx = tx.clone();
+    let forward = tokio::spawn(async move {
+        while let Ok(event) = events.recv().await {
+            if watched.contains(&event.server) {
+                let value = serde_json::to_value(&event).expect("events serialize");
+                let _ = forward_tx.send(protocol::encode(&Response::Event { event: value }));
+            }
+        }
+    });
+    let replies = transition_all(shared, &names, intent, options).await;
+    forward.abort();
+    let lines = names
+        .iter()
+        .zip(replies)
+        .map(|(name, r)| reply_line(name, r, intent, strict))
+        .collect();
+    reply(Report::new(command, lines, false))
+}
+
+fn reply(report: Report) -> Response {
+    Response::Reply {
+        report: serde_json::to_value(report).expect("reports serialize"),
+    }
+}
+
+fn call_options(d: Deadlines, force: bool) -> CallOptions {
+    let ms = |v: Option<u64>| {
+        v.map(|ms| {
+            if ms == 0 {
+                None
+            } else {
+                Some(Duration::from_millis(ms))
+            }
+        })
+    };
+    CallOptions {
+        connect_timeout: ms(d.connect_ms),
+        cleanup_timeout: ms(d.cleanup_ms),
+        wait_timeout: d.wait_ms.map(Duration::from_millis),
+        force,
+    }
+}
+
+/// The servers a request is about: the named ones (which must exist), else every
+/// enabled one (every one at all for `down`, so nothing is left running).
+fn select(shared: &Shared, names: &[String], all_when_empty: bool) -> Result<Vec<String>, String> {
+    if names.is_empty() {
+        return Ok(shared
+            .fleet
+            .servers
+            .iter()
+            .filter(|s| s.enabled || all_when_empty)
+            .map(|s| s.name.clone())
+            .collect());
+    }
+    let unknown: Vec<&String> = names
+        .iter()
+        .filter(|n| shared.handle(n).is_none())
+        .collect();
+    if !unknown.is_empty() {
+        return Err(format!(
+            "usage: no server named {} in this fleet",
+            unknown
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for n in names {
+        if !out.contains(n) {
+            out.push(n.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Sends `intent` to every named server at once and waits for all replies.
+async fn transition_all(
+    shared: &Shared,
+    names: &[String],
+    intent: Intent,
+    options: CallOptions,
+) -> Vec<Result<Reply, RequestError>> {
+    let mut set = JoinSet::new();
+    for (i, name) in names.iter().enumerate() {
+        let handle: Handle = shared.handle(name).expect("selected names exist").clone();
+        set.spawn(async move { (i, handle.request(intent, options).await) });
+    }
+    let mut out: Vec<Option<Result<Reply, RequestError>>> = names.iter().map(|_| None).collect();
+    while let Some(joined) = set.join_next().await {
+        if let Ok((i, r)) = joined {
+            out[i] = Some(r);
+        }
+    }
+    out.into_iter()
+        .zip(names)
+        .map(|(r, name)| r.unwrap_or_else(|| Err(RequestError::Gone(name.clone()))))
+        .collect()
+}
+
+async fn status_line(handle: &Handle) -> ServerReport {
+    match handle.snapshot().await {
+        Ok(s) => {
+            let error = s.error.as_ref().map(ErrorReport::from);
+            let code = match s.state {
+                Phase::Quarantined => Code::TeardownNotClean,
+                _ => Code::Ok,
+            };
+            ServerReport {
+                name: s.name,
+                transport: "stdio".into(),
+                state: s.state,
+                generation: s.generation,
+                pid: s.pid,
+                connect_ms: None,
+                tools: s.tools,
+                server_info: s.server_info,
+                error,
+                teardown: s.last_teardown,
+                exit_code: code.as_i32(),
+            }
+        }
+        Err(e) => gone_line(handle.name(), &e),
+    }
+}
+
+fn gone_line(name: &str, e: &RequestError) -> ServerReport {
+    let kind = match e {
+        RequestError::Busy(..) => ErrorKind::Busy,
+        RequestError::Gone(_) => ErrorKind::Cancelled,
+    };
+    let error = ServerError::new(kind, ErrorPhase::Request, e.to_string());
+    ServerReport {
+        name: name.to_owned(),
+        transport: "stdio".into(),
+        state: Phase::Stopped,
+        generation: None,
+        pid: None,
+        connect_ms: None,
+        tools: None,
+        server_info: None,
+        error: Some(ErrorReport::from(&error)),
+        teardown: None,
+        exit_code: Code::of_error(kind).as_i32(),
+    }
+}
+
+/// One server's line of the report of a transition request.
+fn reply_line(
+    name: &str,
+    reply: Result<Reply, RequestError>,
+    intent: Intent,
+    strict: bool,
+) -> ServerReport {
+    let reply = match reply {
+        Ok(r) => r,
+        Err(e) => return gone_line(name, &e),
+    };
+    let error = reply.result.as_ref().err();
+    let mut code = error.map_or(Code::Ok, |e| Code::of_error(e.kind));
+    if let Some(t) = &reply.teardown {
+        code = code.max(Code::of_teardown(t.outcome, strict));
+    }
+    // `down` over a quarantined server did not leave it clean (L7): that is a 5,
+    // where starting one is a refusal (6).
+    if intent == Intent::Stop && reply.snapshot.state == Phase::Quarantined {
+        code = code.max(Code::TeardownNotClean);
+    }
+    let s = reply.snapshot;
+    ServerReport {
+        name: s.name,
+        transport: "stdio".into(),
+        state: s.state,
+        generation: s.generation,
+        pid: s.pid,
+        connect_ms: reply.connect.map(crate::lifecycle::events::millis),
+        tools: s.tools,
+        server_info: s.server_info,
+        error: error.map(ErrorReport::from),
+        teardown: reply.teardown,
+        exit_code: code.as_i32(),
+    }
+}

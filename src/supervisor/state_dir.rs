@@ -1,0 +1,248 @@
+//! The state directory of one fleet (DESIGN §3): the supervisor's lock, its control
+//! socket, `state.json`, the event log and one stderr log per server.
+//!
+//! It is created with mode 0700 and refused when it is a symlink, belongs to another
+//! user or is open to others: everything in it is trusted by the supervisor, so no
+//! one else may be able to plant files there. Files in it are opened without
+//! following symlinks.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::config::Fleet;
+
+/// The environment variable that overrides where the state directory is.
+pub const STATE_DIR_ENV: &str = "MCPFLEET_STATE_DIR";
+
+#[derive(Debug, Clone)]
+pub struct StateDir {
+    root: PathBuf,
+}
+
+impl StateDir {
+    /// Where a fleet's state lives: `--state-dir`, then `$MCPFLEET_STATE_DIR`, then
+    /// `$XDG_STATE_HOME/mcpfleet/<key>` (or `~/.local/state/...`), where the key is
+    /// the fleet's `name`, or the file's name and a hash of its full path.
+    pub fn locate(fleet: &Fleet, explicit: Option<&Path>) -> io::Result<PathBuf> {
+        if let Some(p) = explicit {
+            return Ok(p.to_path_buf());
+        }
+        if let Some(p) = std::env::var_os(STATE_DIR_ENV).filter(|p| !p.is_empty()) {
+            return Ok(PathBuf::from(p));
+        }
+        let base = match std::env::var_os("XDG_STATE_HOME").filter(|p| !p.is_empty()) {
+            Some(p) => PathBuf::from(p),
+            None => {
+                let home = std::env::var_os("HOME")
+                    .filter(|h| !h.is_empty())
+                    .ok_or_else(|| {
+                        io::Error::other("neither XDG_STATE_HOME nor HOME is set; use --state-dir")
+                    })?;
+                PathBuf::from(home).join(".local/state")
+            }
+        };
+        Ok(base.join("mcpfleet").join(fleet_key(fleet)))
+    }
+
+    /// Opens (creating if needed) the state directory, checking that it is safe.
+    pub fn open(root: &Path) -> io::Result<StateDir> {
+        match fs::symlink_metadata(root) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(root)?;
+            }
+            Err(e) => return Err(e),
+            Ok(_) => {}
+        }
+        let meta = fs::symlink_metadata(root)?;
+        let fail = |why: &str| {
+            io::Error::other(format!("unsafe state directory {}: {why}", root.display()))
+        };
+        if meta.file_type().is_symlink() {
+            return Err(fail("it is a symlink"));
+        }
+        if !meta.is_dir() {
+            return Err(fail("it is not a directory"));
+        }
+        if meta.uid() != nix::unistd::getuid().as_raw() {
+            return Err(fail("it belongs to another user"));
+        }
+        if meta.permissions().mode() & 0o077 != 0 {
+            // Our own directory with loose bits (e.g. made by hand): tighten it.
+            fs::set_permissions(root, fs::Permissions::from_mode(0o700))?;
+        }
+        let dir = StateDir {
+            root: root.to_path_buf(),
+        };
+        for sub in [dir.logs()] {
+            if fs::symlink_metadata(&sub).is_err() {
+                fs::DirBuilder::new().mode(0o700).create(&sub)?;
+            }
+        }
+        Ok(dir)
+    }
+
+    /// The directory without creating or checking it (for reading only).
+    pub fn at(root: &Path) -> StateDir {
+        StateDir {
+            root: root.to_path_buf(),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    pub fn lock(&self) -> PathBuf {
+        self.root.join("supervisor.lock")
+    }
+    pub fn socket(&self) -> PathBuf {
+        self.root.join("control.sock")
+    }
+    pub fn state(&self) -> PathBuf {
+        self.root.join("state.json")
+    }
+    pub fn events(&self) -> PathBuf {
+        self.root.join("events.ndjson")
+    }
+    pub fn supervisor_log(&self) -> PathBuf {
+        self.root.join("supervisor.log")
+    }
+    pub fn logs(&self) -> PathBuf {
+        self.root.join("logs")
+    }
+    pub fn server_log(&self, server: &str) -> PathBuf {
+        self.logs().join(format!("{server}.log"))
+    }
+}
+
+/// Opens a file in the state directory for appending (created 0600), never
+/// following a symlink planted in its place.
+pub fn open_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(path)
+}
+
+/// Opens a file for reading and writing (created 0600), never following a symlink.
+pub fn open_rw(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(path)
+}
+
+/// Replaces `path` atomically with `bytes`: write a temporary file beside it, flush
+/// it to disk, rename it over the old one. A reader sees the old or the new file,
+/// never a torn one.
+pub fn replace_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    let _ = fs::remove_file(&tmp);
+    let mut file = OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_data()?;
+    fs::rename(&tmp, path)
+}
+
+/// The name of a fleet's state directory.
+fn fleet_key(fleet: &Fleet) -> String {
+    if let Some(name) = &fleet.name {
+        return name.clone();
+    }
+    let stem: String = fleet
+        .file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    format!(
+        "{stem}-{:016x}",
+        fnv1a(fleet.file.as_os_str().as_encoded_bytes())
+    )
+}
+
+/// FNV-1a: stable across versions and platforms, which `DefaultHasher` is not.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_is_stable_and_safe() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn a_new_directory_is_private_and_a_symlink_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("state");
+        let dir = StateDir::open(&root).unwrap();
+        let mode = fs::metadata(dir.root()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        assert!(dir.logs().is_dir());
+
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&root, &link).unwrap();
+        let err = StateDir::open(&link).unwrap_err();
+        assert!(err.to_string().contains("symlink"), "{err}");
+    }
+
+    #[test]
+    fn files_are_never_opened_through_a_planted_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("victim");
+        fs::write(&target, "keep").unwrap();
+        let planted = tmp.path().join("events.ndjson");
+        std::os::unix::fs::symlink(&target, &planted).unwrap();
+        assert!(open_append(&planted).is_err());
+        assert!(open_rw(&planted).is_err());
+        assert_eq!(fs::read_to_string(&target).unwrap(), "keep");
+    }
+
+    #[test]
+    fn replacement_is_atomic_and_private() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("state.json");
+        replace_atomically(&path, b"one").unwrap();
+        replace_atomically(&path, b"two").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "two");
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(
+            fs::read_dir(tmp.path()).unwrap().count(),
+            1,
+            "no temporary file left"
+        );
+    }
+}
