@@ -21,8 +21,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
 
     $completions = @(switch ($command) {
         'mcpfleet' {
-            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
-            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml); given before the command, as in `mcpfleet -f fleet.yaml up`')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml); given before the command, as in `mcpfleet -f fleet.yaml up`')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
@@ -39,6 +39,10 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show each server''s state; never starts anything')
             [CompletionResult]::new('reconnect', 'reconnect', [CompletionResultType]::ParameterValue, 'Stop a server''s current generation, confirm it is gone, start the next')
             [CompletionResult]::new('reset', 'reset', [CompletionResultType]::ParameterValue, 'Clear a server''s quarantine, once nothing of it is alive')
+            [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List the tools of running servers, or of one server (started if needed)')
+            [CompletionResult]::new('call', 'call', [CompletionResultType]::ParameterValue, 'Call a tool of a server (started if needed) and print its result')
+            [CompletionResult]::new('logs', 'logs', [CompletionResultType]::ParameterValue, 'Show the servers'' stderr logs')
+            [CompletionResult]::new('events', 'events', [CompletionResultType]::ParameterValue, 'Show the event log (every transition) as NDJSON')
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Check a fleet file and print the resolved fleet (secrets redacted)')
             [CompletionResult]::new('supervise', 'supervise', [CompletionResultType]::ParameterValue, 'Run the supervisor of a fleet (started by `up`; not for direct use)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
@@ -50,8 +54,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'How many servers start at once (default: 4 per CPU core)')
             [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Override every server''s connect timeout (e.g. 30s, 2m, none)')
             [CompletionResult]::new('--cleanup-timeout', '--cleanup-timeout', [CompletionResultType]::ParameterName, 'Override every server''s cleanup timeout (e.g. 5s, none)')
-            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
-            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Count an escalated teardown (a signal was needed) as a failure: exit 5')
@@ -66,8 +68,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
         'mcpfleet;up' {
             [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Override the connect timeout for this start (e.g. 30s, none)')
             [CompletionResult]::new('--wait-timeout', '--wait-timeout', [CompletionResultType]::ParameterName, 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later')
-            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
-            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Recover a quarantined server: SIGKILL what is left of it, confirm, start')
@@ -82,8 +82,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
         'mcpfleet;down' {
             [CompletionResult]::new('--cleanup-timeout', '--cleanup-timeout', [CompletionResultType]::ParameterName, 'Override the cleanup timeout for this teardown')
             [CompletionResult]::new('--wait-timeout', '--wait-timeout', [CompletionResultType]::ParameterName, 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later')
-            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
-            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Count an escalated teardown as a failure: exit 5')
@@ -96,8 +94,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;status' {
-            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
-            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
@@ -111,8 +107,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
         'mcpfleet;reconnect' {
             [CompletionResult]::new('--if-generation', '--if-generation', [CompletionResultType]::ParameterName, 'Only if the current generation is N; otherwise refuse (exit 6)')
             [CompletionResult]::new('--wait-timeout', '--wait-timeout', [CompletionResultType]::ParameterName, 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later')
-            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
-            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Recover a quarantined server first')
@@ -126,8 +120,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;reset' {
-            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
-            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
@@ -138,9 +130,61 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'mcpfleet;tools' {
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'mcpfleet;call' {
+            [CompletionResult]::new('--args', '--args', [CompletionResultType]::ParameterName, 'The tool''s arguments, as a JSON object')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long the call may take (default 60s)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'mcpfleet;logs' {
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'How many of the last lines to print first')
+            [CompletionResult]::new('--lines', '--lines', [CompletionResultType]::ParameterName, 'How many of the last lines to print first')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Keep printing what is written')
+            [CompletionResult]::new('--follow', '--follow', [CompletionResultType]::ParameterName, 'Keep printing what is written')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'mcpfleet;events' {
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Only the last N events (default: all)')
+            [CompletionResult]::new('--lines', '--lines', [CompletionResultType]::ParameterName, 'Only the last N events (default: all)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Keep printing events as they are recorded')
+            [CompletionResult]::new('--follow', '--follow', [CompletionResultType]::ParameterName, 'Keep printing events as they are recorded')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'mcpfleet;validate' {
-            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
-            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
@@ -152,8 +196,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;supervise' {
-            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
-            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
@@ -165,8 +207,6 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;completions' {
-            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
-            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
@@ -184,6 +224,10 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show each server''s state; never starts anything')
             [CompletionResult]::new('reconnect', 'reconnect', [CompletionResultType]::ParameterValue, 'Stop a server''s current generation, confirm it is gone, start the next')
             [CompletionResult]::new('reset', 'reset', [CompletionResultType]::ParameterValue, 'Clear a server''s quarantine, once nothing of it is alive')
+            [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List the tools of running servers, or of one server (started if needed)')
+            [CompletionResult]::new('call', 'call', [CompletionResultType]::ParameterValue, 'Call a tool of a server (started if needed) and print its result')
+            [CompletionResult]::new('logs', 'logs', [CompletionResultType]::ParameterValue, 'Show the servers'' stderr logs')
+            [CompletionResult]::new('events', 'events', [CompletionResultType]::ParameterValue, 'Show the event log (every transition) as NDJSON')
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Check a fleet file and print the resolved fleet (secrets redacted)')
             [CompletionResult]::new('supervise', 'supervise', [CompletionResultType]::ParameterValue, 'Run the supervisor of a fleet (started by `up`; not for direct use)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
@@ -206,6 +250,18 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;help;reset' {
+            break
+        }
+        'mcpfleet;help;tools' {
+            break
+        }
+        'mcpfleet;help;call' {
+            break
+        }
+        'mcpfleet;help;logs' {
+            break
+        }
+        'mcpfleet;help;events' {
             break
         }
         'mcpfleet;help;validate' {

@@ -16,6 +16,9 @@ _mcpfleet() {
             ",$1")
                 cmd="mcpfleet"
                 ;;
+            mcpfleet,call)
+                cmd="mcpfleet__subcmd__call"
+                ;;
             mcpfleet,check)
                 cmd="mcpfleet__subcmd__check"
                 ;;
@@ -25,8 +28,14 @@ _mcpfleet() {
             mcpfleet,down)
                 cmd="mcpfleet__subcmd__down"
                 ;;
+            mcpfleet,events)
+                cmd="mcpfleet__subcmd__events"
+                ;;
             mcpfleet,help)
                 cmd="mcpfleet__subcmd__help"
+                ;;
+            mcpfleet,logs)
+                cmd="mcpfleet__subcmd__logs"
                 ;;
             mcpfleet,reconnect)
                 cmd="mcpfleet__subcmd__reconnect"
@@ -40,11 +49,17 @@ _mcpfleet() {
             mcpfleet,supervise)
                 cmd="mcpfleet__subcmd__supervise"
                 ;;
+            mcpfleet,tools)
+                cmd="mcpfleet__subcmd__tools"
+                ;;
             mcpfleet,up)
                 cmd="mcpfleet__subcmd__up"
                 ;;
             mcpfleet,validate)
                 cmd="mcpfleet__subcmd__validate"
+                ;;
+            mcpfleet__subcmd__help,call)
+                cmd="mcpfleet__subcmd__help__subcmd__call"
                 ;;
             mcpfleet__subcmd__help,check)
                 cmd="mcpfleet__subcmd__help__subcmd__check"
@@ -55,8 +70,14 @@ _mcpfleet() {
             mcpfleet__subcmd__help,down)
                 cmd="mcpfleet__subcmd__help__subcmd__down"
                 ;;
+            mcpfleet__subcmd__help,events)
+                cmd="mcpfleet__subcmd__help__subcmd__events"
+                ;;
             mcpfleet__subcmd__help,help)
                 cmd="mcpfleet__subcmd__help__subcmd__help"
+                ;;
+            mcpfleet__subcmd__help,logs)
+                cmd="mcpfleet__subcmd__help__subcmd__logs"
                 ;;
             mcpfleet__subcmd__help,reconnect)
                 cmd="mcpfleet__subcmd__help__subcmd__reconnect"
@@ -69,6 +90,9 @@ _mcpfleet() {
                 ;;
             mcpfleet__subcmd__help,supervise)
                 cmd="mcpfleet__subcmd__help__subcmd__supervise"
+                ;;
+            mcpfleet__subcmd__help,tools)
+                cmd="mcpfleet__subcmd__help__subcmd__tools"
                 ;;
             mcpfleet__subcmd__help,up)
                 cmd="mcpfleet__subcmd__help__subcmd__up"
@@ -83,7 +107,7 @@ _mcpfleet() {
 
     case "${cmd}" in
         mcpfleet)
-            opts="-f -v -q -h -V --file --state-dir --output --verbose --quiet --help --version check up down status reconnect reset validate supervise completions help"
+            opts="-f -v -q -h -V --file --state-dir --output --verbose --quiet --help --version check up down status reconnect reset tools call logs events validate supervise completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -112,8 +136,38 @@ _mcpfleet() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mcpfleet__subcmd__call)
+            opts="-v -q -h --args --timeout --state-dir --output --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --args)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mcpfleet__subcmd__check)
-            opts="-j -f -v -q -h --jobs --strict --connect-timeout --cleanup-timeout --file --state-dir --output --verbose --quiet --help"
+            opts="-j -v -q -h --jobs --strict --connect-timeout --cleanup-timeout --state-dir --output --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -135,14 +189,6 @@ _mcpfleet() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -f)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -159,17 +205,39 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__completions)
-            opts="-f -v -q -h --file --state-dir --output --verbose --quiet --help bash elvish fish powershell zsh"
+            opts="-v -q -h --state-dir --output --verbose --quiet --help bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --file)
+                --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                -f)
+                --output)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpfleet__subcmd__down)
+            opts="-v -q -h --strict --cleanup-timeout --wait-timeout --state-dir --output --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --cleanup-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -188,26 +256,18 @@ _mcpfleet() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcpfleet__subcmd__down)
-            opts="-f -v -q -h --strict --cleanup-timeout --wait-timeout --file --state-dir --output --verbose --quiet --help"
+        mcpfleet__subcmd__events)
+            opts="-f -n -v -q -h --follow --lines --state-dir --output --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --cleanup-timeout)
+                --lines)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --wait-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -f)
+                -n)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -227,8 +287,22 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__help)
-            opts="check up down status reconnect reset validate supervise completions help"
+            opts="check up down status reconnect reset tools call logs events validate supervise completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpfleet__subcmd__help__subcmd__call)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -282,7 +356,35 @@ _mcpfleet() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mcpfleet__subcmd__help__subcmd__events)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mcpfleet__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpfleet__subcmd__help__subcmd__logs)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -352,6 +454,20 @@ _mcpfleet() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mcpfleet__subcmd__help__subcmd__tools)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mcpfleet__subcmd__help__subcmd__up)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -380,8 +496,38 @@ _mcpfleet() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mcpfleet__subcmd__logs)
+            opts="-f -n -v -q -h --follow --lines --state-dir --output --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --lines)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mcpfleet__subcmd__reconnect)
-            opts="-f -v -q -h --if-generation --force --strict --wait-timeout --file --state-dir --output --verbose --quiet --help"
+            opts="-v -q -h --if-generation --force --strict --wait-timeout --state-dir --output --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -392,14 +538,6 @@ _mcpfleet() {
                     return 0
                     ;;
                 --wait-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -f)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -419,20 +557,12 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__reset)
-            opts="-f -v -q -h --file --state-dir --output --verbose --quiet --help"
+            opts="-v -q -h --state-dir --output --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -f)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -449,20 +579,12 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__status)
-            opts="-f -v -q -h --file --state-dir --output --verbose --quiet --help"
+            opts="-v -q -h --state-dir --output --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -f)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -479,20 +601,34 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__supervise)
-            opts="-f -v -q -h --file --state-dir --output --verbose --quiet --help"
+            opts="-v -q -h --state-dir --output --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --file)
+                --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                -f)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                --output)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpfleet__subcmd__tools)
+            opts="-v -q -h --state-dir --output --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -509,7 +645,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__up)
-            opts="-f -v -q -h --force --connect-timeout --wait-timeout --file --state-dir --output --verbose --quiet --help"
+            opts="-v -q -h --force --connect-timeout --wait-timeout --state-dir --output --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -520,14 +656,6 @@ _mcpfleet() {
                     return 0
                     ;;
                 --wait-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -f)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -547,20 +675,12 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__validate)
-            opts="-f -v -q -h --file --state-dir --output --verbose --quiet --help"
+            opts="-v -q -h --state-dir --output --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -f)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

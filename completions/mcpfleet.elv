@@ -18,8 +18,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
     }
     var completions = [
         &'mcpfleet'= {
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml); given before the command, as in `mcpfleet -f fleet.yaml up`'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml); given before the command, as in `mcpfleet -f fleet.yaml up`'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -36,6 +36,10 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand status 'Show each server''s state; never starts anything'
             cand reconnect 'Stop a server''s current generation, confirm it is gone, start the next'
             cand reset 'Clear a server''s quarantine, once nothing of it is alive'
+            cand tools 'List the tools of running servers, or of one server (started if needed)'
+            cand call 'Call a tool of a server (started if needed) and print its result'
+            cand logs 'Show the servers'' stderr logs'
+            cand events 'Show the event log (every transition) as NDJSON'
             cand validate 'Check a fleet file and print the resolved fleet (secrets redacted)'
             cand supervise 'Run the supervisor of a fleet (started by `up`; not for direct use)'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
@@ -46,8 +50,6 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --jobs 'How many servers start at once (default: 4 per CPU core)'
             cand --connect-timeout 'Override every server''s connect timeout (e.g. 30s, 2m, none)'
             cand --cleanup-timeout 'Override every server''s cleanup timeout (e.g. 5s, none)'
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
             cand --strict 'Count an escalated teardown (a signal was needed) as a failure: exit 5'
@@ -61,8 +63,6 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;up'= {
             cand --connect-timeout 'Override the connect timeout for this start (e.g. 30s, none)'
             cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
             cand --force 'Recover a quarantined server: SIGKILL what is left of it, confirm, start'
@@ -76,8 +76,6 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;down'= {
             cand --cleanup-timeout 'Override the cleanup timeout for this teardown'
             cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
             cand --strict 'Count an escalated teardown as a failure: exit 5'
@@ -89,8 +87,6 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;status'= {
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -103,8 +99,6 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;reconnect'= {
             cand --if-generation 'Only if the current generation is N; otherwise refuse (exit 6)'
             cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
             cand --force 'Recover a quarantined server first'
@@ -117,8 +111,6 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;reset'= {
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -128,9 +120,57 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
+        &'mcpfleet;tools'= {
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand --output 'Output format for the result on stdout'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -q 'No progress and no log lines below errors on stderr'
+            cand --quiet 'No progress and no log lines below errors on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'mcpfleet;call'= {
+            cand --args 'The tool''s arguments, as a JSON object'
+            cand --timeout 'How long the call may take (default 60s)'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand --output 'Output format for the result on stdout'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -q 'No progress and no log lines below errors on stderr'
+            cand --quiet 'No progress and no log lines below errors on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'mcpfleet;logs'= {
+            cand -n 'How many of the last lines to print first'
+            cand --lines 'How many of the last lines to print first'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand --output 'Output format for the result on stdout'
+            cand -f 'Keep printing what is written'
+            cand --follow 'Keep printing what is written'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -q 'No progress and no log lines below errors on stderr'
+            cand --quiet 'No progress and no log lines below errors on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'mcpfleet;events'= {
+            cand -n 'Only the last N events (default: all)'
+            cand --lines 'Only the last N events (default: all)'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand --output 'Output format for the result on stdout'
+            cand -f 'Keep printing events as they are recorded'
+            cand --follow 'Keep printing events as they are recorded'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -q 'No progress and no log lines below errors on stderr'
+            cand --quiet 'No progress and no log lines below errors on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
         &'mcpfleet;validate'= {
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -141,8 +181,6 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;supervise'= {
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -153,8 +191,6 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;completions'= {
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -171,6 +207,10 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand status 'Show each server''s state; never starts anything'
             cand reconnect 'Stop a server''s current generation, confirm it is gone, start the next'
             cand reset 'Clear a server''s quarantine, once nothing of it is alive'
+            cand tools 'List the tools of running servers, or of one server (started if needed)'
+            cand call 'Call a tool of a server (started if needed) and print its result'
+            cand logs 'Show the servers'' stderr logs'
+            cand events 'Show the event log (every transition) as NDJSON'
             cand validate 'Check a fleet file and print the resolved fleet (secrets redacted)'
             cand supervise 'Run the supervisor of a fleet (started by `up`; not for direct use)'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
@@ -187,6 +227,14 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;help;reconnect'= {
         }
         &'mcpfleet;help;reset'= {
+        }
+        &'mcpfleet;help;tools'= {
+        }
+        &'mcpfleet;help;call'= {
+        }
+        &'mcpfleet;help;logs'= {
+        }
+        &'mcpfleet;help;events'= {
         }
         &'mcpfleet;help;validate'= {
         }

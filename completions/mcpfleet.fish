@@ -24,7 +24,7 @@ function __fish_mcpfleet_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml); given before the command, as in `mcpfleet -f fleet.yaml up`' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -39,6 +39,10 @@ complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "down" -d 'Tear se
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "status" -d 'Show each server\'s state; never starts anything'
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "reconnect" -d 'Stop a server\'s current generation, confirm it is gone, start the next'
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "reset" -d 'Clear a server\'s quarantine, once nothing of it is alive'
+complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "tools" -d 'List the tools of running servers, or of one server (started if needed)'
+complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "call" -d 'Call a tool of a server (started if needed) and print its result'
+complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "logs" -d 'Show the servers\' stderr logs'
+complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "events" -d 'Show the event log (every transition) as NDJSON'
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "validate" -d 'Check a fleet file and print the resolved fleet (secrets redacted)'
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "supervise" -d 'Run the supervisor of a fleet (started by `up`; not for direct use)'
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
@@ -46,7 +50,6 @@ complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "help" -d 'Print t
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s j -l jobs -d 'How many servers start at once (default: 4 per CPU core)' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l connect-timeout -d 'Override every server\'s connect timeout (e.g. 30s, 2m, none)' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l cleanup-timeout -d 'Override every server\'s cleanup timeout (e.g. 5s, none)' -r
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -57,7 +60,6 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s q -l quiet -
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s h -l help -d 'Print help'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l connect-timeout -d 'Override the connect timeout for this start (e.g. 30s, none)' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l wait-timeout -d 'Give up (exit 7) if the server\'s authority has not taken the request within this long; the request is then withdrawn, never run later' -r
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -68,7 +70,6 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s q -l quiet -d '
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s h -l help -d 'Print help'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l cleanup-timeout -d 'Override the cleanup timeout for this teardown' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l wait-timeout -d 'Give up (exit 7) if the server\'s authority has not taken the request within this long; the request is then withdrawn, never run later' -r
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -77,7 +78,6 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l strict -d 'Co
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -s h -l help -d 'Print help'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -87,7 +87,6 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -s q -l quiet 
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -s h -l help -d 'Print help'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l if-generation -d 'Only if the current generation is N; otherwise refuse (exit 6)' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l wait-timeout -d 'Give up (exit 7) if the server\'s authority has not taken the request within this long; the request is then withdrawn, never run later' -r
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -97,7 +96,6 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l strict -
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -s h -l help -d 'Print help'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -105,7 +103,40 @@ ndjson\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -s h -l help -d 'Print help'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand tools" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand tools" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
+json\t''
+ndjson\t''"
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand tools" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand tools" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand tools" -s h -l help -d 'Print help'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -l args -d 'The tool\'s arguments, as a JSON object' -r
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -l timeout -d 'How long the call may take (default 60s)' -r
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
+json\t''
+ndjson\t''"
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -s h -l help -d 'Print help'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -s n -l lines -d 'How many of the last lines to print first' -r
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
+json\t''
+ndjson\t''"
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -s f -l follow -d 'Keep printing what is written'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -s h -l help -d 'Print help'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand events" -s n -l lines -d 'Only the last N events (default: all)' -r
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand events" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand events" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
+json\t''
+ndjson\t''"
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand events" -s f -l follow -d 'Keep printing events as they are recorded'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand events" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand events" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand events" -s h -l help -d 'Print help'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -113,7 +144,6 @@ ndjson\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -s h -l help -d 'Print help'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -121,7 +151,6 @@ ndjson\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -s h -l help -d 'Print help'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -129,13 +158,17 @@ ndjson\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "check" -d 'Start servers in parallel, list their tools, tear them all down, verify that nothing of them is left, and report (for CI)'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "up" -d 'Start servers (and the supervisor, when none runs) and wait until each is ready or failed'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "down" -d 'Tear servers down, verified; with no names, every server of the fleet'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "status" -d 'Show each server\'s state; never starts anything'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "reconnect" -d 'Stop a server\'s current generation, confirm it is gone, start the next'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "reset" -d 'Clear a server\'s quarantine, once nothing of it is alive'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "validate" -d 'Check a fleet file and print the resolved fleet (secrets redacted)'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "supervise" -d 'Run the supervisor of a fleet (started by `up`; not for direct use)'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset validate supervise completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset tools call logs events validate supervise completions help" -f -a "check" -d 'Start servers in parallel, list their tools, tear them all down, verify that nothing of them is left, and report (for CI)'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset tools call logs events validate supervise completions help" -f -a "up" -d 'Start servers (and the supervisor, when none runs) and wait until each is ready or failed'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset tools call logs events validate supervise completions help" -f -a "down" -d 'Tear servers down, verified; with no names, every server of the fleet'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset tools call logs events validate supervise completions help" -f -a "status" -d 'Show each server\'s state; never starts anything'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset tools call logs events validate supervise completions help" -f -a "reconnect" -d 'Stop a server\'s current generation, confirm it is gone, start the next'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset tools call logs events validate supervise completions help" -f -a "reset" -d 'Clear a server\'s quarantine, once nothing of it is alive'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset tools call logs events validate supervise completions help" -f -a "tools" -d 'List the tools of running servers, or of one server (started if needed)'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset tools call logs events validate supervise completions help" -f -a "call" -d 'Call a tool of a server (started if needed) and print its result'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset tools call logs events validate supervise completions help" -f -a "logs" -d 'Show the servers\' stderr logs'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset tools call logs events validate supervise completions help" -f -a "events" -d 'Show the event log (every transition) as NDJSON'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset tools call logs events validate supervise completions help" -f -a "validate" -d 'Check a fleet file and print the resolved fleet (secrets redacted)'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset tools call logs events validate supervise completions help" -f -a "supervise" -d 'Run the supervisor of a fleet (started by `up`; not for direct use)'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset tools call logs events validate supervise completions help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand help; and not __fish_seen_subcommand_from check up down status reconnect reset tools call logs events validate supervise completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

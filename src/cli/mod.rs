@@ -16,8 +16,9 @@ use crate::output::report::Format;
     long_about = None,
 )]
 pub struct Cli {
-    /// The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml)
-    #[arg(short = 'f', long = "file", global = true, value_name = "FILE")]
+    /// The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml); given before
+    /// the command, as in `mcpfleet -f fleet.yaml up`
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub file: Option<PathBuf>,
 
     /// The fleet's state directory (default: $MCPFLEET_STATE_DIR, then
@@ -57,6 +58,14 @@ pub enum Command {
     Reconnect(ReconnectArgs),
     /// Clear a server's quarantine, once nothing of it is alive
     Reset(ResetArgs),
+    /// List the tools of running servers, or of one server (started if needed)
+    Tools(ToolsArgs),
+    /// Call a tool of a server (started if needed) and print its result
+    Call(CallArgs),
+    /// Show the servers' stderr logs
+    Logs(LogsArgs),
+    /// Show the event log (every transition) as NDJSON
+    Events(EventsArgs),
     /// Check a fleet file and print the resolved fleet (secrets redacted)
     Validate,
     /// Run the supervisor of a fleet (started by `up`; not for direct use)
@@ -169,6 +178,52 @@ pub struct ResetArgs {
     /// The quarantined server
     #[arg(value_name = "SERVER")]
     pub server: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// Only this server (started if it is not running)
+    #[arg(value_name = "SERVER")]
+    pub server: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The server
+    #[arg(value_name = "SERVER")]
+    pub server: String,
+    /// The tool
+    #[arg(value_name = "TOOL")]
+    pub tool: String,
+    /// The tool's arguments, as a JSON object
+    #[arg(long = "args", value_name = "JSON")]
+    pub arguments: Option<String>,
+    /// How long the call may take (default 60s)
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub timeout: Option<Timeout>,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// Only this server's log (default: all, each line prefixed with its server)
+    #[arg(value_name = "SERVER")]
+    pub server: Option<String>,
+    /// Keep printing what is written
+    #[arg(short, long)]
+    pub follow: bool,
+    /// How many of the last lines to print first
+    #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 100)]
+    pub lines: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// Keep printing events as they are recorded
+    #[arg(short, long)]
+    pub follow: bool,
+    /// Only the last N events (default: all)
+    #[arg(short = 'n', long = "lines", value_name = "N")]
+    pub lines: Option<usize>,
 }
 
 fn parse_timeout(s: &str) -> Result<Timeout, String> {

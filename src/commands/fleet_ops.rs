@@ -266,7 +266,7 @@ fn emit(report: Report, g: &Global) -> Result<Code, CliError> {
     Ok(code_of(report.exit_code))
 }
 
-fn code_of(n: i32) -> Code {
+pub(super) fn code_of(n: i32) -> Code {
     [
         Code::Ok,
         Code::Internal,

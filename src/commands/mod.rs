@@ -4,6 +4,7 @@
 pub mod check;
 pub mod client;
 pub mod fleet_ops;
+pub mod observe;
 pub mod validate;
 
 use std::path::Path;
@@ -99,6 +100,19 @@ pub async fn run(cli: Cli) -> Code {
         Command::Reset(args) => (
             "reset",
             with_target(&cli, |t| fleet_ops::reset(t, args, &global)).await,
+        ),
+        Command::Tools(args) => (
+            "tools",
+            with_target(&cli, |t| observe::tools(t, args, &global)).await,
+        ),
+        Command::Call(args) => (
+            "call",
+            with_target(&cli, |t| observe::call(t, args, &global)).await,
+        ),
+        Command::Logs(args) => ("logs", with_target(&cli, |t| observe::logs(t, args)).await),
+        Command::Events(args) => (
+            "events",
+            with_target(&cli, |t| observe::events(t, args)).await,
         ),
         Command::Supervise => ("supervise", with_target(&cli, fleet_ops::supervise).await),
         Command::Completions { shell } => {

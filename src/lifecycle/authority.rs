@@ -16,12 +16,14 @@
 //! A caller that goes away does not stop an operation: the task runs it to its end
 //! and records the outcome (L6). When every handle is dropped or the shutdown token
 //! fires, the task answers whatever is queued (L9), tears down a live generation and
-//! ends. The interrupt token aborts starts in progress (their half-started process is
-//! still torn down) and refuses new ones, but never cuts a teardown short.
+//! ends. The interrupt and shutdown tokens abort starts in progress (their
+//! half-started process is still torn down) and refuse new ones, but never cut a
+//! teardown short.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use rmcp::service::{Peer, RoleClient};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -140,6 +142,9 @@ enum Message {
     Snapshot {
         reply: oneshot::Sender<Snapshot>,
     },
+    Peer {
+        reply: oneshot::Sender<Option<(Generation, Peer<RoleClient>)>>,
+    },
 }
 
 /// A cheap, cloneable way to reach one server's authority.
@@ -208,6 +213,18 @@ impl Handle {
             self.name.to_string(),
             options.wait_timeout.unwrap_or_default(),
         )
+    }
+
+    /// The MCP peer of the running generation, for requests that run outside the
+    /// authority (`tools`, `call`); `None` when the server is not running.
+    pub async fn peer(&self) -> Result<Option<(Generation, Peer<RoleClient>)>, RequestError> {
+        let (tx, rx) = oneshot::channel();
+        let gone = || RequestError::Gone(self.name.to_string());
+        self.tx
+            .send(Message::Peer { reply: tx })
+            .await
+            .map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())
     }
 
     /// The current state, answered after the requests queued before it.
@@ -369,6 +386,9 @@ impl Actor {
                 Message::Snapshot { reply } => {
                     let _ = reply.send(self.snapshot());
                 }
+                Message::Peer { reply } => {
+                    let _ = reply.send(None);
+                }
             }
         }
         if let Some(live) = self.live.take() {
@@ -383,6 +403,14 @@ impl Actor {
         match message {
             Message::Snapshot { reply } => {
                 let _ = reply.send(self.snapshot());
+            }
+            Message::Peer { reply } => {
+                let peer = self.live.as_ref().and_then(|l| {
+                    l.session
+                        .as_ref()
+                        .map(|session| (l.generation, session.peer()))
+                });
+                let _ = reply.send(peer);
             }
             Message::Transition {
                 intent,
@@ -608,7 +636,7 @@ impl Actor {
         cause: Cause,
         waited: Duration,
     ) -> Done {
-        if self.ctx.interrupt.is_cancelled() {
+        if self.ctx.interrupt.is_cancelled() || self.ctx.shutdown.is_cancelled() {
             let error = ServerError::cancelled("the start");
             return Done::err(error);
         }
@@ -680,7 +708,9 @@ impl Actor {
             tools: 0,
             server_info: None,
         };
-        let interrupt = self.ctx.interrupt.clone();
+        // A start in progress ends early on an interrupt and on shutdown alike: with
+        // `connect_timeout: none` it would otherwise hold the queue forever (L9).
+        let interrupt = (&self.ctx.interrupt, &self.ctx.shutdown);
         let connected = async {
             let (Some(stdout), Some(stdin)) = (stdout, stdin) else {
                 return Err(ServerError::new(
@@ -691,14 +721,14 @@ impl Actor {
             };
             let session = bounded(
                 deadline,
-                &interrupt,
+                interrupt,
                 ErrorPhase::Initialize,
                 Session::initialize(stdout, stdin),
             )
             .await?;
             let tools = bounded(
                 deadline,
-                &interrupt,
+                interrupt,
                 ErrorPhase::ListTools,
                 session.list_tools(),
             )
@@ -866,7 +896,7 @@ impl Actor {
 /// Runs one step of a start under the connect deadline and the interrupt.
 async fn bounded<T>(
     deadline: Option<tokio::time::Instant>,
-    interrupt: &CancellationToken,
+    interrupt: (&CancellationToken, &CancellationToken),
     phase: ErrorPhase,
     step: impl Future<Output = Result<T, SessionError>>,
 ) -> Result<T, ServerError> {
@@ -878,7 +908,8 @@ async fn bounded<T>(
     };
     let outcome = tokio::select! {
         r = step => r,
-        _ = interrupt.cancelled() => return Err(ServerError::cancelled("the start")),
+        _ = interrupt.0.cancelled() => return Err(ServerError::cancelled("the start")),
+        _ = interrupt.1.cancelled() => return Err(ServerError::cancelled("the start")),
     };
     match outcome {
         None => Err(ServerError::new(ErrorKind::ConnectTimeout, phase, "")),

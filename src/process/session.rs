@@ -10,9 +10,10 @@
 use std::time::Duration;
 
 use rmcp::model::{
-    ClientCapabilities, Implementation, InitializeRequestParams, ProtocolVersion, Tool,
+    CallToolRequestParams, ClientCapabilities, Implementation, InitializeRequestParams,
+    ProtocolVersion, Tool,
 };
-use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 use rmcp::{ClientHandler, ServiceExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -91,10 +92,36 @@ impl Session {
         let _ = self.service.close_with_timeout(limit).await;
     }
 
+    /// A handle for requests made outside the authority (`tools`, `call`): they
+    /// fail at once when the session is closed, so a torn-down server never leaves
+    /// a caller hanging.
+    pub fn peer(&self) -> Peer<RoleClient> {
+        self.service.peer().clone()
+    }
+
     /// Whether the server's side of the connection is gone.
     pub fn is_closed(&self) -> bool {
         self.service.is_closed()
     }
+}
+
+/// All tools of the server behind `peer`.
+pub async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, SessionError> {
+    peer.list_all_tools().await.map_err(request_error)
+}
+
+/// Calls `tool` with `arguments` (a JSON object) and returns the result as JSON.
+pub async fn call_tool(
+    peer: &Peer<RoleClient>,
+    tool: &str,
+    arguments: Option<serde_json::Map<String, serde_json::Value>>,
+) -> Result<serde_json::Value, SessionError> {
+    let mut params = CallToolRequestParams::new(tool.to_owned());
+    if let Some(args) = arguments {
+        params = params.with_arguments(args);
+    }
+    let result = peer.call_tool(params).await.map_err(request_error)?;
+    serde_json::to_value(result).map_err(|e| SessionError::Protocol(e.to_string()))
 }
 
 fn request_error(e: ServiceError) -> SessionError {

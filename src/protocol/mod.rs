@@ -83,6 +83,24 @@ pub enum Op {
     Reset {
         server: String,
     },
+    /// List the tools of running servers, or of one server (started if needed).
+    Tools {
+        #[serde(default)]
+        server: Option<String>,
+        #[serde(default)]
+        deadlines: Deadlines,
+    },
+    /// Call a tool of a server (started if needed), bounded by `timeout_ms`.
+    Call {
+        server: String,
+        tool: String,
+        #[serde(default)]
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        #[serde(default)]
+        timeout_ms: Option<u64>,
+        #[serde(default)]
+        deadlines: Deadlines,
+    },
     Ping,
 }
 

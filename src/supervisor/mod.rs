@@ -13,6 +13,7 @@
 //! supervisor's socket never blocks the next. Nothing is started before recovery has
 //! dealt with what the previous supervisor left running.
 
+pub mod calls;
 pub mod persist;
 pub mod recovery;
 pub mod server;

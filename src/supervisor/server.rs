@@ -186,6 +186,20 @@ async fn handle_connection(stream: UnixStream, shared: &Shared) {
 async fn dispatch(op: Op, shared: &Shared, tx: &mpsc::UnboundedSender<String>) -> Response {
     let (command, names, intent, options, strict) = match op {
         Op::Ping => return reply(Report::new("ping", Vec::new(), false)),
+        Op::Tools { server, deadlines } => {
+            return super::calls::tools(shared, server, call_options(deadlines, false)).await;
+        }
+        Op::Call {
+            server,
+            tool,
+            arguments,
+            timeout_ms,
+            deadlines,
+        } => {
+            let options = call_options(deadlines, false);
+            return super::calls::call(shared, &server, &tool, arguments, timeout_ms, options)
+                .await;
+        }
         Op::Status { servers } => {
             let names = match select(shared, &servers, false) {
                 Ok(n) => n,
@@ -274,13 +288,13 @@ async fn dispatch(op: Op, shared: &Shared, tx: &mpsc::UnboundedSender<String>) -
     reply(Report::new(command, lines, false))
 }
 
-fn reply(report: Report) -> Response {
+pub(super) fn reply(report: Report) -> Response {
     Response::Reply {
         report: serde_json::to_value(report).expect("reports serialize"),
     }
 }
 
-fn call_options(d: Deadlines, force: bool) -> CallOptions {
+pub(super) fn call_options(d: Deadlines, force: bool) -> CallOptions {
     let ms = |v: Option<u64>| {
         v.map(|ms| {
             if ms == 0 {
@@ -405,7 +419,7 @@ fn gone_line(name: &str, e: &RequestError) -> ServerReport {
 }
 
 /// One server's line of the report of a transition request.
-fn reply_line(
+pub(super) fn reply_line(
     name: &str,
     reply: Result<Reply, RequestError>,
     intent: Intent,

@@ -88,13 +88,20 @@ impl TestFleet {
         TestFleet::raw(label, &body)
     }
 
-    /// `mcpfleet -f <fleet> ARGS`, tagged with this test's id.
+    /// This fleet's state directory (inside the test's temporary directory).
+    pub fn state_dir(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    /// `mcpfleet -f <fleet> ARGS`, tagged with this test's id, with its own state
+    /// directory.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(mcpfleet_bin());
         cmd.arg("-f")
             .arg(&self.path)
             .args(args)
             .env(TEST_ID_VAR, &self.test_id)
+            .env("MCPFLEET_STATE_DIR", self.state_dir())
             .env_remove("RUST_LOG")
             .env_remove("MCPFLEET_FILE")
             .stdin(Stdio::null());
@@ -126,10 +133,11 @@ impl TestFleet {
         processes_with(&format!("{TEST_ID_VAR}={}", self.test_id))
     }
 
-    /// Fails when anything this test started is still alive, after a short grace
-    /// for processes that are exiting right now.
+    /// Fails when anything this test started is still alive, after a grace for
+    /// processes that are exiting right now (an idle supervisor lingers a few
+    /// seconds before it exits).
     pub fn assert_no_leftovers(&self) {
-        let deadline = Instant::now() + Duration::from_secs(2);
+        let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let alive = self.alive();
             if alive.is_empty() {

@@ -1,0 +1,266 @@
+//! `tools`, `call`, `logs` and `events`. The first two go through the supervisor's
+//! session with the server; the last two read the state directory and need no
+//! supervisor at all.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::client::{self, ClientError};
+use super::fleet_ops::{Target, code_of};
+use super::{CliError, Global};
+use crate::cli::{CallArgs, EventsArgs, LogsArgs, ToolsArgs};
+use crate::output::exit::Code;
+use crate::output::report::{Format, write_stdout};
+use crate::protocol::{Deadlines, Op};
+
+pub async fn tools(t: Target, args: &ToolsArgs, g: &Global) -> Result<Code, CliError> {
+    let op = Op::Tools {
+        server: args.server.clone(),
+        deadlines: Deadlines::default(),
+    };
+    let doc = match exchange(&t, op, args.server.is_some()).await? {
+        Ok(doc) => doc,
+        Err(code) => return Ok(code),
+    };
+    let text = match g.output {
+        Format::Text => {
+            let mut out = String::new();
+            for server in doc["servers"].as_array().into_iter().flatten() {
+                for tool in server["tools"].as_array().into_iter().flatten() {
+                    let description = tool["description"].as_str().unwrap_or("");
+                    let first = description.lines().next().unwrap_or("");
+                    out.push_str(&format!(
+                        "{:<16} {:<28} {}\n",
+                        server["name"].as_str().unwrap_or(""),
+                        tool["name"].as_str().unwrap_or(""),
+                        first
+                    ));
+                }
+            }
+            if let Some(e) = doc.get("error") {
+                eprintln!("mcpfleet tools: {}", e["message"].as_str().unwrap_or(""));
+            }
+            out
+        }
+        _ => format!("{doc}\n"),
+    };
+    print(&text)?;
+    Ok(code_of(doc["exit_code"].as_i64().unwrap_or(1) as i32))
+}
+
+pub async fn call(t: Target, args: &CallArgs, g: &Global) -> Result<Code, CliError> {
+    let arguments = match &args.arguments {
+        None => None,
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => Some(map),
+            Ok(_) => {
+                return Err(CliError::Usage(
+                    "--args must be a JSON object, e.g. '{\"path\": \".\"}'".into(),
+                ));
+            }
+            Err(e) => return Err(CliError::Usage(format!("--args is not valid JSON: {e}"))),
+        },
+    };
+    let op = Op::Call {
+        server: args.server.clone(),
+        tool: args.tool.clone(),
+        arguments,
+        timeout_ms: args
+            .timeout
+            .map(|t| t.as_duration().map_or(u64::MAX, |d| d.as_millis() as u64)),
+        deadlines: Deadlines::default(),
+    };
+    let doc = match exchange(&t, op, true).await? {
+        Ok(doc) => doc,
+        Err(code) => return Ok(code),
+    };
+    let text = match g.output {
+        Format::Text => {
+            if let Some(e) = doc.get("error") {
+                eprintln!("mcpfleet call: {}", e["message"].as_str().unwrap_or(""));
+            }
+            let mut out = String::new();
+            for block in doc["result"]["content"].as_array().into_iter().flatten() {
+                match block["text"].as_str() {
+                    Some(text) => out.push_str(text),
+                    None => out.push_str(&block.to_string()),
+                }
+                out.push('\n');
+            }
+            out
+        }
+        _ => format!("{doc}\n"),
+    };
+    print(&text)?;
+    Ok(code_of(doc["exit_code"].as_i64().unwrap_or(1) as i32))
+}
+
+/// Sends `op`; `Err(code)` when the supervisor could not be reached or the
+/// caller was interrupted (already reported on stderr).
+async fn exchange(t: &Target, op: Op, start: bool) -> Result<Result<Value, Code>, CliError> {
+    let stream = match client::connect(&t.dir, &t.fleet.file, start).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("mcpfleet: {e}");
+            return Ok(Err(Code::Unreachable));
+        }
+    };
+    match client::request(stream, op, |_| {}).await {
+        Ok(doc) => Ok(Ok(doc)),
+        Err(ClientError::Refused(m)) if m.starts_with("usage: ") => {
+            Err(CliError::Usage(m["usage: ".len()..].to_owned()))
+        }
+        Err(ClientError::Refused(m)) => Err(CliError::Internal(anyhow::anyhow!(m))),
+        Err(ClientError::Interrupted) => {
+            eprintln!("mcpfleet: interrupted");
+            Ok(Err(Code::Interrupted))
+        }
+        Err(e) => {
+            eprintln!("mcpfleet: {e}");
+            Ok(Err(Code::Unreachable))
+        }
+    }
+}
+
+fn print(text: &str) -> Result<(), CliError> {
+    write_stdout(text).map_err(|e| anyhow::anyhow!("cannot write to stdout: {e}").into())
+}
+
+pub async fn logs(t: Target, args: &LogsArgs) -> Result<Code, CliError> {
+    let servers: Vec<String> = match &args.server {
+        Some(name) if t.fleet.server(name).is_none() => {
+            return Err(CliError::Usage(format!(
+                "no server named `{name}` in this fleet"
+            )));
+        }
+        Some(name) => vec![name.clone()],
+        None => t.fleet.servers.iter().map(|s| s.name.clone()).collect(),
+    };
+    let prefix = servers.len() > 1;
+    let mut tails: Vec<Tail> = servers
+        .iter()
+        .map(|s| {
+            Tail::new(
+                t.dir.server_log(s),
+                if prefix {
+                    format!("{s} | ")
+                } else {
+                    String::new()
+                },
+            )
+        })
+        .collect();
+    for tail in &mut tails {
+        print(&tail.last_lines(args.lines))?;
+    }
+    if args.follow {
+        follow(&mut tails).await?;
+    }
+    Ok(Code::Ok)
+}
+
+pub async fn events(t: Target, args: &EventsArgs) -> Result<Code, CliError> {
+    let mut tail = Tail::new(t.dir.events(), String::new());
+    print(&tail.last_lines(args.lines.unwrap_or(usize::MAX)))?;
+    if args.follow {
+        follow(std::slice::from_mut(&mut tail)).await?;
+    }
+    Ok(Code::Ok)
+}
+
+/// Polls the files for new lines until interrupted.
+async fn follow(tails: &mut [Tail]) -> Result<(), CliError> {
+    let stop = tokio::signal::ctrl_c();
+    tokio::pin!(stop);
+    loop {
+        for tail in tails.iter_mut() {
+            print(&tail.new_lines())?;
+        }
+        tokio::select! {
+            _ = &mut stop => return Ok(()),
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+        }
+    }
+}
+
+/// A file read from where it was last read, surviving rotation (a file that got
+/// shorter is read again from its start).
+struct Tail {
+    path: PathBuf,
+    prefix: String,
+    offset: u64,
+    partial: String,
+}
+
+impl Tail {
+    fn new(path: PathBuf, prefix: String) -> Tail {
+        Tail {
+            path,
+            prefix,
+            offset: 0,
+            partial: String::new(),
+        }
+    }
+
+    /// The last `n` complete lines, in bounded memory (at most 8 MiB is read).
+    fn last_lines(&mut self, n: usize) -> String {
+        let len = file_len(&self.path);
+        let start = len.saturating_sub(8 * 1024 * 1024);
+        self.offset = start;
+        let text = self.read_from_offset();
+        let mut lines: Vec<&str> = text.lines().collect();
+        if start > 0 && !lines.is_empty() {
+            lines.remove(0); // a line cut by the 8 MiB window
+        }
+        let skip = lines.len().saturating_sub(n);
+        lines[skip..]
+            .iter()
+            .map(|l| format!("{}{l}\n", self.prefix))
+            .collect()
+    }
+
+    fn new_lines(&mut self) -> String {
+        if file_len(&self.path) < self.offset {
+            self.offset = 0;
+            self.partial.clear();
+        }
+        let text = self.read_from_offset();
+        text.lines()
+            .map(|l| format!("{}{l}\n", self.prefix))
+            .collect()
+    }
+
+    /// Complete lines from the offset on; an unfinished last line waits for its end.
+    fn read_from_offset(&mut self) -> String {
+        let Ok(mut file) = File::open(&self.path) else {
+            return String::new();
+        };
+        if file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return String::new();
+        }
+        let mut bytes = Vec::new();
+        let _ = file.read_to_end(&mut bytes);
+        self.offset += bytes.len() as u64;
+        let mut text = std::mem::take(&mut self.partial);
+        text.push_str(&String::from_utf8_lossy(&bytes));
+        match text.rfind('\n') {
+            Some(i) => {
+                self.partial = text[i + 1..].to_owned();
+                text.truncate(i + 1);
+                text
+            }
+            None => {
+                self.partial = text;
+                String::new()
+            }
+        }
+    }
+}
+
+fn file_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
