@@ -71,6 +71,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Recover a quarantined server: SIGKILL what is left of it, confirm, start')
+            [CompletionResult]::new('--foreground', '--foreground', [CompletionResultType]::ParameterName, 'Run the supervisor in this terminal: Ctrl-C tears everything down, a second Ctrl-C SIGKILLs the servers, a third exits at once')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')

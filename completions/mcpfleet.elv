@@ -66,6 +66,7 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
             cand --force 'Recover a quarantined server: SIGKILL what is left of it, confirm, start'
+            cand --foreground 'Run the supervisor in this terminal: Ctrl-C tears everything down, a second Ctrl-C SIGKILLs the servers, a third exits at once'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -q 'No progress and no log lines below errors on stderr'

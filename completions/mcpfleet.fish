@@ -65,6 +65,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l output -d 'Outp
 json\t''
 ndjson\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l force -d 'Recover a quarantined server: SIGKILL what is left of it, confirm, start'
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l foreground -d 'Run the supervisor in this terminal: Ctrl-C tears everything down, a second Ctrl-C SIGKILLs the servers, a third exits at once'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s h -l help -d 'Print help'

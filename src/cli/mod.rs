@@ -126,6 +126,10 @@ pub struct UpArgs {
     /// Recover a quarantined server: SIGKILL what is left of it, confirm, start
     #[arg(long)]
     pub force: bool,
+    /// Run the supervisor in this terminal: Ctrl-C tears everything down, a second
+    /// Ctrl-C SIGKILLs the servers, a third exits at once
+    #[arg(long)]
+    pub foreground: bool,
     /// Override the connect timeout for this start (e.g. 30s, none)
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     pub connect_timeout: Option<Timeout>,

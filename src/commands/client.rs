@@ -49,10 +49,19 @@ pub async fn connect(
                 )));
             }
             Err(e) => {
-                let exited = spawned
-                    .as_mut()
-                    .is_none_or(|c| matches!(c.try_wait(), Ok(Some(_))));
-                if exited {
+                // A supervisor we started that failed will not come back by itself:
+                // say why instead of starting more. One that exited with success lost
+                // the lock race to another, which will answer soon.
+                let status = spawned.as_mut().and_then(|c| c.try_wait().ok().flatten());
+                if let Some(status) = status
+                    && !status.success()
+                {
+                    return Err(ClientError::Unreachable(format!(
+                        "the supervisor failed to start ({status}): {}",
+                        last_line(&dir.supervisor_log())
+                    )));
+                }
+                if spawned.is_none() {
                     spawned = Some(spawn_supervisor(dir, fleet_file).map_err(|e| {
                         ClientError::Unreachable(format!("cannot start the supervisor: {e}"))
                     })?);
@@ -71,17 +80,30 @@ pub async fn connect(
     }
 }
 
+/// The last non-empty line of a log file, for error messages.
+fn last_line(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| format!("see {}", path.display()))
+}
+
 /// Starts `mcpfleet supervise` detached: a new session, no terminal, stdin and
 /// stdout closed, stderr to `supervisor.log`.
 fn spawn_supervisor(dir: &StateDir, fleet_file: &Path) -> std::io::Result<std::process::Child> {
     let exe = std::env::current_exe()?;
     let log = open_append(&dir.supervisor_log())?;
     let mut cmd = std::process::Command::new(exe);
-    cmd.arg("supervise")
-        .arg("-f")
+    cmd.arg("-f")
         .arg(fleet_file)
         .arg("--state-dir")
         .arg(dir.root())
+        .arg("supervise")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(log));

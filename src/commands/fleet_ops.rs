@@ -47,6 +47,9 @@ fn wait_ms(w: WaitArgs) -> Option<u64> {
 }
 
 pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> {
+    if args.foreground {
+        return foreground(t, args, g).await;
+    }
     let op = Op::Up {
         servers: args.servers.clone(),
         force: args.force,
@@ -284,9 +287,36 @@ pub(super) fn code_of(n: i32) -> Code {
     .unwrap_or(Code::Internal)
 }
 
+/// `up --foreground`: the supervisor runs in this terminal until Ctrl-C, which
+/// means `down` with all its guarantees (a second SIGKILLs, a third exits).
+async fn foreground(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> {
+    if client::connect(&t.dir, &t.fleet.file, false).await.is_ok() {
+        return Err(CliError::Usage(format!(
+            "a supervisor already runs for this fleet ({}); stop it with `mcpfleet down` first",
+            t.dir.root().display()
+        )));
+    }
+    let output = g.output;
+    let code = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let seen = code.clone();
+    let on_started = Box::new(move |value: serde_json::Value| {
+        if let Ok(report) = serde_json::from_value::<Report>(value) {
+            seen.store(report.exit_code, std::sync::atomic::Ordering::SeqCst);
+            let _ = report::write_stdout(&report::render(&report, output));
+        }
+        eprintln!("mcpfleet: running in the foreground; Ctrl-C tears everything down");
+    });
+    let fg = crate::supervisor::Foreground {
+        servers: args.servers.clone(),
+        on_started,
+    };
+    crate::supervisor::run(t.fleet, t.dir, Some(fg)).await?;
+    Ok(code_of(code.load(std::sync::atomic::Ordering::SeqCst)))
+}
+
 /// `mcpfleet supervise`: the supervisor process itself.
 pub async fn supervise(t: Target) -> Result<Code, CliError> {
-    crate::supervisor::run(t.fleet, t.dir).await?;
+    crate::supervisor::run(t.fleet, t.dir, None).await?;
     // Give a last log line a chance to reach supervisor.log.
     tokio::time::sleep(Duration::from_millis(1)).await;
     Ok(Code::Ok)

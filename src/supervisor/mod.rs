@@ -129,6 +129,17 @@ pub fn server_config(spec: &ServerSpec, stderr_log: Option<std::path::PathBuf>) 
     }
 }
 
+/// SIGKILLs every process of every live generation, found by its tag.
+async fn kill_live(state: &StateFile) {
+    for rec in state.snapshot().servers.values() {
+        if let Some(live) = &rec.live {
+            let entry = format!("{}={}", crate::process::spawn::TAG_VAR, live.tag);
+            let _ = crate::process::teardown::kill_tagged(entry.as_bytes(), Duration::from_secs(2))
+                .await;
+        }
+    }
+}
+
 /// Takes the supervisor lock, waiting a moment for a predecessor that is exiting.
 /// `None`: another supervisor is running.
 fn take_lock(dir: &StateDir) -> anyhow::Result<Option<File>> {
@@ -146,8 +157,22 @@ fn take_lock(dir: &StateDir) -> anyhow::Result<Option<File>> {
     }
 }
 
-/// Runs the supervisor of `fleet` until it is idle or told to stop.
-pub async fn run(fleet: Fleet, dir: StateDir) -> anyhow::Result<()> {
+/// What `up --foreground` asks of the supervisor it runs in the terminal.
+pub struct Foreground {
+    /// The servers to start (empty: every enabled one).
+    pub servers: Vec<String>,
+    /// Called with the report of the start.
+    pub on_started: Box<dyn FnOnce(serde_json::Value) + Send>,
+}
+
+/// Runs the supervisor of `fleet` until it is idle or told to stop. A first SIGINT
+/// or SIGTERM tears every server down; a second SIGKILLs what is left of every live
+/// generation; a third exits at once.
+pub async fn run(
+    fleet: Fleet,
+    dir: StateDir,
+    foreground: Option<Foreground>,
+) -> anyhow::Result<()> {
     let Some(mut lock) = take_lock(&dir)? else {
         tracing::info!("another supervisor holds {}", dir.lock().display());
         return Ok(());
@@ -237,11 +262,44 @@ pub async fn run(fleet: Fleet, dir: StateDir) -> anyhow::Result<()> {
         shutdown: CancellationToken::new(),
     });
 
-    let result = server::serve(&dir, shared.clone(), IDLE_LINGER).await;
+    let mut signals = server::Signals::new()?;
+    if let Some(fg) = foreground {
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let op = crate::protocol::Op::Up {
+                servers: fg.servers,
+                force: false,
+                deadlines: Default::default(),
+            };
+            let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+            if let crate::protocol::Response::Reply { report } =
+                server::dispatch(op, &shared, &tx).await
+            {
+                (fg.on_started)(report);
+            }
+        });
+    }
+    let result = server::serve(&dir, shared.clone(), IDLE_LINGER, &mut signals).await;
     let _ = std::fs::remove_file(dir.socket());
 
     // Whatever still runs is torn down before the supervisor goes (L6, L9).
-    server::stop_all(&shared).await;
+    let stopping = server::stop_all(shared.clone());
+    tokio::pin!(stopping);
+    let mut presses = u8::from(shared.shutdown.is_cancelled());
+    loop {
+        tokio::select! {
+            _ = &mut stopping => break,
+            _ = signals.recv() => {
+                presses += 1;
+                if presses >= 3 {
+                    eprintln!("mcpfleet: third signal: exiting now, without waiting for teardown");
+                    std::process::exit(130);
+                }
+                eprintln!("mcpfleet: second signal: SIGKILL to every live generation");
+                kill_live(&shared.state).await;
+            }
+        }
+    }
     drop(shared);
     ctx.shutdown.cancel();
     tracker.close();

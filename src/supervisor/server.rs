@@ -28,7 +28,12 @@ const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Serves the socket until the supervisor is idle (every server down, no connection)
 /// for `linger`, or a signal asks it to stop.
-pub async fn serve(dir: &StateDir, shared: Arc<Shared>, linger: Duration) -> anyhow::Result<()> {
+pub async fn serve(
+    dir: &StateDir,
+    shared: Arc<Shared>,
+    linger: Duration,
+    signals: &mut Signals,
+) -> anyhow::Result<()> {
     let path = dir.socket();
     match std::fs::remove_file(&path) {
         Ok(()) => tracing::info!("removed a stale control socket"),
@@ -43,7 +48,6 @@ pub async fn serve(dir: &StateDir, shared: Arc<Shared>, linger: Duration) -> any
     let finished = Arc::new(Notify::new());
     let connections = TaskTracker::new();
     let me = nix::unistd::getuid().as_raw();
-    let mut signals = Signals::new()?;
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -93,13 +97,14 @@ pub async fn serve(dir: &StateDir, shared: Arc<Shared>, linger: Duration) -> any
     Ok(())
 }
 
-struct Signals {
+/// SIGINT and SIGTERM, as one stream.
+pub struct Signals {
     int: tokio::signal::unix::Signal,
     term: tokio::signal::unix::Signal,
 }
 
 impl Signals {
-    fn new() -> std::io::Result<Signals> {
+    pub fn new() -> std::io::Result<Signals> {
         use tokio::signal::unix::{SignalKind, signal};
         Ok(Signals {
             int: signal(SignalKind::interrupt())?,
@@ -107,7 +112,7 @@ impl Signals {
         })
     }
 
-    async fn recv(&mut self) {
+    pub async fn recv(&mut self) {
         tokio::select! {
             _ = self.int.recv() => {}
             _ = self.term.recv() => {}
@@ -128,9 +133,9 @@ async fn all_down(shared: &Shared) -> bool {
 }
 
 /// Tears down every running server (supervisor shutdown).
-pub async fn stop_all(shared: &Shared) {
+pub async fn stop_all(shared: Arc<Shared>) {
     let names: Vec<String> = shared.handles.iter().map(|h| h.name().to_owned()).collect();
-    let _ = transition_all(shared, &names, Intent::Stop, CallOptions::default()).await;
+    let _ = transition_all(&shared, &names, Intent::Stop, CallOptions::default()).await;
 }
 
 async fn handle_connection(stream: UnixStream, shared: &Shared) {
@@ -183,7 +188,11 @@ async fn handle_connection(stream: UnixStream, shared: &Shared) {
     let _ = writer.await;
 }
 
-async fn dispatch(op: Op, shared: &Shared, tx: &mpsc::UnboundedSender<String>) -> Response {
+pub(super) async fn dispatch(
+    op: Op,
+    shared: &Shared,
+    tx: &mpsc::UnboundedSender<String>,
+) -> Response {
     let (command, names, intent, options, strict) = match op {
         Op::Ping => return reply(Report::new("ping", Vec::new(), false)),
         Op::Tools { server, deadlines } => {
