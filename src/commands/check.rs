@@ -262,6 +262,7 @@ fn server_report(
         connect_ms: start.as_ref().and_then(|r| r.connect).map(millis),
         tools: start.as_ref().and_then(|r| r.snapshot.tools),
         server_info: start.as_ref().and_then(|r| r.snapshot.server_info.clone()),
+        uptime_ms: None,
         error: error.as_ref().map(ErrorReport::from),
         teardown,
         exit_code: code.as_i32(),

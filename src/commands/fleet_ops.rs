@@ -190,6 +190,7 @@ fn offline_lines(
             connect_ms: None,
             tools: None,
             server_info: None,
+            uptime_ms: None,
             error,
             teardown: None,
             exit_code: code.as_i32(),

@@ -101,6 +101,8 @@ pub struct Snapshot {
     pub tools: Option<usize>,
     /// The server's name and version from its initialize answer.
     pub server_info: Option<String>,
+    /// How long the running generation has been ready.
+    pub uptime_ms: Option<u64>,
     /// The error that put the server in `failed` or `quarantined`.
     pub error: Option<ServerError>,
     /// The last teardown of this server, kept until the next one.
@@ -251,6 +253,8 @@ struct Live {
     stderr_task: tokio::task::JoinHandle<()>,
     tools: usize,
     server_info: Option<String>,
+    /// When the handshake and tools/list were done.
+    ready_at: Option<Instant>,
 }
 
 /// Where the authority's environment comes from: events, cancellation, tracking.
@@ -707,6 +711,7 @@ impl Actor {
             stderr_task: spawned.stderr_task,
             tools: 0,
             server_info: None,
+            ready_at: None,
         };
         // A start in progress ends early on an interrupt and on shutdown alike: with
         // `connect_timeout: none` it would otherwise hold the queue forever (L9).
@@ -744,6 +749,7 @@ impl Actor {
         match connected.await {
             Ok((session, tools)) => {
                 live.server_info = session.server_info();
+                live.ready_at = Some(Instant::now());
                 live.session = Some(session);
                 live.tools = tools;
                 let pid = live.pid;
@@ -878,6 +884,11 @@ impl Actor {
             pid: self.state.pid(),
             tools: self.live.as_ref().map(|l| l.tools),
             server_info: self.live.as_ref().and_then(|l| l.server_info.clone()),
+            uptime_ms: self
+                .live
+                .as_ref()
+                .and_then(|l| l.ready_at)
+                .map(|t| millis(t.elapsed())),
             error,
             last_teardown: self.last_teardown.clone(),
         }

@@ -53,6 +53,9 @@ pub struct ServerReport {
     pub connect_ms: Option<u64>,
     pub tools: Option<usize>,
     pub server_info: Option<String>,
+    /// How long the running generation has been ready (`status`, `up`).
+    #[serde(default)]
+    pub uptime_ms: Option<u64>,
     pub error: Option<ErrorReport>,
     pub teardown: Option<TeardownSummary>,
     /// This server's own exit code, before ranking across servers.
@@ -149,6 +152,7 @@ fn render_text(report: &Report) -> String {
         "STATE".to_owned(),
         "GEN".to_owned(),
         "PID".to_owned(),
+        "UPTIME".to_owned(),
         "CONNECT".to_owned(),
         "TOOLS".to_owned(),
         "TEARDOWN".to_owned(),
@@ -166,12 +170,13 @@ fn render_text(report: &Report) -> String {
             s.state.as_str().to_owned(),
             dash(s.generation),
             dash(s.pid),
+            dash(s.uptime_ms.map(uptime)),
             dash(s.connect_ms.map(|ms| format!("{ms}ms"))),
             dash(s.tools),
             dash(teardown),
         ]);
     }
-    let mut widths = [0usize; 7];
+    let mut widths = [0usize; 8];
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
@@ -223,6 +228,16 @@ fn render_text(report: &Report) -> String {
         report.exit_code
     ));
     out
+}
+
+/// An uptime as people read it: 42s, 5m12s, 3h04m.
+fn uptime(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s / 60 % 60),
+    }
 }
 
 fn outcome_name(t: &TeardownSummary) -> String {
