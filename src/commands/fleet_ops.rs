@@ -11,6 +11,7 @@ use crate::cli::{DownArgs, ReconnectArgs, ResetArgs, StatusArgs, UpArgs, WaitArg
 use crate::config::{Fleet, Timeout};
 use crate::lifecycle::state::Phase;
 use crate::output::exit::Code;
+use crate::output::progress::Progress;
 use crate::output::report::{self, Format, Report, ServerReport};
 use crate::process::procfs;
 use crate::protocol::{Deadlines, Op};
@@ -221,7 +222,24 @@ async fn send(
     };
     let ndjson = g.output == Format::Ndjson;
     let verbose = g.verbose > 0 && g.output == Format::Text;
+    let progress = Progress::new(!g.quiet && g.output == Format::Text && g.verbose == 0);
+    let total = match &op {
+        Op::Up { servers, .. } | Op::Down { servers, .. } | Op::Reconnect { servers, .. }
+            if !servers.is_empty() =>
+        {
+            servers.len()
+        }
+        _ => t.fleet.servers.len(),
+    };
+    progress.stage(command, total);
     let result = client::request(stream, op, |event| {
+        // A server is done when it reaches a state that ends the request for it.
+        let to = event["to"].as_str().unwrap_or("");
+        let settled = matches!(to, "running" | "failed" | "quarantined")
+            || (to == "stopped" && event["from"] == "stopping" && command == "down");
+        if settled {
+            progress.done_one(event["server"].as_str().unwrap_or(""));
+        }
         if ndjson {
             let mut e = event;
             if let Some(m) = e.as_object_mut() {
@@ -233,6 +251,7 @@ async fn send(
         }
     })
     .await;
+    progress.finish();
     finish(result, command, g)
 }
 
