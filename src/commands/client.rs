@@ -39,6 +39,9 @@ pub async fn connect(
     let socket = dir.socket();
     let deadline = Instant::now() + CONNECT_WAIT;
     let mut spawned: Option<std::process::Child> = None;
+    // Held while this client starts a supervisor and waits for it, so that of many
+    // clients arriving together one starts it and the others find it serving.
+    let mut spawn_lock: Option<std::fs::File> = None;
     loop {
         match UnixStream::connect(&socket).await {
             Ok(s) => return Ok(s),
@@ -61,6 +64,11 @@ pub async fn connect(
                         last_line(&dir.supervisor_log())
                     )));
                 }
+                if spawn_lock.is_none() {
+                    spawn_lock = Some(take_spawn_lock(dir, deadline).await?);
+                    // Another client may have started one while this one waited.
+                    continue;
+                }
                 if spawned.is_none() {
                     spawned = Some(spawn_supervisor(dir, fleet_file).map_err(|e| {
                         ClientError::Unreachable(format!("cannot start the supervisor: {e}"))
@@ -76,6 +84,29 @@ pub async fn connect(
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
+        }
+    }
+}
+
+/// Takes `spawn.lock` in the state directory, waiting until `deadline`.
+async fn take_spawn_lock(dir: &StateDir, deadline: Instant) -> Result<std::fs::File, ClientError> {
+    let unreachable = |e: std::io::Error| {
+        ClientError::Unreachable(format!("cannot lock {}: {e}", dir.root().display()))
+    };
+    let file = crate::supervisor::state_dir::open_rw(&dir.root().join("spawn.lock"))
+        .map_err(unreachable)?;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(ClientError::Unreachable(
+                    "another client has been starting the supervisor for too long".into(),
+                ));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(unreachable(e)),
         }
     }
 }

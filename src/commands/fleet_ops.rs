@@ -278,6 +278,17 @@ fn finish(
         Err(ClientError::Refused(m)) => Err(CliError::Internal(anyhow::anyhow!(m))),
         Err(e @ ClientError::Unreachable(_)) => {
             eprintln!("mcpfleet {command}: {e}");
+            if g.output != Format::Text {
+                // Scripts reading JSON get a document for this outcome too.
+                let doc = serde_json::json!({
+                    "schema_version": report::SCHEMA_VERSION,
+                    "command": command,
+                    "exit_code": Code::Unreachable.as_i32(),
+                    "servers": [],
+                    "error": {"kind": "unreachable", "message": e.to_string()},
+                });
+                let _ = report::write_stdout(&format!("{doc}\n"));
+            }
             Ok(Code::Unreachable)
         }
     }

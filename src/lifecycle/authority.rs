@@ -25,7 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use rmcp::service::{Peer, RoleClient};
 use serde::{Deserialize, Serialize};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -103,6 +103,9 @@ pub struct Snapshot {
     pub server_info: Option<String>,
     /// How long the running generation has been ready.
     pub uptime_ms: Option<u64>,
+    /// When the running generation became ready, to compute `uptime_ms` when read.
+    #[serde(skip)]
+    pub ready_at: Option<Instant>,
     /// The error that put the server in `failed` or `quarantined`.
     pub error: Option<ServerError>,
     /// The last teardown of this server, kept until the next one.
@@ -141,9 +144,6 @@ enum Message {
         accepted: oneshot::Sender<()>,
         reply: oneshot::Sender<Reply>,
     },
-    Snapshot {
-        reply: oneshot::Sender<Snapshot>,
-    },
     Peer {
         reply: oneshot::Sender<Option<(Generation, Peer<RoleClient>)>>,
     },
@@ -155,6 +155,8 @@ pub struct Handle {
     name: Arc<str>,
     /// Closed by the authority task when it ends; a send error means it is gone.
     tx: mpsc::Sender<Message>,
+    /// The authority's state as it last published it; only the authority writes it.
+    published: watch::Receiver<Snapshot>,
 }
 
 impl Handle {
@@ -229,15 +231,13 @@ impl Handle {
         rx.await.map_err(|_| gone())
     }
 
-    /// The current state, answered after the requests queued before it.
+    /// The current state, at once: the authority publishes it at every change, so a
+    /// `status` never waits behind a start or a teardown in progress. After the
+    /// authority has ended, this is the last state it published.
     pub async fn snapshot(&self) -> Result<Snapshot, RequestError> {
-        let (tx, rx) = oneshot::channel();
-        let gone = || RequestError::Gone(self.name.to_string());
-        self.tx
-            .send(Message::Snapshot { reply: tx })
-            .await
-            .map_err(|_| gone())?;
-        rx.await.map_err(|_| gone())
+        let mut snapshot = self.published.borrow().clone();
+        snapshot.uptime_ms = snapshot.ready_at.map(|t| millis(t.elapsed()));
+        Ok(snapshot)
     }
 }
 
@@ -313,6 +313,18 @@ pub fn spawn_with(
         ),
         None => (State::Stopped, None),
     };
+    let (publish, published) = watch::channel(Snapshot {
+        name: config.name.clone(),
+        state: Phase::Stopped,
+        generation: None,
+        pid: None,
+        tools: None,
+        server_info: None,
+        uptime_ms: None,
+        ready_at: None,
+        error: None,
+        last_teardown: None,
+    });
     let actor = Actor {
         config,
         state,
@@ -321,10 +333,16 @@ pub fn spawn_with(
         last_teardown: None,
         quarantine_tag,
         ledger,
+        publish,
         ctx: ctx.clone(),
     };
+    actor.publish();
     ctx.tracker.spawn(actor.run(rx));
-    Handle { name, tx }
+    Handle {
+        name,
+        tx,
+        published,
+    }
 }
 
 struct Actor {
@@ -337,6 +355,8 @@ struct Actor {
     /// The environment tag of the quarantined generation, to find what is left of it.
     quarantine_tag: Option<String>,
     ledger: Arc<dyn Ledger>,
+    /// Where the state is published for `Handle::snapshot`.
+    publish: watch::Sender<Snapshot>,
     ctx: Context,
 }
 
@@ -377,6 +397,7 @@ impl Actor {
                 },
             };
             self.handle(message).await;
+            self.publish();
         }
         // No new requests from here on; answer everything already queued (L9).
         rx.close();
@@ -386,9 +407,6 @@ impl Actor {
                     let _ = reply.send(self.reply(Done::err(ServerError::cancelled(
                         "the request (the authority is shutting down)",
                     ))));
-                }
-                Message::Snapshot { reply } => {
-                    let _ = reply.send(self.snapshot());
                 }
                 Message::Peer { reply } => {
                     let _ = reply.send(None);
@@ -405,9 +423,6 @@ impl Actor {
 
     async fn handle(&mut self, message: Message) {
         match message {
-            Message::Snapshot { reply } => {
-                let _ = reply.send(self.snapshot());
-            }
             Message::Peer { reply } => {
                 let peer = self.live.as_ref().and_then(|l| {
                     l.session
@@ -843,6 +858,11 @@ impl Actor {
         let generation = next.generation().or(self.state.generation());
         self.state = next;
         self.emit(from, generation, cause, duration, waited, error);
+        self.publish();
+    }
+
+    fn publish(&self) {
+        self.publish.send_replace(self.snapshot());
     }
 
     fn emit(
@@ -889,6 +909,7 @@ impl Actor {
                 .as_ref()
                 .and_then(|l| l.ready_at)
                 .map(|t| millis(t.elapsed())),
+            ready_at: self.live.as_ref().and_then(|l| l.ready_at),
             error,
             last_teardown: self.last_teardown.clone(),
         }

@@ -215,6 +215,7 @@ pub async fn teardown(target: Target<'_>, grace: Grace, started: Instant) -> Tea
     } else if !leftover.contains(&pid) {
         leftover.push(pid);
     }
+    reap_orphans(|s| s.pgid == pgid && s.pid != pid);
     let entry = tag.environ_entry();
     for escaped in procfs::tagged(&entry) {
         if !leftover.contains(&escaped.pid) {
@@ -235,6 +236,24 @@ pub async fn teardown(target: Target<'_>, grace: Grace, started: Instant) -> Tea
         duration: started.elapsed(),
         leftover_pids: leftover,
         exit,
+    }
+}
+
+/// Reaps the zombies among our own children that `which` selects. A supervisor is
+/// a child subreaper, so a server's orphaned descendants become its children; when
+/// they die, nobody else will collect them. They are reaped one by one by pid, never
+/// with `waitpid(-1)`, which would steal the exit status of the servers that tokio
+/// waits on.
+pub fn reap_orphans(which: impl Fn(&procfs::ProcStat) -> bool) {
+    let me = std::process::id() as i32;
+    for pid in procfs::pids() {
+        if let Some(s) = procfs::stat(pid)
+            && s.ppid == me
+            && !s.is_alive()
+            && which(&s)
+        {
+            let _ = nix::sys::wait::waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
@@ -40,61 +40,110 @@ pub async fn serve(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e.into()),
     }
-    let listener = UnixListener::bind(&path)?;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    let mut listener = bind(&path)?;
     tracing::info!(socket = %path.display(), "supervisor serving");
 
     let active = Arc::new(AtomicUsize::new(0));
     let finished = Arc::new(Notify::new());
     let connections = TaskTracker::new();
-    let me = nix::unistd::getuid().as_raw();
+    let serve_one = |stream: UnixStream| {
+        active.fetch_add(1, Ordering::SeqCst);
+        let (shared, active, finished) = (shared.clone(), active.clone(), finished.clone());
+        connections.spawn(async move {
+            handle_connection(stream, &shared).await;
+            active.fetch_sub(1, Ordering::SeqCst);
+            finished.notify_one();
+        });
+    };
+    let mut idle_since: Option<Instant> = None;
+    let mut last_sweep = Instant::now();
     loop {
+        if last_sweep.elapsed() > ORPHAN_SWEEP {
+            sweep_orphans();
+            last_sweep = Instant::now();
+        }
         tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, _) = match accepted {
-                    Ok(c) => c,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        continue;
-                    }
-                };
-                match stream.peer_cred() {
-                    Ok(cred) if cred.uid() == me => {}
-                    other => {
-                        tracing::warn!(peer = ?other.map(|c| c.uid()), "refused a connection from another user");
-                        continue;
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    if let Some(stream) = same_user(stream) {
+                        serve_one(stream);
                     }
                 }
-                active.fetch_add(1, Ordering::SeqCst);
-                let (shared, active, finished) = (shared.clone(), active.clone(), finished.clone());
-                connections.spawn(async move {
-                    handle_connection(stream, &shared).await;
-                    active.fetch_sub(1, Ordering::SeqCst);
-                    finished.notify_one();
-                });
-            }
+                Err(e) => tracing::warn!(error = %e, "accept failed"),
+            },
             _ = finished.notified() => {}
-            _ = tokio::time::sleep(linger) => {}
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
             _ = signals.recv() => {
                 tracing::info!("signal: tearing everything down");
                 shared.shutdown.cancel();
                 break;
             }
         }
-        if active.load(Ordering::SeqCst) == 0 && all_down(&shared).await {
-            // Linger once more: a script's next command usually follows at once.
-            tokio::time::sleep(linger).await;
-            if active.load(Ordering::SeqCst) == 0 && all_down(&shared).await {
-                tracing::info!("every server is down and no request is pending: exiting");
-                break;
+        if active.load(Ordering::SeqCst) > 0 || !all_down(&shared).await {
+            idle_since = None;
+            continue;
+        }
+        let since = *idle_since.get_or_insert_with(Instant::now);
+        if since.elapsed() < linger {
+            continue;
+        }
+        // Idle long enough. First make sure no new client can find this supervisor,
+        // then serve whoever connected before that: a client already in the queue
+        // must get its answer, never a reset connection.
+        let _ = std::fs::remove_file(&path);
+        let mut drained = false;
+        while let Ok(Ok((stream, _))) =
+            tokio::time::timeout(Duration::from_millis(10), listener.accept()).await
+        {
+            drained = true;
+            if let Some(stream) = same_user(stream) {
+                serve_one(stream);
             }
         }
+        if !drained {
+            tracing::info!("every server is down and no request is pending: exiting");
+            break;
+        }
+        // Requests came in at the last moment: serve them, and be findable again.
+        listener = bind(&path)?;
+        idle_since = None;
     }
     drop(listener);
     let _ = std::fs::remove_file(&path);
     connections.close();
     connections.wait().await;
     Ok(())
+}
+
+/// How often the supervisor collects dead orphans of its servers.
+const ORPHAN_SWEEP: Duration = Duration::from_secs(2);
+
+/// Reaps dead orphans that were re-parented to the supervisor: descendants of a
+/// server (in its group, not its leader) and processes that left with `setsid`.
+/// Server leaders are in the supervisor's session and lead their own group: tokio
+/// reaps those, so they are left alone.
+fn sweep_orphans() {
+    let my_sid = nix::unistd::getsid(None).map_or(-1, |s| s.as_raw());
+    crate::process::teardown::reap_orphans(|s| s.pgid != s.pid || s.sid != my_sid);
+}
+
+/// Binds the control socket, private to this user.
+fn bind(path: &std::path::Path) -> std::io::Result<UnixListener> {
+    let listener = UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+/// The stream, if its peer runs as this user; peers of other users are refused.
+fn same_user(stream: UnixStream) -> Option<UnixStream> {
+    let me = nix::unistd::getuid().as_raw();
+    match stream.peer_cred() {
+        Ok(cred) if cred.uid() == me => Some(stream),
+        other => {
+            tracing::warn!(peer = ?other.map(|c| c.uid()), "refused a connection from another user");
+            None
+        }
+    }
 }
 
 /// SIGINT and SIGTERM, as one stream.
