@@ -145,6 +145,7 @@ impl Harness {
             events: sink.clone(),
             interrupt: CancellationToken::new(),
             shutdown: CancellationToken::new(),
+            escalate: CancellationToken::new(),
             tracker: TaskTracker::new(),
             tag_scope: scope,
         };

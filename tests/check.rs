@@ -461,3 +461,44 @@ fn ctrl_c_during_check_tears_everything_down_and_exits_130() {
     assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
     fleet.assert_no_leftovers();
 }
+
+#[test]
+fn a_second_ctrl_c_during_check_sigkills_instead_of_waiting() {
+    let fleet = TestFleet::fixtures(
+        "second-ctrl-c",
+        &[(
+            "stubborn",
+            &["--ignore-eof", "--ignore-sigterm"],
+            "cleanup_timeout: 30s",
+        )],
+    );
+    let mut cmd = fleet.command(&["--output", "json", "check"]);
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The start is instant; teardown then waits 9 s (30% of 30 s) for EOF.
+    std::thread::sleep(Duration::from_millis(1000));
+    let started = Instant::now();
+    for _ in 0..2 {
+        std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_code(&out, 130);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let t = &server(&doc, "stubborn")["teardown"];
+    assert_eq!(t["outcome"], "escalated", "{t}");
+    assert_eq!(t["signal"], "SIGKILL");
+    assert_eq!(t["leftover_pids"], serde_json::json!([]));
+    fleet.assert_no_leftovers();
+}

@@ -4,7 +4,8 @@
 //! them all down in parallel, and reports what happened to each, verified.
 //!
 //! A first Ctrl-C (or SIGTERM) interrupts the starts in progress; everything that
-//! was acquired is still torn down, and the command exits 130.
+//! was acquired is still torn down, and the command exits 130. A second one sends
+//! SIGKILL at once instead of waiting for the grace periods.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -48,12 +49,17 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
         events,
         interrupt: CancellationToken::new(),
         shutdown: CancellationToken::new(),
+        escalate: CancellationToken::new(),
         tracker: TaskTracker::new(),
         tag_scope: tag_scope(),
     };
     let progress =
         Progress::new(!global.quiet && global.output == Format::Text && global.verbose == 0);
-    let signals = tokio::spawn(watch_signals(ctx.interrupt.clone(), progress.clone()));
+    let signals = tokio::spawn(watch_signals(
+        ctx.interrupt.clone(),
+        ctx.escalate.clone(),
+        progress.clone(),
+    ));
 
     let handles: Vec<Handle> = specs
         .iter()
@@ -299,8 +305,13 @@ fn tag_scope() -> String {
 }
 
 /// The first SIGINT or SIGTERM interrupts the starts; teardown always runs to its
-/// end, bounded by each server's cleanup timeout.
-async fn watch_signals(interrupt: CancellationToken, progress: Progress) {
+/// end, bounded by each server's cleanup timeout. A second one skips the graceful
+/// steps (SIGKILL at once); whether everything is gone is still confirmed.
+async fn watch_signals(
+    interrupt: CancellationToken,
+    escalate: CancellationToken,
+    progress: Progress,
+) {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut int), Ok(mut term)) = (
         signal(SignalKind::interrupt()),
@@ -316,9 +327,11 @@ async fn watch_signals(interrupt: CancellationToken, progress: Progress) {
             _ = int.recv() => {}
             _ = term.recv() => {}
         }
-        if interrupt.is_cancelled() {
-            progress
-                .note("mcpfleet: teardown in progress, bounded by each server's cleanup timeout");
+        if escalate.is_cancelled() {
+            progress.note("mcpfleet: SIGKILL sent; confirming that every process is gone");
+        } else if interrupt.is_cancelled() {
+            progress.note("mcpfleet: second signal: SIGKILL to every server instead of waiting for its grace period");
+            escalate.cancel();
         } else {
             progress.note("mcpfleet: interrupted; tearing down every server that was started");
             interrupt.cancel();

@@ -265,6 +265,8 @@ pub struct Context {
     pub interrupt: CancellationToken,
     /// Ends the authority: it answers its queue, tears down and exits.
     pub shutdown: CancellationToken,
+    /// Cuts the grace periods of teardowns short: SIGKILL at once (a second Ctrl-C).
+    pub escalate: CancellationToken,
     pub tracker: TaskTracker,
     /// Distinguishes this host's generations from any other's in process tags.
     pub tag_scope: String,
@@ -627,6 +629,7 @@ impl Actor {
             },
             grace,
             started,
+            &self.ctx.escalate,
         )
         .await;
         // Every holder of the stderr pipe is gone unless something escaped; give the

@@ -22,6 +22,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
 
 use super::procfs;
 use super::spawn::Tag;
@@ -180,7 +181,14 @@ fn signal_group(pgid: i32, signal: Signal) {
 /// Tears down a generation whose stdin has already been closed by the caller.
 /// `started` is when teardown began, closing stdin included: the EOF grace counts
 /// from there.
-pub async fn teardown(target: Target<'_>, grace: Grace, started: Instant) -> TeardownReport {
+/// `escalate` cuts the graceful steps short: once it fires, the group gets SIGKILL
+/// at once (a second Ctrl-C); the confirmation that follows is never skipped.
+pub async fn teardown(
+    target: Target<'_>,
+    grace: Grace,
+    started: Instant,
+    escalate: &CancellationToken,
+) -> TeardownReport {
     let Target {
         child,
         pid,
@@ -191,12 +199,18 @@ pub async fn teardown(target: Target<'_>, grace: Grace, started: Instant) -> Tea
     let mut signal = None;
     // Closing the session already took part of the EOF grace.
     let eof_left = grace.eof.saturating_sub(started.elapsed());
-    let mut gone = wait_gone(pid, pgid, &mut exit, Some(eof_left)).await;
-    if !gone {
+    let mut gone = tokio::select! {
+        gone = wait_gone(pid, pgid, &mut exit, Some(eof_left)) => gone,
+        _ = escalate.cancelled() => false,
+    };
+    if !gone && !escalate.is_cancelled() {
         tracing::debug!(pid, "no exit after stdin closed; SIGTERM to the group");
         signal = Some(TeardownSignal::Term);
         signal_group(pgid, Signal::SIGTERM);
-        gone = wait_gone(pid, pgid, &mut exit, Some(grace.term)).await;
+        gone = tokio::select! {
+            gone = wait_gone(pid, pgid, &mut exit, Some(grace.term)) => gone,
+            _ = escalate.cancelled() => false,
+        };
     }
     if !gone {
         tracing::debug!(pid, "still alive after SIGTERM; SIGKILL to the group");

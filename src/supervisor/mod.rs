@@ -129,17 +129,6 @@ pub fn server_config(spec: &ServerSpec, stderr_log: Option<std::path::PathBuf>) 
     }
 }
 
-/// SIGKILLs every process of every live generation, found by its tag.
-async fn kill_live(state: &StateFile) {
-    for rec in state.snapshot().servers.values() {
-        if let Some(live) = &rec.live {
-            let entry = format!("{}={}", crate::process::spawn::TAG_VAR, live.tag);
-            let _ = crate::process::teardown::kill_tagged(entry.as_bytes(), Duration::from_secs(2))
-                .await;
-        }
-    }
-}
-
 /// Takes the supervisor lock, waiting a moment for a predecessor that is exiting.
 /// `None`: another supervisor is running.
 fn take_lock(dir: &StateDir) -> anyhow::Result<Option<File>> {
@@ -233,6 +222,7 @@ pub async fn run(
         events: events.clone(),
         interrupt: CancellationToken::new(),
         shutdown: CancellationToken::new(),
+        escalate: CancellationToken::new(),
         tracker: tracker.clone(),
         tag_scope: scope,
     };
@@ -300,7 +290,7 @@ pub async fn run(
                     std::process::exit(130);
                 }
                 eprintln!("mcpfleet: second signal: SIGKILL to every live generation");
-                kill_live(&shared.state).await;
+                ctx.escalate.cancel();
             }
         }
     }
