@@ -170,6 +170,7 @@ impl Harness {
             connect_timeout: server.connect,
             cleanup_timeout: server.cleanup,
             stderr_log: None,
+            supervision: Default::default(),
         };
         authority::spawn(config, server.last_generation, self.ctx.clone())
     }

@@ -18,7 +18,7 @@ use tokio_util::task::TaskTracker;
 
 use super::{CliError, Global, load_fleet};
 use crate::cli::CheckArgs;
-use crate::config::{Fleet, ServerSpec, Transport};
+use crate::config::{Fleet, ServerSpec};
 use crate::lifecycle::authority::{
     self, CallOptions, Context, Handle, Reply, RequestError, ServerConfig,
 };
@@ -30,7 +30,6 @@ use crate::output::progress::Progress;
 use crate::output::report::{
     self, ErrorReport, Format, NdjsonEvents, Report, ServerReport, TracingEvents,
 };
-use crate::process::spawn::Launch;
 
 pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Result<Code, CliError> {
     let fleet = load_fleet(file)?;
@@ -63,7 +62,7 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
 
     let handles: Vec<Handle> = specs
         .iter()
-        .map(|spec| authority::spawn(server_config(spec), 0, ctx.clone()))
+        .map(|spec| authority::spawn(ServerConfig::from_spec(spec, None), 0, ctx.clone()))
         .collect();
     let jobs = args.jobs.map_or_else(default_jobs, |j| j as usize);
     tracing::info!(servers = handles.len(), jobs, "check: starting");
@@ -94,7 +93,7 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
     if interrupted {
         eprintln!("mcpfleet check: interrupted; every server that was started has been torn down");
     }
-    Ok(exit_code(report.exit_code))
+    Ok(Code::from_i32(report.exit_code))
 }
 
 /// The servers to check: the named ones (which must exist), else every enabled one.
@@ -125,31 +124,6 @@ fn select<'a>(fleet: &'a Fleet, names: &[String]) -> Result<Vec<&'a ServerSpec>,
         )));
     }
     Ok(picked)
-}
-
-fn server_config(spec: &ServerSpec) -> ServerConfig {
-    let Transport::Stdio(stdio) = &spec.transport;
-    let args: Vec<String> = stdio.args.iter().map(|a| a.value.clone()).collect();
-    let env = stdio
-        .env
-        .iter()
-        .map(|(k, v)| (k.clone(), v.value.clone()))
-        .collect();
-    ServerConfig {
-        name: spec.name.clone(),
-        launch: Launch::new(
-            &stdio.command.value,
-            &args,
-            stdio.shell,
-            env,
-            stdio.cwd.clone(),
-            &spec.name,
-        ),
-        command_shown: stdio.command.display().to_owned(),
-        connect_timeout: spec.connect_timeout.as_duration(),
-        cleanup_timeout: spec.cleanup_timeout.as_duration(),
-        stderr_log: None,
-    }
 }
 
 /// Starts every server, at most `jobs` at once. A server whose turn has not come
@@ -249,7 +223,9 @@ fn server_report(
         .and_then(|r| r.result.clone().err())
         .or(start_err)
         .or_else(|| stop.as_ref().and_then(|r| r.result.clone().err()))
-        .or(stop_err);
+        .or(stop_err)
+        // A server that exited on its own between its start and its stop.
+        .or_else(|| stop.as_ref().and_then(|r| r.snapshot.error.clone()));
     let teardown = stop
         .as_ref()
         .and_then(|r| r.teardown.clone())
@@ -269,24 +245,11 @@ fn server_report(
         tools: start.as_ref().and_then(|r| r.snapshot.tools),
         server_info: start.as_ref().and_then(|r| r.snapshot.server_info.clone()),
         uptime_ms: None,
+        restarts: 0,
+        retry_in_ms: None,
         error: error.as_ref().map(ErrorReport::from),
         teardown,
         exit_code: code.as_i32(),
-    }
-}
-
-fn exit_code(n: i32) -> Code {
-    match n {
-        0 => Code::Ok,
-        2 => Code::Usage,
-        3 => Code::StartFailed,
-        4 => Code::ConnectTimeout,
-        5 => Code::TeardownNotClean,
-        6 => Code::Refused,
-        7 => Code::Busy,
-        8 => Code::Unreachable,
-        130 => Code::Interrupted,
-        _ => Code::Internal,
     }
 }
 

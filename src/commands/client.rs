@@ -16,6 +16,9 @@ use crate::supervisor::state_dir::{StateDir, open_append};
 
 /// How long the CLI waits for a supervisor to come up and accept the connection.
 const CONNECT_WAIT: Duration = Duration::from_secs(30);
+/// How long the CLI waits at most for a supervisor it started, which may first have
+/// to tear down what a crashed predecessor left.
+const RECOVERY_WAIT: Duration = Duration::from_secs(600);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -38,6 +41,7 @@ pub async fn connect(
 ) -> Result<UnixStream, ClientError> {
     let socket = dir.socket();
     let deadline = Instant::now() + CONNECT_WAIT;
+    let hard_deadline = Instant::now() + RECOVERY_WAIT;
     let mut spawned: Option<std::process::Child> = None;
     // Held while this client starts a supervisor and waits for it, so that of many
     // clients arriving together one starts it and the others find it serving.
@@ -53,16 +57,18 @@ pub async fn connect(
             }
             Err(e) => {
                 // A supervisor we started that failed will not come back by itself:
-                // say why instead of starting more. One that exited with success lost
-                // the lock race to another, which will answer soon.
-                let status = spawned.as_mut().and_then(|c| c.try_wait().ok().flatten());
-                if let Some(status) = status
-                    && !status.success()
-                {
-                    return Err(ClientError::Unreachable(format!(
-                        "the supervisor failed to start ({status}): {}",
-                        last_line(&dir.supervisor_log())
-                    )));
+                // say why instead of starting more. One that exited with success found
+                // another holding the lock (perhaps one that is shutting down): start
+                // another try.
+                match spawned.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                    Some(status) if !status.success() => {
+                        return Err(ClientError::Unreachable(format!(
+                            "the supervisor failed to start ({status}): {}",
+                            last_line(&dir.supervisor_log())
+                        )));
+                    }
+                    Some(_) => spawned = None,
+                    None => {}
                 }
                 if spawn_lock.is_none() {
                     spawn_lock = Some(take_spawn_lock(dir, deadline).await?);
@@ -74,7 +80,10 @@ pub async fn connect(
                         ClientError::Unreachable(format!("cannot start the supervisor: {e}"))
                     })?);
                 }
-                if Instant::now() > deadline {
+                // A supervisor we started and that still runs is recovering what its
+                // predecessor left (bounded by cleanup timeouts): keep waiting for it.
+                let ours_running = spawned.is_some() && Instant::now() < hard_deadline;
+                if Instant::now() > deadline && !ours_running {
                     return Err(ClientError::Unreachable(format!(
                         "no supervisor answered on {} within {}s ({e}); see {}",
                         socket.display(),

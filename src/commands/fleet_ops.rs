@@ -192,6 +192,8 @@ fn offline_lines(
             tools: None,
             server_info: None,
             uptime_ms: None,
+            restarts: 0,
+            retry_in_ms: None,
             error,
             teardown: None,
             exit_code: code.as_i32(),
@@ -297,25 +299,7 @@ fn finish(
 fn emit(report: Report, g: &Global) -> Result<Code, CliError> {
     report::write_stdout(&report::render(&report, g.output))
         .map_err(|e| anyhow::anyhow!("cannot write to stdout: {e}"))?;
-    Ok(code_of(report.exit_code))
-}
-
-pub(super) fn code_of(n: i32) -> Code {
-    [
-        Code::Ok,
-        Code::Internal,
-        Code::Usage,
-        Code::StartFailed,
-        Code::ConnectTimeout,
-        Code::TeardownNotClean,
-        Code::Refused,
-        Code::Busy,
-        Code::Unreachable,
-        Code::Interrupted,
-    ]
-    .into_iter()
-    .find(|c| c.as_i32() == n)
-    .unwrap_or(Code::Internal)
+    Ok(Code::from_i32(report.exit_code))
 }
 
 /// `up --foreground`: the supervisor runs in this terminal until Ctrl-C, which
@@ -342,7 +326,9 @@ async fn foreground(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliErr
         on_started,
     };
     crate::supervisor::run(t.fleet, t.dir, Some(fg)).await?;
-    Ok(code_of(code.load(std::sync::atomic::Ordering::SeqCst)))
+    Ok(Code::from_i32(
+        code.load(std::sync::atomic::Ordering::SeqCst),
+    ))
 }
 
 /// `mcpfleet supervise`: the supervisor process itself.

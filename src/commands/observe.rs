@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::client::{self, ClientError};
-use super::fleet_ops::{Target, code_of};
+use super::fleet_ops::Target;
 use super::{CliError, Global};
 use crate::cli::{CallArgs, EventsArgs, LogsArgs, ToolsArgs};
 use crate::output::exit::Code;
@@ -49,7 +49,7 @@ pub async fn tools(t: Target, args: &ToolsArgs, g: &Global) -> Result<Code, CliE
         _ => format!("{doc}\n"),
     };
     print(&text)?;
-    Ok(code_of(doc["exit_code"].as_i64().unwrap_or(1) as i32))
+    Ok(Code::from_i32(doc["exit_code"].as_i64().unwrap_or(1) as i32))
 }
 
 pub async fn call(t: Target, args: &CallArgs, g: &Global) -> Result<Code, CliError> {
@@ -96,7 +96,7 @@ pub async fn call(t: Target, args: &CallArgs, g: &Global) -> Result<Code, CliErr
         _ => format!("{doc}\n"),
     };
     print(&text)?;
-    Ok(code_of(doc["exit_code"].as_i64().unwrap_or(1) as i32))
+    Ok(Code::from_i32(doc["exit_code"].as_i64().unwrap_or(1) as i32))
 }
 
 /// Sends `op`; `Err(code)` when the supervisor could not be reached or the

@@ -8,6 +8,10 @@
 //! starts processes and never prints; reading the file, the environment through
 //! the lookup it is given, and checking `cwd` directories are its only effects.
 //!
+//! The keys and patterns the validator accepts are public ([`SERVER_KEYS`],
+//! [`DURATION_PATTERN`], …) so that the JSON Schema in `config/` can be tested
+//! against the very lists the validator uses.
+//!
 //! ```text
 //! text ──yaml::parse──▶ Node tree ──validate──▶ Fleet
 //!   │                                  │ issues (key paths + steps)
@@ -17,6 +21,7 @@
 mod duration;
 mod error;
 mod expand;
+mod policy;
 mod render;
 mod validate;
 mod yaml;
@@ -27,10 +32,15 @@ mod tests;
 use std::ffi::OsStr;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 pub use duration::{DEFAULT_TIMEOUT, DurationError, Timeout, parse_duration};
 pub use error::{ConfigError, ConfigErrors};
 pub use expand::{ExpandError, Text};
+pub use validate::{
+    BACKOFF_KEYS, DEFAULTS_KEYS, DURATION_PATTERN, ENV_NAME_PATTERN, HEALTH_KEYS, NAME_PATTERN,
+    REFUSED_SERVER_KEYS, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS, TIMEOUT_PATTERN, TOP_KEYS,
+};
 
 /// The name looked for in the current directory when no file is named.
 pub const DEFAULT_FILE_NAME: &str = "mcpfleet.yaml";
@@ -72,6 +82,103 @@ pub struct ServerSpec {
     /// Deadline of the whole teardown.
     pub cleanup_timeout: Timeout,
     pub transport: Transport,
+    /// What to do when the server exits or fails its health check.
+    pub restart: RestartPolicy,
+    /// MCP `ping` at an interval; `None` when the fleet file asks for none.
+    pub health: Option<HealthCheck>,
+    /// Stop the server after this long without a call; `None` keeps it running.
+    pub idle_timeout: Option<Duration>,
+}
+
+/// When a server that stopped on its own is started again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum RestartMode {
+    /// `never`: the server stays stopped (`failed`).
+    #[default]
+    Never,
+    /// `on-failure`: after an exit with a non-zero status or a signal, or after
+    /// failed health checks; not after a clean exit (status 0).
+    OnFailure,
+    /// `always`: after any stop the user did not ask for, a clean exit included.
+    Always,
+}
+
+impl RestartMode {
+    /// Every mode, in the order of [`RESTART_POLICIES`].
+    pub const ALL: [RestartMode; 3] = [
+        RestartMode::Never,
+        RestartMode::OnFailure,
+        RestartMode::Always,
+    ];
+
+    /// The spelling in the fleet file: `never`, `on-failure` or `always`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestartMode::Never => "never",
+            RestartMode::OnFailure => "on-failure",
+            RestartMode::Always => "always",
+        }
+    }
+
+    /// The mode spelled `text` in the fleet file.
+    pub fn from_name(text: &str) -> Option<RestartMode> {
+        RestartMode::ALL.into_iter().find(|m| m.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for RestartMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `restart:` of a server, every default filled in. The delay before the n-th
+/// consecutive restart grows exponentially from `backoff_initial` up to
+/// `backoff_max`; more than `max_restarts` restarts within `window` is a crash loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestartPolicy {
+    pub policy: RestartMode,
+    /// At most `backoff_max`.
+    pub backoff_initial: Duration,
+    pub backoff_max: Duration,
+    /// 0 means that the first restart within `window` already is a crash loop.
+    pub max_restarts: u32,
+    pub window: Duration,
+}
+
+impl RestartPolicy {
+    /// What a server gets when neither it nor `defaults:` says otherwise.
+    pub const DEFAULT: RestartPolicy = RestartPolicy {
+        policy: RestartMode::Never,
+        backoff_initial: Duration::from_millis(500),
+        backoff_max: Duration::from_secs(30),
+        max_restarts: 5,
+        window: Duration::from_secs(60),
+    };
+}
+
+impl Default for RestartPolicy {
+    fn default() -> Self {
+        RestartPolicy::DEFAULT
+    }
+}
+
+/// `health:` of a server: an MCP `ping` every `interval`, answered within
+/// `timeout`; `failures` misses in a row restart the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HealthCheck {
+    pub interval: Duration,
+    /// Shorter than `interval`.
+    pub timeout: Duration,
+    /// At least 1.
+    pub failures: u32,
+}
+
+impl HealthCheck {
+    /// `timeout` when neither the server nor `defaults:` sets one.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+    /// `failures` when neither the server nor `defaults:` sets one.
+    pub const DEFAULT_FAILURES: u32 = 3;
 }
 
 /// How mcpfleet talks to a server. Streamable HTTP (`url`) is recognised in the

@@ -7,7 +7,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Fleet, ServerSpec, Transport};
+use std::time::Duration;
+
+use super::{Fleet, HealthCheck, RestartPolicy, ServerSpec, Timeout, Transport};
 
 impl Fleet {
     /// `{"version": 1, "file", "name", "servers": [{"name", "enabled", "transport", …}]}`,
@@ -82,7 +84,70 @@ fn server_json(server: &ServerSpec) -> Value {
         "cleanup_timeout".into(),
         server.cleanup_timeout.to_string().into(),
     );
+    out.insert("restart".into(), restart_json(&server.restart));
+    out.insert(
+        "health".into(),
+        server.health.as_ref().map_or(Value::Null, health_json),
+    );
+    out.insert(
+        "idle_timeout".into(),
+        optional_duration(server.idle_timeout).into(),
+    );
     Value::Object(out)
+}
+
+/// As the fleet file spells it: `500ms`, `1m`.
+fn duration(d: Duration) -> String {
+    Timeout::After(d).to_string()
+}
+
+/// `none` for no duration, as in the fleet file.
+fn optional_duration(d: Option<Duration>) -> String {
+    d.map_or(Timeout::Never, Timeout::After).to_string()
+}
+
+fn restart_json(restart: &RestartPolicy) -> Value {
+    json!({
+        "policy": restart.policy.as_str(),
+        "backoff": {
+            "initial": duration(restart.backoff_initial),
+            "max": duration(restart.backoff_max),
+        },
+        "max_restarts": restart.max_restarts,
+        "window": duration(restart.window),
+    })
+}
+
+fn health_json(health: &HealthCheck) -> Value {
+    json!({
+        "interval": duration(health.interval),
+        "timeout": duration(health.timeout),
+        "failures": health.failures,
+    })
+}
+
+fn restart_yaml(restart: &RestartPolicy) -> serde_yaml::Value {
+    let mut backoff = serde_yaml::Mapping::new();
+    backoff.insert("initial".into(), duration(restart.backoff_initial).into());
+    backoff.insert("max".into(), duration(restart.backoff_max).into());
+    let mut out = serde_yaml::Mapping::new();
+    out.insert("policy".into(), restart.policy.as_str().into());
+    out.insert("backoff".into(), backoff.into());
+    out.insert("max_restarts".into(), restart.max_restarts.into());
+    out.insert("window".into(), duration(restart.window).into());
+    out.into()
+}
+
+fn health_yaml(health: Option<&HealthCheck>) -> serde_yaml::Value {
+    let Some(health) = health else {
+        // Explicit, so that the output still means the same under any `defaults:`.
+        return "none".into();
+    };
+    let mut out = serde_yaml::Mapping::new();
+    out.insert("interval".into(), duration(health.interval).into());
+    out.insert("timeout".into(), duration(health.timeout).into());
+    out.insert("failures".into(), health.failures.into());
+    out.into()
 }
 
 fn server_yaml(server: &ServerSpec) -> serde_yaml::Value {
@@ -110,6 +175,12 @@ fn server_yaml(server: &ServerSpec) -> serde_yaml::Value {
     out.insert(
         "cleanup_timeout".into(),
         server.cleanup_timeout.to_string().into(),
+    );
+    out.insert("restart".into(), restart_yaml(&server.restart));
+    out.insert("health".into(), health_yaml(server.health.as_ref()));
+    out.insert(
+        "idle_timeout".into(),
+        optional_duration(server.idle_timeout).into(),
     );
     out.into()
 }

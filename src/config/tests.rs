@@ -201,20 +201,6 @@ fn a_misspelled_command_is_not_also_a_missing_one() {
 }
 
 #[test]
-fn later_keys_are_recognised_and_refused() {
-    assert_eq!(
-        errors(&format!(
-            "{HEAD}  a:\n    command: x\n    restart: always\n    health: {{interval: 5s}}\n    idle_timeout: 5m\n"
-        )),
-        [
-            "5:5: servers.a.restart: `restart` is not supported in this version",
-            "6:5: servers.a.health: `health` is not supported in this version",
-            "7:5: servers.a.idle_timeout: `idle_timeout` is not supported in this version",
-        ]
-    );
-}
-
-#[test]
 fn command_and_url() {
     assert_eq!(
         one_error(&format!(
@@ -456,6 +442,14 @@ fn resolved_json_shape() {
                 "command": "npx", "args": ["x"], "env": {"A": "a", "B": "b"},
                 "cwd": cwd, "shell": false,
                 "connect_timeout": "10s", "cleanup_timeout": "none",
+                "restart": {
+                    "policy": "never",
+                    "backoff": {"initial": "500ms", "max": "30s"},
+                    "max_restarts": 5,
+                    "window": "1m",
+                },
+                "health": null,
+                "idle_timeout": "none",
             }],
         })
     );
@@ -585,19 +579,25 @@ fn large_files_locate_fewer_errors() {
 }
 
 #[test]
-fn later_keys_elsewhere_are_just_unknown() {
+fn misplaced_keys_say_where_they_belong() {
     assert_eq!(
         errors(
             "version: 1
-restart: always
+restart: {policy: always}
+command: x
 defaults:
-  health: {}
+  command: x
+  url: http://h
+  enabled: false
 servers: {a: {command: x}}
 "
         ),
         [
-            "2:1: restart: unknown key `restart`",
-            "4:3: defaults.health: `health` is not supported in this version",
+            "2:1: restart: unknown key `restart`; it belongs under a server in `servers:`, or in `defaults:`",
+            "3:1: command: unknown key `command`; it belongs under a server in `servers:`",
+            "5:3: defaults.command: unknown key `command`; it cannot be a default; set it on each server",
+            "6:3: defaults.url: unknown key `url`; it cannot be a default; set it on each server",
+            "7:3: defaults.enabled: unknown key `enabled`; it cannot be a default; set it on each server",
         ]
     );
 }
@@ -707,7 +707,7 @@ fn hostile_yaml_gives_clean_errors() {
 
 #[test]
 fn no_input_panics() {
-    let valid = "version: 1\nname: demo\ndefaults: {connect_timeout: 5s}\nservers:\n  a:\n    command: \"${env:TOKEN}\"\n    args: [\"-y\", 1, &x [a]]\n    env: {K: *x, L: '${env:'}\n    cwd: .\n";
+    let valid = "version: 1\nname: demo\ndefaults: {connect_timeout: 5s, health: {interval: 1m}}\nservers:\n  a:\n    command: \"${env:TOKEN}\"\n    args: [\"-y\", 1, &x [a]]\n    env: {K: *x, L: '${env:'}\n    cwd: .\n    restart: {policy: on-failure, backoff: {max: 1s}, max_restarts: 2}\n    health: {timeout: 1s}\n";
     let chars: Vec<char> = valid.chars().collect();
     for cut in 0..=chars.len() {
         let prefix: String = chars[..cut].iter().collect();
@@ -763,4 +763,696 @@ fn discover_order() {
     assert!(err.to_string().contains("no mcpfleet.yaml in"), "{err}");
     let err = discover(Some(cwd), None, cwd).unwrap_err();
     assert!(err.to_string().contains("is a directory"), "{err}");
+}
+
+// --- restart, health and idle_timeout ---------------------------------------
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+#[test]
+fn policies_default_to_never_no_health_and_no_idle_timeout() {
+    let fleet = ok("version: 1\nservers:\n  a:\n    command: x\n");
+    let a = fleet.server("a").unwrap();
+    assert_eq!(
+        a.restart,
+        RestartPolicy {
+            policy: RestartMode::Never,
+            backoff_initial: ms(500),
+            backoff_max: secs(30),
+            max_restarts: 5,
+            window: secs(60),
+        }
+    );
+    assert_eq!(a.restart, RestartPolicy::default());
+    assert_eq!(a.health, None);
+    assert_eq!(a.idle_timeout, None);
+    // Empty blocks are all defaults, as `defaults:` is.
+    let fleet = ok(
+        "version: 1\nservers:\n  a:\n    command: x\n    restart:\n  b:\n    command: x\n    restart: {backoff: {}}\n",
+    );
+    assert!(
+        fleet
+            .servers
+            .iter()
+            .all(|s| s.restart == RestartPolicy::DEFAULT)
+    );
+}
+
+#[test]
+fn a_server_with_every_policy_key() {
+    let fleet = ok("version: 1
+servers:
+  a:
+    command: x
+    restart:
+      policy: on-failure
+      backoff: {initial: 250ms, max: 2m}
+      max_restarts: 0
+      window: 1h
+    health:
+      interval: 30s
+      timeout: 2s
+      failures: 1
+    idle_timeout: 10m
+");
+    let a = &fleet.servers[0];
+    assert_eq!(
+        a.restart,
+        RestartPolicy {
+            policy: RestartMode::OnFailure,
+            backoff_initial: ms(250),
+            backoff_max: secs(120),
+            max_restarts: 0,
+            window: secs(3600),
+        }
+    );
+    assert_eq!(
+        a.health,
+        Some(HealthCheck {
+            interval: secs(30),
+            timeout: secs(2),
+            failures: 1,
+        })
+    );
+    assert_eq!(a.idle_timeout, Some(secs(600)));
+}
+
+#[test]
+fn every_restart_policy_value() {
+    for (text, mode) in [
+        ("never", RestartMode::Never),
+        ("on-failure", RestartMode::OnFailure),
+        ("always", RestartMode::Always),
+        ("\"always\"", RestartMode::Always),
+    ] {
+        let fleet = ok(&format!(
+            "{HEAD}  a:\n    command: x\n    restart: {{policy: {text}}}\n"
+        ));
+        assert_eq!(fleet.servers[0].restart.policy, mode, "{text}");
+        assert_eq!(mode.to_string(), text.trim_matches('"'));
+        assert_eq!(RestartMode::from_name(mode.as_str()), Some(mode));
+    }
+    assert_eq!(
+        errors(
+            "version: 1
+servers:
+  a:
+    command: x
+    restart: {policy: on_failure}
+  b:
+    command: x
+    restart: {policy: unless-stopped}
+  c:
+    command: x
+    restart: {policy: sometimes}
+  d:
+    command: x
+    restart:
+      policy: Always
+  e:
+    command: x
+    restart: {policy: 1}
+  f:
+    command: x
+    restart: {policy: }
+"
+        ),
+        [
+            "5:23: servers.a.restart.policy: unknown restart policy `on_failure`; did you mean `on-failure`? (the policies are never, on-failure and always)",
+            "8:23: servers.b.restart.policy: unknown restart policy `unless-stopped`; did you mean `always`? (the policies are never, on-failure and always)",
+            "11:23: servers.c.restart.policy: unknown restart policy `sometimes`; use never, on-failure or always",
+            "15:15: servers.d.restart.policy: unknown restart policy `Always`; did you mean `always`? (the policies are never, on-failure and always)",
+            "18:23: servers.e.restart.policy: expected never, on-failure or always, found a number",
+            "21:15: servers.f.restart.policy: expected never, on-failure or always, found null",
+        ]
+    );
+}
+
+#[test]
+fn a_server_block_wins_over_defaults_key_by_key() {
+    let fleet = ok("version: 1
+defaults:
+  restart:
+    policy: on-failure
+    backoff: {initial: 1s, max: 1m}
+    max_restarts: 3
+  health: {interval: 30s, failures: 2}
+  idle_timeout: 10m
+servers:
+  inherits:
+    command: x
+  overrides:
+    command: x
+    restart:
+      backoff: {max: 2m}
+      window: 5m
+    health: {timeout: 1s}
+    idle_timeout: none
+  opts-out:
+    command: x
+    restart: {policy: always, max_restarts: 0}
+    health: none
+    idle_timeout: 1h
+");
+    let inherits = fleet.server("inherits").unwrap();
+    assert_eq!(
+        inherits.restart,
+        RestartPolicy {
+            policy: RestartMode::OnFailure,
+            backoff_initial: secs(1),
+            backoff_max: secs(60),
+            max_restarts: 3,
+            window: secs(60),
+        }
+    );
+    assert_eq!(
+        inherits.health,
+        Some(HealthCheck {
+            interval: secs(30),
+            timeout: secs(5),
+            failures: 2,
+        })
+    );
+    assert_eq!(inherits.idle_timeout, Some(secs(600)));
+
+    let overrides = fleet.server("overrides").unwrap();
+    assert_eq!(
+        overrides.restart,
+        RestartPolicy {
+            policy: RestartMode::OnFailure,
+            backoff_initial: secs(1),
+            backoff_max: secs(120),
+            max_restarts: 3,
+            window: secs(300),
+        }
+    );
+    assert_eq!(
+        overrides.health,
+        Some(HealthCheck {
+            interval: secs(30),
+            timeout: secs(1),
+            failures: 2,
+        })
+    );
+    assert_eq!(overrides.idle_timeout, None);
+
+    let opts_out = fleet.server("opts-out").unwrap();
+    assert_eq!(opts_out.restart.policy, RestartMode::Always);
+    assert_eq!(opts_out.restart.max_restarts, 0);
+    assert_eq!(opts_out.restart.backoff_initial, secs(1));
+    assert_eq!(opts_out.health, None);
+    assert_eq!(opts_out.idle_timeout, Some(secs(3600)));
+}
+
+#[test]
+fn defaults_written_after_servers_still_apply_to_policies() {
+    let fleet = ok(
+        "version: 1\nservers:\n  a: {command: x}\ndefaults: {restart: {policy: always}, idle_timeout: 5m}\n",
+    );
+    assert_eq!(fleet.servers[0].restart.policy, RestartMode::Always);
+    assert_eq!(fleet.servers[0].idle_timeout, Some(secs(300)));
+}
+
+#[test]
+fn backoff_initial_longer_than_max_is_refused_where_it_is_written() {
+    assert_eq!(
+        errors(
+            "version: 1
+servers:
+  both:
+    command: x
+    restart: {backoff: {initial: 1m, max: 30s}}
+  initial-only:
+    command: x
+    restart:
+      backoff:
+        initial: 45s
+  max-only:
+    command: x
+    restart: {backoff: {max: 100ms}}
+"
+        ),
+        [
+            "5:34: servers.both.restart.backoff.initial: backoff `initial` (1m) is longer than `max` (30s); the delay starts at `initial` and grows up to `max`",
+            "10:18: servers.initial-only.restart.backoff.initial: backoff `initial` (45s) is longer than `max` (30s, the default); the delay starts at `initial` and grows up to `max`",
+            "13:30: servers.max-only.restart.backoff.max: backoff `initial` (500ms, the default) is longer than `max` (100ms); the delay starts at `initial` and grows up to `max`",
+        ]
+    );
+    // Against a value of `defaults:`, the message says so.
+    assert_eq!(
+        one_error(
+            "version: 1
+defaults: {restart: {backoff: {initial: 10s}}}
+servers:
+  a: {command: x, restart: {backoff: {max: 5s}}}
+"
+        ),
+        "4:44: servers.a.restart.backoff.max: backoff `initial` (10s, from `defaults`) is longer than `max` (5s); the delay starts at `initial` and grows up to `max`"
+    );
+    // A conflict inside `defaults:` is reported once, there, not per server.
+    assert_eq!(
+        one_error(
+            "version: 1
+defaults:
+  restart: {backoff: {initial: 2m}}
+servers:
+  a: {command: x}
+  b: {command: x}
+"
+        ),
+        "3:32: defaults.restart.backoff.initial: backoff `initial` (2m) is longer than `max` (30s, the default); the delay starts at `initial` and grows up to `max`"
+    );
+    // A server that resolves the conflict of `defaults:` does not repeat it.
+    assert_eq!(
+        errors(
+            "version: 1
+defaults:
+  restart: {backoff: {initial: 2m}}
+servers:
+  a: {command: x, restart: {backoff: {max: 5m}}}
+"
+        )
+        .len(),
+        1
+    );
+    // Equal is fine: a constant delay.
+    let fleet = ok(&format!(
+        "{HEAD}  a:\n    command: x\n    restart: {{backoff: {{initial: 2s, max: 2000ms}}}}\n"
+    ));
+    assert_eq!(fleet.servers[0].restart.backoff_initial, secs(2));
+    assert_eq!(fleet.servers[0].restart.backoff_max, secs(2));
+}
+
+#[test]
+fn health_timeout_must_be_shorter_than_interval() {
+    assert_eq!(
+        errors(
+            "version: 1
+servers:
+  equal:
+    command: x
+    health: {interval: 10s, timeout: 10s}
+  longer:
+    command: x
+    health:
+      interval: 10s
+      timeout: 1m
+  default-timeout:
+    command: x
+    health: {interval: 3s}
+"
+        ),
+        [
+            "5:38: servers.equal.health.timeout: health `timeout` (10s) must be shorter than `interval` (10s), so that a ping ends before the next one starts",
+            "10:16: servers.longer.health.timeout: health `timeout` (1m) must be shorter than `interval` (10s), so that a ping ends before the next one starts",
+            "13:24: servers.default-timeout.health.interval: health `timeout` (5s, the default) must be shorter than `interval` (3s), so that a ping ends before the next one starts",
+        ]
+    );
+    assert_eq!(
+        one_error(
+            "version: 1
+defaults:
+  health: {interval: 1m, timeout: 20s}
+servers:
+  a: {command: x, health: {interval: 10s}}
+  b: {command: x}
+"
+        ),
+        "5:38: servers.a.health.interval: health `timeout` (20s, from `defaults`) must be shorter than `interval` (10s), so that a ping ends before the next one starts"
+    );
+    assert_eq!(
+        one_error(
+            "version: 1
+defaults:
+  health: {interval: 2s}
+servers:
+  a: {command: x}
+  b: {command: x}
+"
+        ),
+        "3:22: defaults.health.interval: health `timeout` (5s, the default) must be shorter than `interval` (2s), so that a ping ends before the next one starts"
+    );
+    let fleet = ok(&format!(
+        "{HEAD}  a:\n    command: x\n    health: {{interval: 2s, timeout: 1999ms}}\n"
+    ));
+    assert_eq!(fleet.servers[0].health.unwrap().timeout, ms(1999));
+}
+
+#[test]
+fn health_needs_an_interval() {
+    assert_eq!(
+        errors(
+            "version: 1
+servers:
+  a:
+    command: x
+    health: {timeout: 1s}
+  b:
+    command: x
+    health:
+  c:
+    command: x
+    health: {}
+"
+        ),
+        [
+            "5:5: servers.a.health: `health` needs `interval`, how often to ping the server (such as 30s)",
+            "8:5: servers.b.health: `health` needs `interval`, how often to ping the server (such as 30s)",
+            "11:5: servers.c.health: `health` needs `interval`, how often to ping the server (such as 30s)",
+        ]
+    );
+    // `defaults.health` applies to every server, so it needs one too; once.
+    assert_eq!(
+        one_error(
+            "version: 1
+defaults:
+  health: {failures: 5}
+servers:
+  a: {command: x}
+  b: {command: x, health: {interval: 1m}}
+"
+        ),
+        "3:3: defaults.health: `health` needs `interval`, how often to ping the server (such as 30s)"
+    );
+    // A server inherits the interval of `defaults:`.
+    let fleet = ok(
+        "version: 1\ndefaults: {health: {interval: 1m}}\nservers:\n  a: {command: x, health: {failures: 9}}\n  b: {command: x, health: }\n",
+    );
+    for server in &fleet.servers {
+        assert_eq!(server.health.unwrap().interval, secs(60));
+    }
+    assert_eq!(fleet.servers[0].health.unwrap().failures, 9);
+    assert_eq!(fleet.servers[1].health.unwrap().failures, 3);
+}
+
+#[test]
+fn none_only_where_no_deadline_makes_sense() {
+    assert_eq!(
+        errors(
+            "version: 1
+servers:
+  a:
+    command: x
+    restart:
+      backoff: {initial: none, max: none}
+      window: none
+    health: {interval: none, timeout: none}
+"
+        ),
+        [
+            "6:26: servers.a.restart.backoff.initial: `initial` cannot be none; write a duration such as 10s or 500ms",
+            "6:37: servers.a.restart.backoff.max: `max` cannot be none; write a duration such as 10s or 500ms",
+            "7:15: servers.a.restart.window: `window` cannot be none; write a duration such as 10s or 500ms",
+            "8:24: servers.a.health.interval: `interval` cannot be none; write a duration such as 10s or 500ms",
+            "8:39: servers.a.health.timeout: `timeout` cannot be none; write a duration such as 10s or 500ms",
+        ]
+    );
+    let fleet = ok(&format!(
+        "{HEAD}  a:\n    command: x\n    idle_timeout: none\n    connect_timeout: none\n"
+    ));
+    assert_eq!(fleet.servers[0].idle_timeout, None);
+    assert_eq!(fleet.servers[0].connect_timeout, Timeout::Never);
+}
+
+#[test]
+fn bad_durations_in_policies() {
+    assert_eq!(
+        errors(
+            "version: 1
+defaults:
+  idle_timeout: 0s
+servers:
+  a:
+    command: x
+    restart: {backoff: {initial: 0ms, max: 10}, window: 1.5m}
+    health: {interval: forever, timeout: [1s]}
+    idle_timeout: 10 m
+"
+        ),
+        [
+            "3:17: defaults.idle_timeout: `0s` is zero, a deadline that can never be met; use a positive duration, or none for no deadline",
+            "7:34: servers.a.restart.backoff.initial: `0ms` is zero; `initial` needs a positive duration",
+            "7:44: servers.a.restart.backoff.max: `10` has no unit; add a unit: 10s",
+            "7:57: servers.a.restart.window: `1.5m` is not a whole number of a unit; write e.g. 1500ms instead of 1.5s",
+            "8:24: servers.a.health.interval: `forever` is not a duration; write e.g. 10s, 500ms, 2m or 1h",
+            "8:42: servers.a.health.timeout: expected a duration such as 10s or 500ms, found a sequence",
+            "9:19: servers.a.idle_timeout: `10 m` has an unknown unit ` m`; use ms, s, m or h",
+        ]
+    );
+}
+
+#[test]
+fn counts_are_whole_numbers_in_range() {
+    assert_eq!(
+        errors(
+            "version: 1
+servers:
+  a:
+    command: x
+    restart: {max_restarts: -1}
+    health: {interval: 1m, failures: 0}
+  b:
+    command: x
+    restart: {max_restarts: 1.5}
+    health: {interval: 1m, failures: \"3\"}
+  c:
+    command: x
+    restart: {max_restarts: 4294967296}
+    health: {interval: 1m, failures: 0x10}
+"
+        ),
+        [
+            "5:29: servers.a.restart.max_restarts: `-1` is negative; `max_restarts` is a whole number, 0 or more",
+            "6:38: servers.a.health.failures: `failures` must be at least 1",
+            "9:29: servers.b.restart.max_restarts: `1.5` is not a whole number; `max_restarts` is a whole number, 0 or more",
+            "10:38: servers.b.health.failures: expected a whole number (1 or more), found a string",
+            "13:29: servers.c.restart.max_restarts: `4294967296` is too large for `max_restarts` (at most 4294967295)",
+            "14:38: servers.c.health.failures: `0x10` is not a whole number; `failures` is a whole number, 1 or more",
+        ]
+    );
+    let fleet = ok(&format!(
+        "{HEAD}  a:\n    command: x\n    restart: {{max_restarts: 4294967295}}\n"
+    ));
+    assert_eq!(fleet.servers[0].restart.max_restarts, u32::MAX);
+}
+
+#[test]
+fn unknown_and_mistyped_policy_keys() {
+    assert_eq!(
+        errors(
+            "version: 1
+servers:
+  a:
+    command: x
+    restart:
+      polcy: always
+      max_retries: 3
+      backoff: {initial: 1s, maximum: 10s, jitter: 0.1}
+    health: {intervall: 1m, interval: 2m, retries: 2}
+    idle_timout: 5m
+"
+        ),
+        [
+            "6:7: servers.a.restart.polcy: unknown key `polcy`; did you mean `policy`?",
+            "7:7: servers.a.restart.max_retries: unknown key `max_retries`; did you mean `max_restarts`?",
+            "8:30: servers.a.restart.backoff.maximum: unknown key `maximum`; did you mean `max`?",
+            "8:44: servers.a.restart.backoff.jitter: unknown key `jitter`",
+            "9:14: servers.a.health.intervall: unknown key `intervall`; did you mean `interval`?",
+            "9:43: servers.a.health.retries: unknown key `retries`; did you mean `failures`?",
+            "10:5: servers.a.idle_timout: unknown key `idle_timout`; did you mean `idle_timeout`?",
+        ]
+    );
+    assert_eq!(
+        errors(
+            "version: 1
+servers:
+  a:
+    command: x
+    restart: always
+  b:
+    command: x
+    restart: [on-failure]
+    health: 30s
+  c:
+    command: x
+    restart: {backoff: 1s}
+    health: true
+    idle_timeout: {after: 1m}
+"
+        ),
+        [
+            "5:14: servers.a.restart: expected a mapping such as `{policy: always}`, found a string",
+            "8:14: servers.b.restart: expected a mapping such as `{policy: on-failure}`, found a sequence",
+            "9:13: servers.b.health: expected a mapping such as `{interval: 30s}`, or none, found a string",
+            "12:24: servers.c.restart.backoff: expected a mapping such as `{initial: 500ms, max: 30s}`, found a string",
+            "13:13: servers.c.health: expected a mapping such as `{interval: 30s}`, or none, found a boolean",
+            "14:19: servers.c.idle_timeout: expected a duration such as 10s, 500ms or none, found a mapping",
+        ]
+    );
+    assert_eq!(
+        one_error(
+            "version: 1\nservers:\n  a:\n    command: x\n    restart: {policy: always, policy: never}\n"
+        ),
+        "5:31: servers.a.restart.policy: duplicate key `policy` (first defined on line 5)"
+    );
+}
+
+#[test]
+fn a_refused_value_causes_no_second_error_between_values() {
+    // `initial: 0s` is refused; falling back to 500ms must not then be
+    // reported as longer than `max: 100ms`, nor a bad interval as a missing one.
+    assert_eq!(
+        errors(
+            "version: 1
+servers:
+  a:
+    command: x
+    restart: {backoff: {initial: 0s, max: 100ms}}
+    health: {interval: 0s, timeout: 1h}
+"
+        ),
+        [
+            "5:34: servers.a.restart.backoff.initial: `0s` is zero; `initial` needs a positive duration",
+            "6:24: servers.a.health.interval: `0s` is zero; `interval` needs a positive duration",
+        ]
+    );
+}
+
+#[test]
+fn remote_keys_stay_refused_alongside_policies() {
+    assert_eq!(
+        one_error(&format!(
+            "{HEAD}  remote:\n    url: http://127.0.0.1:3001/mcp\n    restart: {{policy: always}}\n    health: {{interval: 30s}}\n"
+        )),
+        "4:5: servers.remote.url: remote servers (`url`) are not supported in this version"
+    );
+}
+
+/// Every key of the public lists reaches a rule of its own: a listed key that
+/// fell through to the catch-all would be reported as unknown.
+#[test]
+fn every_listed_key_is_handled() {
+    let value_for = |key: &str| match key {
+        "version" => "1",
+        "name" => "demo",
+        "defaults" | "env" | "restart" | "backoff" => "{}",
+        "servers" => "{a: {command: x}}",
+        "command" => "x",
+        "args" => "[]",
+        "cwd" => ".",
+        "shell" | "enabled" => "true",
+        "policy" => "always",
+        "max_restarts" | "failures" => "2",
+        "interval" => "1m",
+        "timeout" => "1s",
+        "health" => "{interval: 1m}",
+        _ => "5s",
+    };
+    let no_unknown = |text: &str| {
+        if let Err(e) = load_str(text, &fleet_path(), &env) {
+            assert!(!e.to_string().contains("unknown key"), "{text}\n{e}");
+        }
+    };
+    for key in TOP_KEYS {
+        no_unknown(&format!(
+            "version: 1\nservers: {{a: {{command: x}}}}\n{key}: {}\n",
+            value_for(key)
+        ));
+    }
+    for key in DEFAULTS_KEYS {
+        ok(&format!(
+            "{HEAD}  a: {{command: x}}\ndefaults: {{{key}: {}}}\n",
+            value_for(key)
+        ));
+    }
+    for key in SERVER_KEYS {
+        let command = if *key == "command" {
+            ""
+        } else {
+            "command: x, "
+        };
+        ok(&format!(
+            "{HEAD}  a: {{{command}{key}: {}}}\n",
+            value_for(key)
+        ));
+    }
+    for key in REFUSED_SERVER_KEYS {
+        let err = one_error(&format!("{HEAD}  a: {{command: x, {key}: {{}}}}\n"));
+        assert!(!err.contains("unknown key"), "{err}");
+    }
+    for key in RESTART_KEYS {
+        ok(&format!(
+            "{HEAD}  a: {{command: x, restart: {{{key}: {}}}}}\n",
+            value_for(key)
+        ));
+    }
+    for key in BACKOFF_KEYS {
+        ok(&format!(
+            "{HEAD}  a: {{command: x, restart: {{backoff: {{{key}: {}}}}}}}\n",
+            value_for(key)
+        ));
+    }
+    for key in HEALTH_KEYS {
+        let interval = if *key == "interval" {
+            ""
+        } else {
+            "interval: 1m, "
+        };
+        ok(&format!(
+            "{HEAD}  a: {{command: x, health: {{{interval}{key}: {}}}}}\n",
+            value_for(key)
+        ));
+    }
+}
+
+#[test]
+fn resolved_output_shows_policies_and_loads_back_the_same() {
+    let fleet = ok("version: 1
+defaults:
+  restart: {policy: on-failure, backoff: {initial: 1s}}
+  health: {interval: 30s}
+  idle_timeout: 10m
+servers:
+  a: {command: x}
+  b:
+    command: y
+    restart: {policy: always, max_restarts: 1, window: 90s}
+    health: none
+    idle_timeout: none
+");
+    let json = fleet.resolved_json();
+    assert_eq!(
+        json["servers"][0]["restart"],
+        serde_json::json!({
+            "policy": "on-failure",
+            "backoff": {"initial": "1s", "max": "30s"},
+            "max_restarts": 5,
+            "window": "1m",
+        })
+    );
+    assert_eq!(
+        json["servers"][0]["health"],
+        serde_json::json!({"interval": "30s", "timeout": "5s", "failures": 3})
+    );
+    assert_eq!(json["servers"][0]["idle_timeout"], "10m");
+    assert_eq!(json["servers"][1]["restart"]["policy"], "always");
+    assert_eq!(json["servers"][1]["restart"]["window"], "90s");
+    assert_eq!(json["servers"][1]["health"], serde_json::Value::Null);
+    assert_eq!(json["servers"][1]["idle_timeout"], "none");
+
+    let yaml = fleet.resolved_yaml();
+    assert!(yaml.contains("policy: on-failure"), "{yaml}");
+    assert!(yaml.contains("health: none"), "{yaml}");
+    let again = load_str(&yaml, &fleet_path(), &env).unwrap();
+    for (a, b) in again.servers.iter().zip(&fleet.servers) {
+        assert_eq!(a.restart, b.restart, "{yaml}");
+        assert_eq!(a.health, b.health, "{yaml}");
+        assert_eq!(a.idle_timeout, b.idle_timeout, "{yaml}");
+    }
 }

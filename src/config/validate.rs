@@ -10,8 +10,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::duration::{self, DEFAULT_TIMEOUT, Timeout};
+use super::duration::{self, DEFAULT_TIMEOUT, DurationError, Timeout};
 use super::expand::{Text, expand, is_env_name};
+use super::policy::Policies;
 use super::yaml::{Node, Step};
 use super::{Fleet, ServerSpec, StdioSpec, Transport};
 
@@ -27,23 +28,52 @@ pub(crate) struct Issue {
     pub first: Option<Vec<Step>>,
 }
 
-const TOP_KEYS: &[&str] = &["version", "name", "defaults", "servers"];
-const DEFAULTS_KEYS: &[&str] = &["connect_timeout", "cleanup_timeout"];
-const SERVER_KEYS: &[&str] = &[
+/// Keys of the top level.
+pub const TOP_KEYS: &[&str] = &["version", "name", "defaults", "servers"];
+/// Keys of `defaults:`; each applies to every server that does not set it.
+pub const DEFAULTS_KEYS: &[&str] = &[
+    "connect_timeout",
+    "cleanup_timeout",
+    "restart",
+    "health",
+    "idle_timeout",
+];
+/// Keys of a server.
+pub const SERVER_KEYS: &[&str] = &[
     "command",
     "args",
     "env",
     "cwd",
     "shell",
-    "url",
-    "headers",
+    "enabled",
     "connect_timeout",
     "cleanup_timeout",
-    "enabled",
+    "restart",
+    "health",
+    "idle_timeout",
 ];
-/// Keys of the design that this version recognises but does not implement yet;
-/// refusing them beats silently running without the policy the user asked for.
-const LATER_KEYS: &[&str] = &["restart", "health", "idle_timeout"];
+/// Keys of a server that this version recognises but refuses (remote servers are
+/// not implemented yet); they are not in [`SERVER_KEYS`] nor in the JSON Schema.
+pub const REFUSED_SERVER_KEYS: &[&str] = &["url", "headers"];
+/// Keys of `restart:`.
+pub const RESTART_KEYS: &[&str] = &["policy", "backoff", "max_restarts", "window"];
+/// Keys of `restart.backoff:`.
+pub const BACKOFF_KEYS: &[&str] = &["initial", "max"];
+/// Keys of `health:`.
+pub const HEALTH_KEYS: &[&str] = &["interval", "timeout", "failures"];
+/// The values of `restart.policy`, as [`RestartMode::as_str`](super::RestartMode::as_str) spells them.
+pub const RESTART_POLICIES: &[&str] = &["never", "on-failure", "always"];
+
+/// Fleet and server names, as a regular expression (what [`is_name`] checks).
+pub const NAME_PATTERN: &str = "^[a-z0-9][a-z0-9_-]{0,62}$";
+/// A duration where `none` makes no sense (backoff, window, health): a positive
+/// whole number and a unit. Values too large for the parser also match it.
+pub const DURATION_PATTERN: &str = "^0*[1-9][0-9]*(ms|s|m|h)$";
+/// A deadline: a duration as [`DURATION_PATTERN`], or `none` for no deadline.
+pub const TIMEOUT_PATTERN: &str = "^(0*[1-9][0-9]*(ms|s|m|h)|none)$";
+/// Names of variables in `env:` and `${env:NAME}`.
+pub const ENV_NAME_PATTERN: &str = "^[A-Za-z_][A-Za-z0-9_]*$";
+
 /// Keys that users of docker compose and other runners reach for.
 const SERVER_SYNONYMS: &[(&str, &str)] = &[
     ("cmd", "command"),
@@ -58,19 +88,74 @@ const SERVER_SYNONYMS: &[(&str, &str)] = &[
     ("endpoint", "url"),
     ("timeout", "connect_timeout"),
     ("disabled", "enabled"),
+    ("restart_policy", "restart"),
+    ("healthcheck", "health"),
+    ("health_check", "health"),
+    ("idle", "idle_timeout"),
+];
+const RESTART_SYNONYMS: &[(&str, &str)] = &[
+    ("mode", "policy"),
+    ("retries", "max_restarts"),
+    ("max_retries", "max_restarts"),
+    ("max_attempts", "max_restarts"),
+    ("delay", "backoff"),
+    ("period", "window"),
+];
+const BACKOFF_SYNONYMS: &[(&str, &str)] = &[
+    ("min", "initial"),
+    ("start", "initial"),
+    ("first", "initial"),
+    ("maximum", "max"),
+    ("cap", "max"),
+];
+const HEALTH_SYNONYMS: &[(&str, &str)] = &[
+    ("every", "interval"),
+    ("period", "interval"),
+    ("retries", "failures"),
+    ("threshold", "failures"),
+    ("max_failures", "failures"),
 ];
 
 /// The mappings whose keys the format defines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Level {
+pub(super) enum Level {
     Top,
     Defaults,
     Server,
+    Restart,
+    Backoff,
+    Health,
+}
+
+impl Level {
+    /// The keys accepted here, and synonyms users reach for.
+    fn keys(
+        self,
+    ) -> (
+        &'static [&'static str],
+        &'static [(&'static str, &'static str)],
+    ) {
+        match self {
+            Level::Top => (TOP_KEYS, &[]),
+            Level::Defaults => (DEFAULTS_KEYS, &[]),
+            Level::Server => (SERVER_KEYS, SERVER_SYNONYMS),
+            Level::Restart => (RESTART_KEYS, RESTART_SYNONYMS),
+            Level::Backoff => (BACKOFF_KEYS, BACKOFF_SYNONYMS),
+            Level::Health => (HEALTH_KEYS, HEALTH_SYNONYMS),
+        }
+    }
+
+    /// Whether `key` is one the validator handles at this level; every other
+    /// key is reported by [`Validator::unknown_key`].
+    pub(super) fn knows(self, key: &str) -> bool {
+        self.keys().0.contains(&key)
+            || (self == Level::Server && REFUSED_SERVER_KEYS.contains(&key))
+    }
 }
 
 /// Where a node is: the steps to find it and the key path to show.
 #[derive(Debug, Clone, Default)]
-struct At {
+pub(super) struct At {
     steps: Vec<Step>,
     path: String,
 }
@@ -101,23 +186,24 @@ impl At {
 }
 
 /// A mapping entry whose key is a usable string.
-struct Entry<'n> {
-    key: String,
-    value: &'n Node,
+pub(super) struct Entry<'n> {
+    pub key: String,
+    pub value: &'n Node,
     /// The key itself, for errors about the key.
-    key_at: At,
+    pub key_at: At,
     /// The value; a null value has no text of its own, so its errors point at the key.
-    value_at: At,
+    pub value_at: At,
 }
 
-/// Timeouts of the `defaults:` block; unset ones fall back to [`DEFAULT_TIMEOUT`].
+/// The `defaults:` block; unset timeouts fall back to [`DEFAULT_TIMEOUT`].
 #[derive(Default)]
 struct Defaults {
     connect_timeout: Option<Timeout>,
     cleanup_timeout: Option<Timeout>,
+    policies: Policies,
 }
 
-struct Validator<'a> {
+pub(super) struct Validator<'a> {
     env: &'a dyn Fn(&str) -> Option<String>,
     /// The fleet file's directory, against which a relative `cwd` is resolved.
     base_dir: &'a Path,
@@ -146,7 +232,7 @@ pub(crate) fn validate(
 }
 
 impl Validator<'_> {
-    fn error(&mut self, at: &At, message: impl Into<String>) {
+    pub(super) fn error(&mut self, at: &At, message: impl Into<String>) {
         self.issues.push(Issue {
             steps: Some(at.steps.clone()),
             path: at.path.clone(),
@@ -155,7 +241,11 @@ impl Validator<'_> {
         });
     }
 
-    fn expected(&mut self, at: &At, expected: &str, found: &Node) {
+    pub(super) fn issue_count(&self) -> usize {
+        self.issues.len()
+    }
+
+    pub(super) fn expected(&mut self, at: &At, expected: &str, found: &Node) {
         self.error(at, format!("expected {expected}, found {}", found.kind()));
     }
 
@@ -184,6 +274,7 @@ impl Validator<'_> {
                 "name" => name = self.name(entry.value, &entry.value_at, "fleet name"),
                 "defaults" => defaults = self.defaults(entry),
                 "servers" => servers = Some(entry),
+                // Unknown, or listed without a rule (the tests make sure there is none).
                 _ => {
                     self.unknown_key(entry, Level::Top);
                 }
@@ -209,7 +300,12 @@ impl Validator<'_> {
 
     /// Checks that `node` is a mapping and returns its entries with string keys,
     /// reporting keys that are not strings and duplicate keys (the first wins).
-    fn mapping<'n>(&mut self, node: &'n Node, at: &At, expected: &str) -> Option<Vec<Entry<'n>>> {
+    pub(super) fn mapping<'n>(
+        &mut self,
+        node: &'n Node,
+        at: &At,
+        expected: &str,
+    ) -> Option<Vec<Entry<'n>>> {
         let Node::Map(pairs) = node else {
             self.expected(at, expected, node);
             return None;
@@ -259,23 +355,34 @@ impl Validator<'_> {
     }
 
     /// Reports an unknown key; returns the key it suggests instead, if any.
-    fn unknown_key(&mut self, entry: &Entry, level: Level) -> Option<&'static str> {
+    pub(super) fn unknown_key(&mut self, entry: &Entry, level: Level) -> Option<&'static str> {
         let key = entry.key.as_str();
-        let (known, synonyms) = match level {
-            Level::Top => (TOP_KEYS, &[][..]),
-            Level::Defaults => (DEFAULTS_KEYS, &[][..]),
-            Level::Server => (SERVER_KEYS, SERVER_SYNONYMS),
+        let (known, synonyms) = level.keys();
+        let refused: &[&'static str] = match level {
+            Level::Server => REFUSED_SERVER_KEYS,
+            _ => &[],
         };
-        if level != Level::Top && LATER_KEYS.contains(&key) {
-            self.error(
-                &entry.key_at,
-                format!("`{key}` is not supported in this version"),
-            );
-            return None;
-        }
         let mut message = format!("unknown key `{key}`");
-        let suggested = suggestion(key, known, synonyms);
-        if key == "<<" {
+        // A key of another level is a misplaced key, not a misspelled one.
+        let misplaced = match level {
+            Level::Top if DEFAULTS_KEYS.contains(&key) => {
+                Some("it belongs under a server in `servers:`, or in `defaults:`")
+            }
+            Level::Top if SERVER_KEYS.contains(&key) || REFUSED_SERVER_KEYS.contains(&key) => {
+                Some("it belongs under a server in `servers:`")
+            }
+            Level::Defaults if SERVER_KEYS.contains(&key) || REFUSED_SERVER_KEYS.contains(&key) => {
+                Some("it cannot be a default; set it on each server")
+            }
+            _ => None,
+        };
+        let suggested = match misplaced {
+            Some(_) => None,
+            None => suggestion(key, &[known, refused], synonyms),
+        };
+        if let Some(hint) = misplaced {
+            message.push_str(&format!("; {hint}"));
+        } else if key == "<<" {
             message.push_str("; YAML merge keys are not supported, use `defaults:`");
         } else if let Some(known) = suggested {
             message.push_str(&format!("; did you mean `{known}`?"));
@@ -328,32 +435,70 @@ impl Validator<'_> {
         };
         for e in &entries {
             match e.key.as_str() {
+                key if !Level::Defaults.knows(key) => {
+                    self.unknown_key(e, Level::Defaults);
+                }
                 "connect_timeout" => defaults.connect_timeout = self.timeout(e),
                 "cleanup_timeout" => defaults.cleanup_timeout = self.timeout(e),
+                "restart" => defaults.policies.restart = self.restart_block(e),
+                "health" => defaults.policies.health = self.health_block(e),
+                "idle_timeout" => defaults.policies.idle_timeout = self.idle_timeout(e),
+                // A listed key without a rule; the tests make sure there is none.
                 _ => {
                     self.unknown_key(e, Level::Defaults);
                 }
             }
         }
+        // Checked on their own, so that a conflict inside `defaults:` is reported
+        // there once, not at every server that inherits it.
+        self.resolve_policies(&defaults.policies, &Policies::default());
         defaults
     }
 
+    /// A deadline: a duration or `none`.
     fn timeout(&mut self, entry: &Entry) -> Option<Timeout> {
+        self.duration(entry, true)
+    }
+
+    /// A duration; `none` only where `allow_none` (a deadline that may be
+    /// switched off), never for a period or a delay.
+    pub(super) fn duration(&mut self, entry: &Entry, allow_none: bool) -> Option<Timeout> {
         let at = &entry.value_at;
         let text = match entry.value {
             Node::Number { raw } | Node::Str(raw) => raw,
             other => {
-                self.expected(at, "a duration such as 10s, 500ms or none", other);
+                let expected = match allow_none {
+                    true => "a duration such as 10s, 500ms or none",
+                    false => "a duration such as 10s or 500ms",
+                };
+                self.expected(at, expected, other);
                 return None;
             }
         };
-        match duration::parse(text) {
-            Ok(timeout) => Some(timeout),
-            Err(e) => {
-                self.error(at, e.to_string());
-                None
+        let message = match duration::parse(text) {
+            Ok(Timeout::Never) if !allow_none => format!(
+                "`{}` cannot be none; write a duration such as 10s or 500ms",
+                entry.key
+            ),
+            Ok(timeout) => return Some(timeout),
+            Err(e) if allow_none => e.to_string(),
+            // The parser's own words suggest `none`, which is not allowed here.
+            Err(DurationError::Zero(text)) => {
+                format!(
+                    "`{text}` is zero; `{}` needs a positive duration",
+                    entry.key
+                )
             }
-        }
+            Err(DurationError::Empty) => {
+                "empty duration; write e.g. 10s, 500ms, 2m or 1h".to_string()
+            }
+            Err(DurationError::Malformed(text)) => {
+                format!("`{text}` is not a duration; write e.g. 10s, 500ms, 2m or 1h")
+            }
+            Err(e) => e.to_string(),
+        };
+        self.error(at, message);
+        None
     }
 
     fn servers(&mut self, entry: &Entry, defaults: &Defaults) -> Option<Vec<ServerSpec>> {
@@ -393,12 +538,17 @@ impl Validator<'_> {
         let mut enabled = true;
         let mut connect_timeout = defaults.connect_timeout;
         let mut cleanup_timeout = defaults.cleanup_timeout;
+        let mut policies = Policies::default();
         let mut url_key = None;
         let mut headers_key = None;
         // A misspelled `command` is reported once, as a misspelling.
         let mut misspelled_transport = false;
         for e in &entries {
             match e.key.as_str() {
+                key if !Level::Server.knows(key) => {
+                    let suggested = self.unknown_key(e, Level::Server);
+                    misspelled_transport |= matches!(suggested, Some("command" | "url"));
+                }
                 "command" => {
                     command_key = Some(e.key_at.clone());
                     command = self.command(e);
@@ -410,14 +560,18 @@ impl Validator<'_> {
                 "enabled" => enabled = self.boolean(e).unwrap_or(enabled),
                 "connect_timeout" => connect_timeout = self.timeout(e),
                 "cleanup_timeout" => cleanup_timeout = self.timeout(e),
+                "restart" => policies.restart = self.restart_block(e),
+                "health" => policies.health = self.health_block(e),
+                "idle_timeout" => policies.idle_timeout = self.idle_timeout(e),
                 "url" => url_key = Some(e.key_at.clone()),
                 "headers" => headers_key = Some(e.key_at.clone()),
+                // A listed key without a rule; the tests make sure there is none.
                 _ => {
-                    let suggested = self.unknown_key(e, Level::Server);
-                    misspelled_transport |= matches!(suggested, Some("command" | "url"));
+                    self.unknown_key(e, Level::Server);
                 }
             }
         }
+        let resolved = self.resolve_policies(&policies, &defaults.policies);
         match (&command_key, &url_key, &headers_key) {
             (Some(_), Some(url), _) => self.error(
                 url,
@@ -452,6 +606,9 @@ impl Validator<'_> {
                 cwd: cwd.unwrap_or_else(|| self.base_dir.to_path_buf()),
                 shell,
             }),
+            restart: resolved.restart,
+            health: resolved.health,
+            idle_timeout: resolved.idle_timeout,
         })
     }
 
@@ -608,9 +765,9 @@ pub(crate) fn is_name(name: &str) -> bool {
 }
 
 /// The known key the user most likely meant, if any is close enough.
-fn suggestion(
+pub(super) fn suggestion(
     key: &str,
-    known: &[&'static str],
+    known: &[&[&'static str]],
     synonyms: &[(&str, &'static str)],
 ) -> Option<&'static str> {
     if key.len() > 64 {
@@ -622,6 +779,7 @@ fn suggestion(
     }
     known
         .iter()
+        .flat_map(|list| list.iter())
         .map(|k| (edit_distance(&lower, k), *k))
         .filter(|(distance, k)| *distance <= (k.len() / 3).clamp(1, 3))
         .min_by_key(|(distance, _)| *distance)
@@ -681,20 +839,48 @@ mod tests {
 
     #[test]
     fn suggestions() {
-        assert_eq!(suggestion("comand", SERVER_KEYS, &[]), Some("command"));
-        assert_eq!(suggestion("Command", SERVER_KEYS, &[]), Some("command"));
-        assert_eq!(suggestion("arg", SERVER_KEYS, &[]), Some("args"));
+        let server = &[SERVER_KEYS, REFUSED_SERVER_KEYS][..];
+        assert_eq!(suggestion("comand", server, &[]), Some("command"));
+        assert_eq!(suggestion("Command", server, &[]), Some("command"));
+        assert_eq!(suggestion("arg", server, &[]), Some("args"));
+        assert_eq!(suggestion("ulr", server, &[]), Some("url"));
         assert_eq!(
-            suggestion("conect_timeout", SERVER_KEYS, &[]),
+            suggestion("conect_timeout", server, &[]),
             Some("connect_timeout")
         );
         assert_eq!(
-            suggestion("environment", SERVER_KEYS, SERVER_SYNONYMS),
+            suggestion("environment", server, SERVER_SYNONYMS),
             Some("env")
         );
-        assert_eq!(suggestion("serveres", TOP_KEYS, &[]), Some("servers"));
-        assert_eq!(suggestion("foo", SERVER_KEYS, &[]), None);
-        assert_eq!(suggestion("image", SERVER_KEYS, SERVER_SYNONYMS), None);
+        assert_eq!(suggestion("serveres", &[TOP_KEYS], &[]), Some("servers"));
+        assert_eq!(suggestion("foo", server, &[]), None);
+        assert_eq!(suggestion("image", server, SERVER_SYNONYMS), None);
+        assert_eq!(suggestion("restarts", server, &[]), Some("restart"));
+        assert_eq!(suggestion("idle_timout", server, &[]), Some("idle_timeout"));
+        assert_eq!(
+            suggestion("max_retries", &[RESTART_KEYS], RESTART_SYNONYMS),
+            Some("max_restarts")
+        );
+        assert_eq!(
+            suggestion("intervall", &[HEALTH_KEYS], &[]),
+            Some("interval")
+        );
+        assert_eq!(
+            suggestion("on_failure", &[RESTART_POLICIES], &[]),
+            Some("on-failure")
+        );
+    }
+
+    #[test]
+    fn patterns_describe_the_rules() {
+        // The patterns are checked against the parser in tests/schema.rs; here,
+        // that they are the ones the messages and docs speak of.
+        assert_eq!(NAME_PATTERN, "^[a-z0-9][a-z0-9_-]{0,62}$");
+        assert!(TIMEOUT_PATTERN.contains(&DURATION_PATTERN[1..DURATION_PATTERN.len() - 1]));
+        assert_eq!(RESTART_POLICIES.len(), super::super::RestartMode::ALL.len());
+        for (name, mode) in RESTART_POLICIES.iter().zip(super::super::RestartMode::ALL) {
+            assert_eq!(*name, mode.as_str());
+        }
     }
 
     #[test]

@@ -32,9 +32,11 @@ use tokio_util::task::TaskTracker;
 use super::error::{ErrorKind, ErrorPhase, ServerError};
 use super::events::{Cause, Event, EventSink, millis, rfc3339};
 use super::ledger::{Ledger, LiveRecord, NoLedger, QuarantineRecord};
+use super::policy::{self, RestartHistory, Supervision};
 use super::state::{self, Generation, Intent, Phase, Plan, State};
 use crate::config::Timeout;
-use crate::process::session::{Session, SessionError};
+use crate::process::exit_watch::ExitWatch;
+use crate::process::session::{self, Session, SessionError};
 use crate::process::spawn::{self, Launch, Tag};
 use crate::process::stderr::StderrTail;
 use crate::process::teardown::{self, ExitKind, Grace, Outcome, TeardownReport};
@@ -51,6 +53,44 @@ pub struct ServerConfig {
     pub cleanup_timeout: Option<Duration>,
     /// Where the server's stderr is also appended (the supervisor's `logs/`).
     pub stderr_log: Option<std::path::PathBuf>,
+    /// Restarts, health checks and idle stop: what the authority does unasked.
+    pub supervision: Supervision,
+}
+
+impl ServerConfig {
+    /// What the authority of `spec` needs, from the fleet file.
+    pub fn from_spec(
+        spec: &crate::config::ServerSpec,
+        stderr_log: Option<std::path::PathBuf>,
+    ) -> ServerConfig {
+        let crate::config::Transport::Stdio(stdio) = &spec.transport;
+        let args: Vec<String> = stdio.args.iter().map(|a| a.value.clone()).collect();
+        let env = stdio
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.clone()))
+            .collect();
+        ServerConfig {
+            name: spec.name.clone(),
+            launch: Launch::new(
+                &stdio.command.value,
+                &args,
+                stdio.shell,
+                env,
+                stdio.cwd.clone(),
+                &spec.name,
+            ),
+            command_shown: stdio.command.display().to_owned(),
+            connect_timeout: spec.connect_timeout.as_duration(),
+            cleanup_timeout: spec.cleanup_timeout.as_duration(),
+            stderr_log,
+            supervision: Supervision {
+                restart: spec.restart,
+                health: spec.health,
+                idle_timeout: spec.idle_timeout,
+            },
+        }
+    }
 }
 
 /// Per-request overrides of the server's deadlines (L2: settable per call).
@@ -106,6 +146,12 @@ pub struct Snapshot {
     /// When the running generation became ready, to compute `uptime_ms` when read.
     #[serde(skip)]
     pub ready_at: Option<Instant>,
+    /// Restarts by the restart policy within the current window.
+    pub restarts: u32,
+    /// In `backoff`: how long until the next restart.
+    pub retry_in_ms: Option<u64>,
+    #[serde(skip)]
+    pub retry_at: Option<tokio::time::Instant>,
     /// The error that put the server in `failed` or `quarantined`.
     pub error: Option<ServerError>,
     /// The last teardown of this server, kept until the next one.
@@ -144,9 +190,8 @@ enum Message {
         accepted: oneshot::Sender<()>,
         reply: oneshot::Sender<Reply>,
     },
-    Peer {
-        reply: oneshot::Sender<Option<(Generation, Peer<RoleClient>)>>,
-    },
+    /// The server was just used (`tools`, `call`): its idle timer starts over.
+    Touch,
 }
 
 /// A cheap, cloneable way to reach one server's authority.
@@ -157,6 +202,8 @@ pub struct Handle {
     tx: mpsc::Sender<Message>,
     /// The authority's state as it last published it; only the authority writes it.
     published: watch::Receiver<Snapshot>,
+    /// The running generation's MCP peer, published likewise.
+    published_peer: watch::Receiver<Option<(Generation, Peer<RoleClient>)>>,
 }
 
 impl Handle {
@@ -220,15 +267,13 @@ impl Handle {
     }
 
     /// The MCP peer of the running generation, for requests that run outside the
-    /// authority (`tools`, `call`); `None` when the server is not running.
+    /// authority (`tools`, `call`); `None` when the server is not running. Answered
+    /// at once, never behind a start or teardown in progress; it also counts as a
+    /// use of the server for its idle timer.
     pub async fn peer(&self) -> Result<Option<(Generation, Peer<RoleClient>)>, RequestError> {
-        let (tx, rx) = oneshot::channel();
-        let gone = || RequestError::Gone(self.name.to_string());
-        self.tx
-            .send(Message::Peer { reply: tx })
-            .await
-            .map_err(|_| gone())?;
-        rx.await.map_err(|_| gone())
+        // A full queue means the authority is busy anyway: the touch can be skipped.
+        let _ = self.tx.try_send(Message::Touch);
+        Ok(self.published_peer.borrow().clone())
     }
 
     /// The current state, at once: the authority publishes it at every change, so a
@@ -237,6 +282,9 @@ impl Handle {
     pub async fn snapshot(&self) -> Result<Snapshot, RequestError> {
         let mut snapshot = self.published.borrow().clone();
         snapshot.uptime_ms = snapshot.ready_at.map(|t| millis(t.elapsed()));
+        snapshot.retry_in_ms = snapshot
+            .retry_at
+            .map(|t| millis(t.saturating_duration_since(tokio::time::Instant::now())));
         Ok(snapshot)
     }
 }
@@ -255,6 +303,8 @@ struct Live {
     server_info: Option<String>,
     /// When the handshake and tools/list were done.
     ready_at: Option<Instant>,
+    /// Fires when the main process exits on its own.
+    exit: ExitWatch,
 }
 
 /// Where the authority's environment comes from: events, cancellation, tracking.
@@ -324,9 +374,13 @@ pub fn spawn_with(
         server_info: None,
         uptime_ms: None,
         ready_at: None,
+        restarts: 0,
+        retry_in_ms: None,
+        retry_at: None,
         error: None,
         last_teardown: None,
     });
+    let (publish_peer, published_peer) = watch::channel(None);
     let actor = Actor {
         config,
         state,
@@ -336,6 +390,12 @@ pub fn spawn_with(
         quarantine_tag,
         ledger,
         publish,
+        publish_peer,
+        history: RestartHistory::default(),
+        retry_at: None,
+        ping_at: None,
+        missed_pings: 0,
+        last_used: tokio::time::Instant::now(),
         ctx: ctx.clone(),
     };
     actor.publish();
@@ -344,6 +404,7 @@ pub fn spawn_with(
         name,
         tx,
         published,
+        published_peer,
     }
 }
 
@@ -359,7 +420,44 @@ struct Actor {
     ledger: Arc<dyn Ledger>,
     /// Where the state is published for `Handle::snapshot`.
     publish: watch::Sender<Snapshot>,
+    /// Where the running generation's peer is published for `Handle::peer`.
+    publish_peer: watch::Sender<Option<(Generation, Peer<RoleClient>)>>,
+    /// Restarts within the current window, to back off and to detect a crash loop.
+    history: RestartHistory,
+    /// When the pending restart is due (only in `backoff`).
+    retry_at: Option<tokio::time::Instant>,
+    /// When the next health ping is due (only while running with `health`).
+    ping_at: Option<tokio::time::Instant>,
+    /// Consecutive missed pings.
+    missed_pings: u32,
+    /// The last time the server was used (a start or a `tools`/`call`).
+    last_used: tokio::time::Instant,
     ctx: Context,
+}
+
+/// What woke the authority up.
+enum Wake {
+    Message(Message),
+    Closed,
+    Exited,
+    Retry,
+    Ping,
+    Idle,
+}
+
+/// Sleeps until `at`, or forever when there is nothing to wait for.
+async fn until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn exited(live: &Option<Live>) {
+    match live {
+        Some(live) => live.exit.exited().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The result of one operation, before it becomes a `Reply`.
@@ -390,15 +488,27 @@ impl Done {
 impl Actor {
     async fn run(mut self, mut rx: mpsc::Receiver<Message>) {
         loop {
-            let message = tokio::select! {
+            let idle_at = self.idle_at();
+            let wake = tokio::select! {
                 biased;
                 _ = self.ctx.shutdown.cancelled() => break,
                 m = rx.recv() => match m {
-                    Some(m) => m,
-                    None => break,
+                    Some(m) => Wake::Message(m),
+                    None => Wake::Closed,
                 },
+                _ = exited(&self.live) => Wake::Exited,
+                _ = until(self.retry_at) => Wake::Retry,
+                _ = until(self.ping_at) => Wake::Ping,
+                _ = until(idle_at) => Wake::Idle,
             };
-            self.handle(message).await;
+            match wake {
+                Wake::Closed => break,
+                Wake::Message(m) => self.handle(m).await,
+                Wake::Exited => self.on_exit().await,
+                Wake::Retry => self.on_retry().await,
+                Wake::Ping => self.on_ping().await,
+                Wake::Idle => self.on_idle().await,
+            }
             self.publish();
         }
         // No new requests from here on; answer everything already queued (L9).
@@ -410,9 +520,7 @@ impl Actor {
                         "the request (the authority is shutting down)",
                     ))));
                 }
-                Message::Peer { reply } => {
-                    let _ = reply.send(None);
-                }
+                Message::Touch => {}
             }
         }
         if let Some(live) = self.live.take() {
@@ -425,14 +533,7 @@ impl Actor {
 
     async fn handle(&mut self, message: Message) {
         match message {
-            Message::Peer { reply } => {
-                let peer = self.live.as_ref().and_then(|l| {
-                    l.session
-                        .as_ref()
-                        .map(|session| (l.generation, session.peer()))
-                });
-                let _ = reply.send(peer);
-            }
+            Message::Touch => self.last_used = tokio::time::Instant::now(),
             Message::Transition {
                 intent,
                 options,
@@ -495,6 +596,10 @@ impl Actor {
             Plan::Clear { generation } => {
                 self.clear_quarantine(generation, false, cause, waited)
                     .await
+            }
+            Plan::Settle => {
+                self.set(State::Stopped, cause, Duration::ZERO, waited, None);
+                Done::ok()
             }
         }
     }
@@ -730,6 +835,7 @@ impl Actor {
             tools: 0,
             server_info: None,
             ready_at: None,
+            exit: ExitWatch::new(spawned.pid),
         };
         // A start in progress ends early on an interrupt and on shutdown alike: with
         // `connect_timeout: none` it would otherwise hold the queue forever (L9).
@@ -772,6 +878,10 @@ impl Actor {
                 live.tools = tools;
                 let pid = live.pid;
                 self.live = Some(live);
+                let now = tokio::time::Instant::now();
+                self.last_used = now;
+                self.missed_pings = 0;
+                self.ping_at = self.config.supervision.health.map(|h| now + h.interval);
                 let connect = started.elapsed();
                 self.set(
                     state::after_start(generation, Ok(pid), Vec::new()),
@@ -859,12 +969,189 @@ impl Actor {
         let from = self.state.phase();
         // A transition to `stopped` is still about the generation that stopped.
         let generation = next.generation().or(self.state.generation());
+        // Timers belong to the states they serve: leaving them drops the timer, so a
+        // user's request always cancels a pending restart.
+        if !matches!(next, State::Backoff { .. }) {
+            self.retry_at = None;
+        }
+        if !matches!(next, State::Running { .. }) {
+            self.ping_at = None;
+        }
+        if matches!(cause, Cause::Start | Cause::Reconnect | Cause::Stop)
+            && matches!(next, State::Starting { .. } | State::Stopped)
+        {
+            // A person asked for this: the restart count begins anew.
+            self.history.clear();
+        }
         self.state = next;
         self.emit(from, generation, cause, duration, waited, error);
         self.publish();
     }
 
+    /// When an idle server is due to be stopped.
+    fn idle_at(&self) -> Option<tokio::time::Instant> {
+        let idle = self.config.supervision.idle_timeout?;
+        self.live.as_ref()?;
+        Some(self.last_used + idle)
+    }
+
+    /// The server's main process exited on its own: sweep what is left of its group,
+    /// record why, and let the restart policy decide what comes next.
+    async fn on_exit(&mut self) {
+        let Some(live) = self.live.take() else { return };
+        let generation = live.generation;
+        let up_for = live.ready_at.map_or(Duration::ZERO, |t| t.elapsed());
+        let stderr = live.stderr.clone();
+        let tag = live.tag.value().to_owned();
+        let started = Instant::now();
+        let report = self
+            .tear_down(live, self.config.cleanup_timeout, started)
+            .await;
+        let how = report
+            .exit
+            .map_or_else(|| "exit status unknown".to_owned(), |e| e.to_string());
+        let error = ServerError::new(
+            ErrorKind::Exited,
+            ErrorPhase::Running,
+            format!("generation {generation} exited while running ({how})"),
+        )
+        .with_stderr(stderr.lines());
+        self.history
+            .forget_if_stable(&self.config.supervision.restart, up_for);
+        let next = if report.leftover_pids.is_empty() {
+            self.after_failure(generation, error.clone(), report.exit)
+        } else {
+            state::after_teardown(generation, report.leftover_pids.clone(), None)
+        };
+        self.last_teardown = Some(TeardownSummary::new(generation, &report));
+        self.record_end(generation, &next, tag);
+        self.set(
+            next,
+            Cause::Exited,
+            started.elapsed(),
+            Duration::ZERO,
+            Some(error),
+        );
+    }
+
+    /// After a generation failed (exited, or a restart did not come up): `failed`,
+    /// `backoff` with the retry timer set, or `crash-loop`.
+    fn after_failure(
+        &mut self,
+        generation: Generation,
+        error: ServerError,
+        exit: Option<ExitKind>,
+    ) -> State {
+        let restart = self.config.supervision.restart;
+        if !policy::restarts_after(restart.policy, exit) {
+            return State::Failed { generation, error };
+        }
+        if self.history.record(&restart, Instant::now()) {
+            let mut error = error;
+            error.kind = ErrorKind::CrashLoop;
+            error.message = format!(
+                "{}; it was restarted {} times within {}, so it stays down until `reconnect`",
+                error.message,
+                restart.max_restarts,
+                Timeout::After(restart.window)
+            );
+            return State::CrashLoop { generation, error };
+        }
+        let delay = policy::backoff(&restart, self.history.count() - 1, policy::jitter());
+        self.retry_at = Some(tokio::time::Instant::now() + delay);
+        tracing::info!(server = %self.config.name, generation, delay_ms = millis(delay), "restart scheduled");
+        State::Backoff { generation, error }
+    }
+
+    /// The backoff is over: start the next generation. A restart that fails counts
+    /// as another failure for the policy.
+    async fn on_retry(&mut self) {
+        self.retry_at = None;
+        if !matches!(self.state, State::Backoff { .. }) {
+            return;
+        }
+        let next = self.last_generation + 1;
+        let done = self
+            .start(next, CallOptions::default(), Cause::Restart, Duration::ZERO)
+            .await;
+        if let (Err(error), State::Failed { generation, .. }) = (done.result, &self.state) {
+            let generation = *generation;
+            // The exit status of a failed start is not a clean exit: count it.
+            let state = self.after_failure(generation, error, None);
+            if !matches!(state, State::Failed { .. }) {
+                self.set(state, Cause::Restart, Duration::ZERO, Duration::ZERO, None);
+            }
+        }
+    }
+
+    /// A health ping. After `failures` misses in a row, the server is restarted
+    /// through the same path as `reconnect`: the old generation is confirmed gone
+    /// before the new one starts (L4).
+    async fn on_ping(&mut self) {
+        let Some(health) = self.config.supervision.health else {
+            self.ping_at = None;
+            return;
+        };
+        let peer = self
+            .live
+            .as_ref()
+            .and_then(|l| l.session.as_ref().map(|s| s.peer()));
+        let Some(peer) = peer else {
+            self.ping_at = None;
+            return;
+        };
+        let answered = matches!(
+            tokio::time::timeout(health.timeout, session::ping(&peer)).await,
+            Ok(Ok(()))
+        );
+        self.ping_at = Some(tokio::time::Instant::now() + health.interval);
+        if answered {
+            self.missed_pings = 0;
+            return;
+        }
+        self.missed_pings += 1;
+        tracing::warn!(server = %self.config.name, missed = self.missed_pings, "health ping missed");
+        if self.missed_pings < health.failures {
+            return;
+        }
+        self.missed_pings = 0;
+        if let State::Running { generation, .. } = self.state {
+            let stopped = self
+                .stop(
+                    generation,
+                    CallOptions::default(),
+                    Cause::Health,
+                    Duration::ZERO,
+                )
+                .await;
+            if stopped.result.is_ok() && self.state == State::Stopped {
+                let next = self.last_generation + 1;
+                self.start(next, CallOptions::default(), Cause::Health, Duration::ZERO)
+                    .await;
+            }
+        }
+    }
+
+    /// No call for `idle_timeout`: stop the server. The next `call` starts it again.
+    async fn on_idle(&mut self) {
+        if let State::Running { generation, .. } = self.state {
+            self.stop(
+                generation,
+                CallOptions::default(),
+                Cause::Idle,
+                Duration::ZERO,
+            )
+            .await;
+        }
+    }
+
     fn publish(&self) {
+        let peer = self.live.as_ref().and_then(|l| {
+            l.session
+                .as_ref()
+                .map(|session| (l.generation, session.peer()))
+        });
+        self.publish_peer.send_replace(peer);
         self.publish.send_replace(self.snapshot());
     }
 
@@ -893,7 +1180,10 @@ impl Actor {
 
     fn snapshot(&self) -> Snapshot {
         let error = match &self.state {
-            State::Failed { error, .. } | State::Quarantined { error, .. } => Some(error.clone()),
+            State::Failed { error, .. }
+            | State::Quarantined { error, .. }
+            | State::Backoff { error, .. }
+            | State::CrashLoop { error, .. } => Some(error.clone()),
             _ => None,
         };
         Snapshot {
@@ -913,6 +1203,11 @@ impl Actor {
                 .and_then(|l| l.ready_at)
                 .map(|t| millis(t.elapsed())),
             ready_at: self.live.as_ref().and_then(|l| l.ready_at),
+            restarts: self.history.count(),
+            retry_in_ms: self
+                .retry_at
+                .map(|t| millis(t.saturating_duration_since(tokio::time::Instant::now()))),
+            retry_at: self.retry_at,
             error,
             last_teardown: self.last_teardown.clone(),
         }

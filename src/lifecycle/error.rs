@@ -20,6 +20,10 @@ pub enum ErrorKind {
     Busy,
     /// The operation was interrupted (Ctrl-C) or its authority was shut down.
     Cancelled,
+    /// A running server exited (or closed its output) on its own.
+    Exited,
+    /// A server was restarted too often within its restart window.
+    CrashLoop,
 }
 
 /// Where in a server's life the error happened.
@@ -30,6 +34,8 @@ pub enum ErrorPhase {
     Initialize,
     ListTools,
     Teardown,
+    /// While running.
+    Running,
     /// Refused before anything was done.
     Request,
 }

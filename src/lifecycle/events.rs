@@ -25,6 +25,14 @@ pub enum Cause {
     Reset,
     /// A supervisor found a generation its predecessor left running (L10).
     Recovery,
+    /// The server exited on its own.
+    Exited,
+    /// The restart policy started a new generation after an exit.
+    Restart,
+    /// Health checks failed; the server is restarted.
+    Health,
+    /// No call for `idle_timeout`: the server is stopped.
+    Idle,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -9,4 +9,5 @@ pub mod authority;
 pub mod error;
 pub mod events;
 pub mod ledger;
+pub mod policy;
 pub mod state;

@@ -29,6 +29,10 @@ pub enum Phase {
     Stopping,
     Failed,
     Quarantined,
+    /// Waiting to restart a server that exited.
+    Backoff,
+    /// Restarted too often within the window: left down until a user starts it.
+    CrashLoop,
 }
 
 impl Phase {
@@ -40,6 +44,8 @@ impl Phase {
             Phase::Stopping => "stopping",
             Phase::Failed => "failed",
             Phase::Quarantined => "quarantined",
+            Phase::Backoff => "backoff",
+            Phase::CrashLoop => "crash-loop",
         }
     }
 }
@@ -69,6 +75,16 @@ pub enum State {
         error: ServerError,
         leftover_pids: Vec<i32>,
     },
+    /// `generation` exited and nothing of it is alive; a restart is due later.
+    Backoff {
+        generation: Generation,
+        error: ServerError,
+    },
+    /// `generation` exited once too often within the restart window.
+    CrashLoop {
+        generation: Generation,
+        error: ServerError,
+    },
 }
 
 impl State {
@@ -80,6 +96,8 @@ impl State {
             State::Stopping { .. } => Phase::Stopping,
             State::Failed { .. } => Phase::Failed,
             State::Quarantined { .. } => Phase::Quarantined,
+            State::Backoff { .. } => Phase::Backoff,
+            State::CrashLoop { .. } => Phase::CrashLoop,
         }
     }
 
@@ -91,7 +109,9 @@ impl State {
             | State::Running { generation, .. }
             | State::Stopping { generation }
             | State::Failed { generation, .. }
-            | State::Quarantined { generation, .. } => Some(*generation),
+            | State::Quarantined { generation, .. }
+            | State::Backoff { generation, .. }
+            | State::CrashLoop { generation, .. } => Some(*generation),
         }
     }
 
@@ -140,6 +160,8 @@ pub enum Plan {
     },
     /// Clear the quarantine of `generation` if nothing of it is alive.
     Clear { generation: Generation },
+    /// Nothing is alive; just become `stopped` (a stop during backoff or crash loop).
+    Settle,
 }
 
 /// Decides what `intent` means in `state`. `last` is the highest generation ever
@@ -175,6 +197,13 @@ pub fn plan(state: &State, intent: Intent, last: Generation, force: bool) -> Pla
             },
             _,
         ) => Plan::Refuse(ServerError::quarantined(*generation, leftover_pids)),
+        // A user's request goes first: a pending retry is dropped (a new start
+        // replaces it; a stop leaves the server stopped).
+        (State::Backoff { .. } | State::CrashLoop { .. }, Intent::Stop) => Plan::Settle,
+        (State::Backoff { .. }, Intent::Start | Intent::Reconnect { .. }) => Plan::Start { next },
+        // `up` does not silently start a crash-looping server again; `reconnect` does.
+        (State::CrashLoop { error, .. }, Intent::Start) => Plan::Refuse(error.clone()),
+        (State::CrashLoop { .. }, Intent::Reconnect { .. }) => Plan::Start { next },
         (State::Running { .. }, Intent::Start) => Plan::Nothing,
         (State::Running { generation, .. }, Intent::Stop) => Plan::Stop {
             generation: *generation,

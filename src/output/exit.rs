@@ -61,6 +61,25 @@ impl Code {
         }
     }
 
+    /// The code with number `n`; an unknown number is an internal error.
+    pub fn from_i32(n: i32) -> Code {
+        [
+            Code::Ok,
+            Code::Internal,
+            Code::Usage,
+            Code::StartFailed,
+            Code::ConnectTimeout,
+            Code::TeardownNotClean,
+            Code::Refused,
+            Code::Busy,
+            Code::Unreachable,
+            Code::Interrupted,
+        ]
+        .into_iter()
+        .find(|c| c.as_i32() == n)
+        .unwrap_or(Code::Internal)
+    }
+
     /// The code that wins between two outcomes.
     pub fn max(self, other: Code) -> Code {
         if other.rank() > self.rank() {
@@ -73,9 +92,11 @@ impl Code {
     /// The code of one error kind.
     pub fn of_error(kind: ErrorKind) -> Code {
         match kind {
-            ErrorKind::SpawnFailed | ErrorKind::ConnectFailed | ErrorKind::Protocol => {
-                Code::StartFailed
-            }
+            ErrorKind::SpawnFailed
+            | ErrorKind::ConnectFailed
+            | ErrorKind::Protocol
+            | ErrorKind::Exited
+            | ErrorKind::CrashLoop => Code::StartFailed,
             ErrorKind::ConnectTimeout => Code::ConnectTimeout,
             ErrorKind::TeardownFailed => Code::TeardownNotClean,
             ErrorKind::Quarantined | ErrorKind::Fenced => Code::Refused,

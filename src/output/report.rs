@@ -56,6 +56,12 @@ pub struct ServerReport {
     /// How long the running generation has been ready (`status`, `up`).
     #[serde(default)]
     pub uptime_ms: Option<u64>,
+    /// Restarts by the restart policy within its window.
+    #[serde(default)]
+    pub restarts: u32,
+    /// In `backoff`: how long until the next restart.
+    #[serde(default)]
+    pub retry_in_ms: Option<u64>,
     pub error: Option<ErrorReport>,
     pub teardown: Option<TeardownSummary>,
     /// This server's own exit code, before ranking across servers.
@@ -78,7 +84,7 @@ impl Report {
     pub fn new(command: &str, servers: Vec<ServerReport>, interrupted: bool) -> Report {
         let mut code = servers
             .iter()
-            .map(|s| code_from_i32(s.exit_code))
+            .map(|s| Code::from_i32(s.exit_code))
             .fold(Code::Ok, Code::max);
         if interrupted {
             code = code.max(Code::Interrupted);
@@ -91,24 +97,6 @@ impl Report {
             servers,
         }
     }
-}
-
-fn code_from_i32(n: i32) -> Code {
-    [
-        Code::Ok,
-        Code::Internal,
-        Code::Usage,
-        Code::StartFailed,
-        Code::ConnectTimeout,
-        Code::TeardownNotClean,
-        Code::Refused,
-        Code::Busy,
-        Code::Unreachable,
-        Code::Interrupted,
-    ]
-    .into_iter()
-    .find(|c| c.as_i32() == n)
-    .unwrap_or(Code::Internal)
 }
 
 /// Writes to stdout, treating a closed pipe (`| head`) as the reader's choice, not
@@ -205,6 +193,17 @@ fn render_text(report: &Report) -> String {
             for line in &e.stderr_tail {
                 out.push_str(&format!("  | {line}\n"));
             }
+        }
+        if let Some(ms) = s.retry_in_ms {
+            out.push_str(&format!(
+                "  restart {} of this window in {ms}ms\n",
+                s.restarts
+            ));
+        } else if s.restarts > 0 {
+            out.push_str(&format!(
+                "  restarted {} time(s) in this window\n",
+                s.restarts
+            ));
         }
         if let Some(t) = &s.teardown
             && !t.leftover_pids.is_empty()

@@ -9,6 +9,7 @@
 //! Nothing here keeps lifecycle state or decides policy: the authority calls these
 //! functions and owns what they return.
 
+pub mod exit_watch;
 pub mod procfs;
 pub mod session;
 pub mod spawn;

@@ -105,6 +105,19 @@ impl Session {
     }
 }
 
+/// An MCP `ping`; unbounded by itself (the caller adds the health timeout).
+pub async fn ping(peer: &Peer<RoleClient>) -> Result<(), SessionError> {
+    use rmcp::model::{ClientRequest, PingRequest, ServerResult};
+    match peer
+        .send_request(ClientRequest::PingRequest(PingRequest::default()))
+        .await
+    {
+        Ok(ServerResult::EmptyResult(_)) => Ok(()),
+        Ok(_) => Ok(()),
+        Err(e) => Err(request_error(e)),
+    }
+}
+
 /// All tools of the server behind `peer`.
 pub async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, SessionError> {
     peer.list_all_tools().await.map_err(request_error)

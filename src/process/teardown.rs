@@ -200,6 +200,7 @@ pub async fn teardown(
     // Closing the session already took part of the EOF grace.
     let eof_left = grace.eof.saturating_sub(started.elapsed());
     let mut gone = tokio::select! {
+        biased;
         gone = wait_gone(pid, pgid, &mut exit, Some(eof_left)) => gone,
         _ = escalate.cancelled() => false,
     };
@@ -208,6 +209,7 @@ pub async fn teardown(
         signal = Some(TeardownSignal::Term);
         signal_group(pgid, Signal::SIGTERM);
         gone = tokio::select! {
+            biased;
             gone = wait_gone(pid, pgid, &mut exit, Some(grace.term)) => gone,
             _ = escalate.cancelled() => false,
         };

@@ -54,7 +54,7 @@ async fn ensure_running(
     if line.exit_code != 0 {
         return Err(doc(
             command,
-            Code::StartFailed.max(code_of(line.exit_code)),
+            Code::StartFailed.max(Code::from_i32(line.exit_code)),
             json!({"servers": [line]}),
         ));
     }
@@ -67,16 +67,6 @@ async fn ensure_running(
             "connect_failed",
             "the server stopped right after it started".into(),
         )),
-    }
-}
-
-fn code_of(n: i32) -> Code {
-    match n {
-        4 => Code::ConnectTimeout,
-        5 => Code::TeardownNotClean,
-        6 => Code::Refused,
-        7 => Code::Busy,
-        _ => Code::StartFailed,
     }
 }
 
@@ -105,7 +95,12 @@ pub async fn tools(shared: &Shared, server: Option<String>, options: CallOptions
         let Some((generation, peer)) = peer else {
             continue;
         };
-        match session::list_tools(&peer).await {
+        let listed = tokio::time::timeout(DEFAULT_CALL_TIMEOUT, session::list_tools(&peer)).await;
+        match listed.unwrap_or_else(|_| {
+            Err(SessionError::Protocol(
+                "tools/list did not answer in time".into(),
+            ))
+        }) {
             Ok(tools) => servers.push(json!({
                 "name": handle.name(),
                 "generation": generation,

@@ -28,12 +28,11 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::config::{Fleet, ServerSpec, Transport};
+use crate::config::Fleet;
 use crate::lifecycle::authority::{self, Context, Handle, Initial, ServerConfig};
 use crate::lifecycle::events::{Cause, Event, EventSink, millis, rfc3339};
 use crate::lifecycle::state::Phase;
 use crate::process::procfs;
-use crate::process::spawn::Launch;
 use persist::{Persisted, StateFile, SupervisorRecord};
 use state_dir::{StateDir, open_append, open_rw};
 
@@ -96,36 +95,13 @@ pub struct Shared {
     pub state: Arc<StateFile>,
     /// Set when the supervisor is shutting down; new requests are refused.
     pub shutdown: CancellationToken,
+    /// The authorities' interrupt: cancelled on a signal, it ends starts in progress.
+    pub interrupt: CancellationToken,
 }
 
 impl Shared {
     pub fn handle(&self, name: &str) -> Option<&Handle> {
         self.handles.iter().find(|h| h.name() == name)
-    }
-}
-
-pub fn server_config(spec: &ServerSpec, stderr_log: Option<std::path::PathBuf>) -> ServerConfig {
-    let Transport::Stdio(stdio) = &spec.transport;
-    let args: Vec<String> = stdio.args.iter().map(|a| a.value.clone()).collect();
-    let env = stdio
-        .env
-        .iter()
-        .map(|(k, v)| (k.clone(), v.value.clone()))
-        .collect();
-    ServerConfig {
-        name: spec.name.clone(),
-        launch: Launch::new(
-            &stdio.command.value,
-            &args,
-            stdio.shell,
-            env,
-            stdio.cwd.clone(),
-            &spec.name,
-        ),
-        command_shown: stdio.command.display().to_owned(),
-        connect_timeout: spec.connect_timeout.as_duration(),
-        cleanup_timeout: spec.cleanup_timeout.as_duration(),
-        stderr_log,
     }
 }
 
@@ -241,7 +217,7 @@ pub async fn run(
                 quarantine: rec.quarantine,
             };
             authority::spawn_with(
-                server_config(spec, Some(dir.server_log(&spec.name))),
+                ServerConfig::from_spec(spec, Some(dir.server_log(&spec.name))),
                 initial,
                 state.clone(),
                 ctx.clone(),
@@ -254,6 +230,7 @@ pub async fn run(
         events,
         state,
         shutdown: CancellationToken::new(),
+        interrupt: ctx.interrupt.clone(),
     });
 
     let mut signals = server::Signals::new()?;
@@ -276,8 +253,18 @@ pub async fn run(
     let result = server::serve(&dir, shared.clone(), IDLE_LINGER, &mut signals).await;
     let _ = std::fs::remove_file(dir.socket());
 
-    // Whatever still runs is torn down before the supervisor goes (L6, L9).
-    let stopping = server::stop_all(shared.clone());
+    // Whatever still runs is torn down before the supervisor goes (L6, L9); the
+    // requests still being answered finish too.
+    let stopping = {
+        let shared = shared.clone();
+        let connections = result.as_ref().ok().cloned();
+        async move {
+            server::stop_all(shared).await;
+            if let Some(c) = connections {
+                c.wait().await;
+            }
+        }
+    };
     tokio::pin!(stopping);
     let mut presses = u8::from(shared.shutdown.is_cancelled());
     loop {
@@ -299,5 +286,5 @@ pub async fn run(
     tracker.close();
     tracker.wait().await;
     drop(lock);
-    result
+    result.map(|_| ())
 }

@@ -41,11 +41,22 @@ pub async fn recover(
     cleanup: &dyn Fn(&str) -> Option<Duration>,
 ) -> Vec<Recovered> {
     let found = find(scope, state);
-    let mut out = Vec::new();
-    for ((server, generation), pids) in found {
+    // Every generation is torn down at once: one slow server must not hold up the
+    // recovery of the others (and with it the supervisor's start).
+    let mut set = tokio::task::JoinSet::new();
+    for ((server, generation), ids) in found {
         let grace = Grace::from_cleanup(cleanup(&server));
-        let started = Instant::now();
-        let (signal, leftover) = terminate(&pids, grace).await;
+        set.spawn(async move {
+            let started = Instant::now();
+            let (signal, leftover) = terminate(&ids, grace).await;
+            (server, generation, ids, signal, leftover, started.elapsed())
+        });
+    }
+    let mut out = Vec::new();
+    while let Some(Ok((server, generation, ids, signal, leftover, duration))) =
+        set.join_next().await
+    {
+        let pids: Vec<i32> = ids.iter().map(|(p, _)| *p).collect();
         let outcome = match (&signal, leftover.is_empty()) {
             (_, false) => Outcome::Failed,
             (None, true) => Outcome::Clean,
@@ -84,7 +95,7 @@ pub async fn recover(
             outcome,
             signal,
             leftover_pids: leftover,
-            duration: started.elapsed(),
+            duration,
         });
     }
     // Live records whose processes are all gone are simply closed.
@@ -97,8 +108,8 @@ pub async fn recover(
 }
 
 /// Every living process of the scope, by (server, generation).
-fn find(scope: &str, state: &StateFile) -> BTreeMap<(String, Generation), Vec<i32>> {
-    let mut found: BTreeMap<(String, Generation), Vec<i32>> = BTreeMap::new();
+fn find(scope: &str, state: &StateFile) -> BTreeMap<(String, Generation), Vec<(i32, u64)>> {
+    let mut found: BTreeMap<(String, Generation), Vec<(i32, u64)>> = BTreeMap::new();
     let prefix = format!("{TAG_VAR}={scope}:");
     for (stat, rest) in procfs::tagged_with_prefix(prefix.as_bytes()) {
         let Some((server, generation)) = rest.rsplit_once(':') else {
@@ -110,7 +121,7 @@ fn find(scope: &str, state: &StateFile) -> BTreeMap<(String, Generation), Vec<i3
         found
             .entry((server.to_owned(), generation))
             .or_default()
-            .push(stat.pid);
+            .push((stat.pid, stat.start_time));
     }
     let boot = procfs::boot_id();
     for (server, rec) in state.snapshot().servers {
@@ -121,10 +132,10 @@ fn find(scope: &str, state: &StateFile) -> BTreeMap<(String, Generation), Vec<i3
                 && live.boot_id.is_some()
                 && live.boot_id == boot
         });
-        if same_process {
-            let pids = found.entry((server, live.generation)).or_default();
-            if !pids.contains(&live.pid) {
-                pids.push(live.pid);
+        if let (true, Some(start)) = (same_process, live.start_time) {
+            let ids = found.entry((server, live.generation)).or_default();
+            if !ids.iter().any(|(p, _)| *p == live.pid) {
+                ids.push((live.pid, start));
             }
         }
     }
@@ -134,13 +145,9 @@ fn find(scope: &str, state: &StateFile) -> BTreeMap<(String, Generation), Vec<i3
 /// SIGTERM, wait, SIGKILL, wait. Returns the strongest signal sent and what is left.
 /// Each process is followed by its pid *and* start time, so a pid that is reused
 /// while this runs is neither waited for nor signalled.
-async fn terminate(pids: &[i32], grace: Grace) -> (Option<&'static str>, Vec<i32>) {
-    let ids: Vec<(i32, u64)> = pids
-        .iter()
-        .filter_map(|p| procfs::stat(*p).map(|s| (*p, s.start_time)))
-        .collect();
+async fn terminate(ids: &[(i32, u64)], grace: Grace) -> (Option<&'static str>, Vec<i32>) {
     // Their stdin closed when the old supervisor died: give them the EOF grace first.
-    let mut left = wait_gone(&ids, grace.eof).await;
+    let mut left = wait_gone(ids, grace.eof).await;
     if left.is_empty() {
         return (None, Vec::new());
     }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::task::TaskTracker;
@@ -18,6 +19,7 @@ use super::Shared;
 use super::state_dir::StateDir;
 use crate::lifecycle::authority::{CallOptions, Handle, Reply, RequestError};
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
+use crate::lifecycle::events::Event;
 use crate::lifecycle::state::{Intent, Phase};
 use crate::output::exit::Code;
 use crate::output::report::{ErrorReport, Report, ServerReport};
@@ -33,7 +35,7 @@ pub async fn serve(
     shared: Arc<Shared>,
     linger: Duration,
     signals: &mut Signals,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<TaskTracker> {
     let path = dir.socket();
     match std::fs::remove_file(&path) {
         Ok(()) => tracing::info!("removed a stale control socket"),
@@ -76,6 +78,8 @@ pub async fn serve(
             _ = signals.recv() => {
                 tracing::info!("signal: tearing everything down");
                 shared.shutdown.cancel();
+                // Starts in progress end now; what they spawned is torn down (L8).
+                shared.interrupt.cancel();
                 break;
             }
         }
@@ -110,9 +114,9 @@ pub async fn serve(
     }
     drop(listener);
     let _ = std::fs::remove_file(&path);
+    // The caller waits for the connections, still listening for signals.
     connections.close();
-    connections.wait().await;
-    Ok(())
+    Ok(connections)
 }
 
 /// How often the supervisor collects dead orphans of its servers.
@@ -328,16 +332,37 @@ pub(super) async fn dispatch(
     let mut events = shared.events.subscribe();
     let watched = names.clone();
     let forward_tx = tx.clone();
+    let (done_tx, mut done_rx) = tokio::sync::oneshot::channel::<()>();
     let forward = tokio::spawn(async move {
-        while let Ok(event) = events.recv().await {
+        let send = |event: Event| {
             if watched.contains(&event.server) {
                 let value = serde_json::to_value(&event).expect("events serialize");
                 let _ = forward_tx.send(protocol::encode(&Response::Event { event: value }));
             }
+        };
+        loop {
+            tokio::select! {
+                biased;
+                received = events.recv() => match received {
+                    Ok(event) => send(event),
+                    // Too slow a reader loses events, not the rest of the stream.
+                    Err(RecvError::Lagged(n)) => tracing::warn!(missed = n, "event stream lagged"),
+                    Err(RecvError::Closed) => break,
+                },
+                _ = &mut done_rx => {
+                    // Every event of the request was recorded before its reply (L12):
+                    // what is queued now is all of it.
+                    while let Ok(event) = events.try_recv() {
+                        send(event);
+                    }
+                    break;
+                }
+            }
         }
     });
     let replies = transition_all(shared, &names, intent, options).await;
-    forward.abort();
+    let _ = done_tx.send(());
+    let _ = forward.await;
     let lines = names
         .iter()
         .zip(replies)
@@ -352,6 +377,10 @@ pub(super) fn reply(report: Report) -> Response {
     }
 }
 
+/// How long a request waits for its authority unless the caller says otherwise:
+/// long enough for any reasonable start or teardown ahead of it, but finite (L2).
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(300);
+
 pub(super) fn call_options(d: Deadlines, force: bool) -> CallOptions {
     let ms = |v: Option<u64>| {
         v.map(|ms| {
@@ -365,7 +394,7 @@ pub(super) fn call_options(d: Deadlines, force: bool) -> CallOptions {
     CallOptions {
         connect_timeout: ms(d.connect_ms),
         cleanup_timeout: ms(d.cleanup_ms),
-        wait_timeout: d.wait_ms.map(Duration::from_millis),
+        wait_timeout: Some(d.wait_ms.map_or(DEFAULT_WAIT, Duration::from_millis)),
         force,
     }
 }
@@ -447,6 +476,8 @@ async fn status_line(handle: &Handle) -> ServerReport {
                 tools: s.tools,
                 server_info: s.server_info,
                 uptime_ms: s.uptime_ms,
+                restarts: s.restarts,
+                retry_in_ms: s.retry_in_ms,
                 error,
                 teardown: s.last_teardown,
                 exit_code: code.as_i32(),
@@ -472,6 +503,8 @@ fn gone_line(name: &str, e: &RequestError) -> ServerReport {
         tools: None,
         server_info: None,
         uptime_ms: None,
+        restarts: 0,
+        retry_in_ms: None,
         error: Some(ErrorReport::from(&error)),
         teardown: None,
         exit_code: Code::of_error(kind).as_i32(),
@@ -510,6 +543,8 @@ pub(super) fn reply_line(
         tools: s.tools,
         server_info: s.server_info,
         uptime_ms: s.uptime_ms,
+        restarts: s.restarts,
+        retry_in_ms: s.retry_in_ms,
         error: error.map(ErrorReport::from),
         teardown: reply.teardown,
         exit_code: code.as_i32(),

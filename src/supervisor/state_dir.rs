@@ -75,8 +75,10 @@ impl StateDir {
             // Our own directory with loose bits (e.g. made by hand): tighten it.
             fs::set_permissions(root, fs::Permissions::from_mode(0o700))?;
         }
+        // One spelling per directory: the tag scope of its processes is derived from
+        // it, and `/x/state` and `/x/state/` must find the same processes.
         let dir = StateDir {
-            root: root.to_path_buf(),
+            root: fs::canonicalize(root)?,
         };
         for sub in [dir.logs()] {
             if fs::symlink_metadata(&sub).is_err() {

@@ -1,0 +1,997 @@
+//! Keeps `config/mcpfleet.schema.json` in step with the fleet-file parser.
+//!
+//! The schema is what editors check a fleet file against; the parser is what
+//! mcpfleet runs. These tests compare the schema with the key lists and
+//! patterns the validator itself uses (`mcpfleet::config::SERVER_KEYS`, …),
+//! run the schema's patterns (through a small regular-expression matcher)
+//! against the parser on tables of samples, and validate whole fleet files
+//! with both (through a small validator of the JSON Schema keywords the schema
+//! uses), so that a key or rule added to one and not the other fails here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use mcpfleet::config::{
+    BACKOFF_KEYS, DEFAULTS_KEYS, DURATION_PATTERN, ENV_NAME_PATTERN, HEALTH_KEYS, NAME_PATTERN,
+    REFUSED_SERVER_KEYS, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS, TIMEOUT_PATTERN, TOP_KEYS,
+    load, load_str,
+};
+use serde_json::Value;
+
+fn root_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn schema() -> Schema {
+    let path = root_dir().join("config/mcpfleet.schema.json");
+    let text = std::fs::read_to_string(&path).expect("read config/mcpfleet.schema.json");
+    Schema {
+        root: serde_json::from_str(&text).expect("the schema is valid JSON"),
+    }
+}
+
+/// Every `${env:NAME}` is set, so that only the format decides.
+fn any_env(_: &str) -> Option<String> {
+    Some("value".to_string())
+}
+
+/// A fleet file path in a directory that exists, so that `cwd: .` is valid.
+fn scratch_path() -> PathBuf {
+    std::env::temp_dir().join("mcpfleet-schema-test.yaml")
+}
+
+fn parser_accepts(text: &str) -> bool {
+    load_str(text, &scratch_path(), &any_env).is_ok()
+}
+
+fn set(keys: &[&str]) -> BTreeSet<String> {
+    keys.iter().map(|k| k.to_string()).collect()
+}
+
+// --- the schema, navigated -------------------------------------------------
+
+struct Schema {
+    root: Value,
+}
+
+impl Schema {
+    /// `node`, or what its `$ref` points to.
+    fn resolve<'a>(&'a self, node: &'a Value) -> &'a Value {
+        match node.get("$ref").and_then(Value::as_str) {
+            Some(reference) => {
+                let pointer = reference
+                    .strip_prefix('#')
+                    .unwrap_or_else(|| panic!("only local references: {reference}"));
+                let target = self
+                    .root
+                    .pointer(pointer)
+                    .unwrap_or_else(|| panic!("dangling reference {reference}"));
+                self.resolve(target)
+            }
+            None => node,
+        }
+    }
+
+    /// The schemas that together describe the values of `node`: itself and,
+    /// through `$ref`, `anyOf`, `allOf` and `oneOf`, the ones it combines.
+    fn parts<'a>(&'a self, node: &'a Value) -> Vec<&'a Value> {
+        let node = self.resolve(node);
+        let mut parts = vec![node];
+        for combinator in ["anyOf", "allOf", "oneOf"] {
+            for sub in node
+                .get(combinator)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                parts.extend(self.parts(sub));
+            }
+        }
+        parts
+    }
+
+    /// Every key that `properties` allows in a mapping described by `node`.
+    fn keys(&self, node: &Value) -> BTreeSet<String> {
+        self.parts(node)
+            .into_iter()
+            .filter_map(|part| part.get("properties").and_then(Value::as_object))
+            .flat_map(|props| props.keys().cloned())
+            .collect()
+    }
+
+    /// The schema of `key` in a mapping described by `node`.
+    fn property<'a>(&'a self, node: &'a Value, key: &str) -> &'a Value {
+        self.parts(node)
+            .into_iter()
+            .find_map(|part| part.get("properties").and_then(|p| p.get(key)))
+            .unwrap_or_else(|| panic!("the schema has no property `{key}` here"))
+    }
+
+    /// Walks a path of property names from the root.
+    fn at(&self, path: &[&str]) -> &Value {
+        path.iter()
+            .fold(&self.root, |node, key| self.property(node, key))
+    }
+
+    /// The schema of one server.
+    fn server(&self) -> &Value {
+        let servers = self.at(&["servers"]);
+        let patterns = servers["patternProperties"]
+            .as_object()
+            .expect("servers has patternProperties");
+        assert_eq!(patterns.len(), 1, "one pattern for server names");
+        patterns.values().next().unwrap()
+    }
+
+    /// The `pattern` of a string schema, through references.
+    fn pattern(&self, node: &Value) -> String {
+        self.parts(node)
+            .into_iter()
+            .find_map(|part| part.get("pattern").and_then(Value::as_str))
+            .unwrap_or_else(|| panic!("no pattern in {node}"))
+            .to_string()
+    }
+}
+
+// --- (a) keys ---------------------------------------------------------------
+
+#[test]
+fn the_schema_allows_exactly_the_keys_the_parser_accepts() {
+    let s = schema();
+    let server = s.server();
+    let defaults = s.at(&["defaults"]);
+    let cases: Vec<(&str, &Value, &[&str])> = vec![
+        ("top level", &s.root, TOP_KEYS),
+        ("defaults", defaults, DEFAULTS_KEYS),
+        ("a server", server, SERVER_KEYS),
+        ("restart", s.property(server, "restart"), RESTART_KEYS),
+        (
+            "restart.backoff",
+            s.property(s.property(server, "restart"), "backoff"),
+            BACKOFF_KEYS,
+        ),
+        ("health", s.property(server, "health"), HEALTH_KEYS),
+        (
+            "defaults.restart",
+            s.property(defaults, "restart"),
+            RESTART_KEYS,
+        ),
+        (
+            "defaults.restart.backoff",
+            s.property(s.property(defaults, "restart"), "backoff"),
+            BACKOFF_KEYS,
+        ),
+        (
+            "defaults.health",
+            s.property(defaults, "health"),
+            HEALTH_KEYS,
+        ),
+    ];
+    for (what, node, parser_keys) in cases {
+        assert_eq!(
+            s.keys(node),
+            set(parser_keys),
+            "keys of {what}: schema (left) and parser (right) differ"
+        );
+    }
+    // Recognised but refused by this version: editors must flag them.
+    for key in REFUSED_SERVER_KEYS {
+        assert!(!s.keys(server).contains(*key), "{key} is not in the schema");
+    }
+    assert_eq!(
+        s.property(s.property(server, "restart"), "policy")["enum"],
+        serde_json::json!(RESTART_POLICIES),
+    );
+}
+
+#[test]
+fn every_mapping_is_closed_and_every_key_documented() {
+    fn walk(node: &Value, path: &str, problems: &mut Vec<String>) {
+        match node {
+            Value::Object(map) => {
+                if let Some(props) = map.get("properties").and_then(Value::as_object) {
+                    if map.get("additionalProperties") != Some(&Value::Bool(false)) {
+                        problems.push(format!("{path}: additionalProperties is not false"));
+                    }
+                    for (key, prop) in props {
+                        if prop.get("description").and_then(Value::as_str).is_none() {
+                            problems.push(format!("{path}.properties.{key}: no description"));
+                        }
+                    }
+                }
+                for (key, child) in map {
+                    walk(child, &format!("{path}/{key}"), problems);
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(item, &format!("{path}/{i}"), problems);
+                }
+            }
+            _ => {}
+        }
+    }
+    let s = schema();
+    assert_eq!(
+        s.root["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    let mut problems = Vec::new();
+    walk(&s.root, "#", &mut problems);
+    assert!(problems.is_empty(), "{problems:#?}");
+    for (name, def) in s.root["$defs"].as_object().unwrap() {
+        assert!(
+            def.get("description").is_some(),
+            "$defs/{name}: no description"
+        );
+    }
+}
+
+// --- (c) patterns -------------------------------------------------------------
+
+#[test]
+fn the_schema_uses_the_parsers_patterns() {
+    let s = schema();
+    let server = s.server();
+    assert_eq!(s.pattern(s.at(&["name"])), NAME_PATTERN);
+    let servers = s.at(&["servers"]);
+    assert!(servers["patternProperties"].get(NAME_PATTERN).is_some());
+    assert_eq!(
+        s.pattern(&s.property(server, "env")["propertyNames"]),
+        ENV_NAME_PATTERN
+    );
+    for key in ["connect_timeout", "cleanup_timeout", "idle_timeout"] {
+        assert_eq!(s.pattern(s.property(server, key)), TIMEOUT_PATTERN, "{key}");
+        let defaults = s.at(&["defaults"]);
+        assert_eq!(
+            s.pattern(s.property(defaults, key)),
+            TIMEOUT_PATTERN,
+            "{key}"
+        );
+    }
+    let restart = s.property(server, "restart");
+    let backoff = s.property(restart, "backoff");
+    let health = s.property(server, "health");
+    for (key, node) in [
+        ("window", s.property(restart, "window")),
+        ("initial", s.property(backoff, "initial")),
+        ("max", s.property(backoff, "max")),
+        ("interval", s.property(health, "interval")),
+        ("timeout", s.property(health, "timeout")),
+    ] {
+        assert_eq!(s.pattern(node), DURATION_PATTERN, "{key}");
+    }
+}
+
+/// A YAML double-quoted scalar: JSON string syntax is valid YAML.
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap()
+}
+
+#[test]
+fn name_pattern_agrees_with_the_parser() {
+    let a63 = "a".repeat(63);
+    let a64 = "a".repeat(64);
+    let samples = [
+        "a",
+        "0",
+        "007",
+        "everything",
+        "my-server_2",
+        "a-",
+        "a_",
+        "0-0",
+        &a63, // valid
+        "",
+        "-a",
+        "_a",
+        "A",
+        "aB",
+        "a.b",
+        "a/b",
+        "a b",
+        "é",
+        "a\u{e9}",
+        "..",
+        &a64,
+        " a",
+        "a\n",
+    ];
+    for sample in samples {
+        let text = format!(
+            "version: 1\nservers:\n  {}: {{command: x}}\n",
+            quoted(sample)
+        );
+        let parser = parser_accepts(&text);
+        assert_eq!(
+            regex_search(NAME_PATTERN, sample),
+            parser,
+            "server name {sample:?}"
+        );
+        let text = format!(
+            "version: 1\nname: {}\nservers: {{a: {{command: x}}}}\n",
+            quoted(sample)
+        );
+        assert_eq!(parser_accepts(&text), parser, "fleet name {sample:?}");
+    }
+}
+
+#[test]
+fn duration_patterns_agree_with_the_parser() {
+    let samples = [
+        "1ms",
+        "500ms",
+        "10s",
+        "2m",
+        "1h",
+        "007s",
+        "90s",
+        "3600000ms",
+        "none", // some valid
+        "",
+        "0s",
+        "00ms",
+        "0",
+        "10",
+        "1.5s",
+        "-1s",
+        "+1s",
+        "10S",
+        "10 s",
+        " 10s",
+        "s",
+        "ms",
+        "None",
+        "NONE",
+        "1d",
+        "10sec",
+        "1hh",
+        "1m1s",
+        "0x10s",
+        "1_000ms",
+        "١s",
+    ];
+    // Beyond what a pattern can count: the parser refuses values too large for
+    // its clock, the pattern lets them through.
+    let too_large = ["99999999999999999999h", "18446744073709551616ms"];
+    for sample in samples.iter().chain(&too_large) {
+        let as_timeout = parser_accepts(&format!(
+            "version: 1\nservers:\n  a: {{command: x, connect_timeout: {}}}\n",
+            quoted(sample)
+        ));
+        let as_idle = parser_accepts(&format!(
+            "version: 1\nservers:\n  a: {{command: x, idle_timeout: {}}}\n",
+            quoted(sample)
+        ));
+        let as_period = parser_accepts(&format!(
+            "version: 1\nservers:\n  a: {{command: x, restart: {{window: {}}}}}\n",
+            quoted(sample)
+        ));
+        assert_eq!(as_timeout, as_idle, "{sample:?}");
+        let (timeout_expected, period_expected) = match too_large.contains(sample) {
+            true => (false, false),
+            false => (
+                regex_search(TIMEOUT_PATTERN, sample),
+                regex_search(DURATION_PATTERN, sample),
+            ),
+        };
+        assert_eq!(as_timeout, timeout_expected, "timeout {sample:?}");
+        assert_eq!(as_period, period_expected, "duration {sample:?}");
+        if too_large.contains(sample) {
+            assert!(regex_search(DURATION_PATTERN, sample), "{sample:?}");
+        }
+    }
+}
+
+#[test]
+fn env_name_pattern_agrees_with_the_parser() {
+    for sample in [
+        "A", "_", "_1", "a1", "PATH", "API_KEY", // valid
+        "", "1A", "A-B", "A.B", "A B", "É", "A=B",
+    ] {
+        let text = format!(
+            "version: 1\nservers:\n  a: {{command: x, env: {{{}: v}}}}\n",
+            quoted(sample)
+        );
+        assert_eq!(
+            regex_search(ENV_NAME_PATTERN, sample),
+            parser_accepts(&text),
+            "{sample:?}"
+        );
+    }
+}
+
+// --- (b) example files and whole documents ------------------------------------
+
+#[test]
+fn every_example_fleet_file_loads_and_matches_the_schema() {
+    let s = schema();
+    let mut examples: Vec<PathBuf> = std::fs::read_dir(root_dir().join("config"))
+        .expect("read config/")
+        .map(|e| e.expect("read config/").path())
+        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
+        .collect();
+    examples.sort();
+    assert!(!examples.is_empty(), "no example fleet files in config/");
+    for path in examples {
+        if let Err(e) = load(&path, &any_env) {
+            panic!("{} does not load:\n{e}", path.display());
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        if let Err(e) = s.validate_yaml(&text) {
+            panic!("{} does not match the schema: {e}", path.display());
+        }
+    }
+}
+
+/// Documents on which the schema and the parser must agree. The parser also
+/// checks what a schema cannot (see [`only_the_parser_refuses`]).
+const BOTH_ACCEPT: &[&str] = &[
+    "version: 1\nservers: {a: {command: x}}\n",
+    "version: '1'\nname: demo\ndefaults:\nservers:\n  a:\n    command: x\n    args:\n    env:\n",
+    "version: 1
+name: demo
+defaults:
+  connect_timeout: 30s
+  cleanup_timeout: none
+  restart:
+    policy: on-failure
+    backoff: {initial: 1s, max: 1m}
+    max_restarts: 0
+    window: 10m
+  health: {interval: 30s, timeout: 2s, failures: 1}
+  idle_timeout: 1h
+servers:
+  a:
+    command: npx
+    args: [-y, pkg, 8080, 1.10, true]
+    env: {A: b, N: 3, _X: \"${env:HOME}\"}
+    cwd: .
+    shell: false
+    enabled: true
+    connect_timeout: 1m
+    cleanup_timeout: 500ms
+    restart: {policy: always, backoff: {max: 2m}}
+    health: {failures: 4294967295}
+    idle_timeout: none
+  b-2_x:
+    command: y
+    restart:
+    health: none
+",
+];
+
+const BOTH_REFUSE: &[&str] = &[
+    "servers: {a: {command: x}}\n",
+    "version: 1\n",
+    "version: 2\nservers: {a: {command: x}}\n",
+    "version: 1\nservers: {}\n",
+    "version: 1\nname: Demo\nservers: {a: {command: x}}\n",
+    "version: 1\nservers: {A: {command: x}}\n",
+    "version: 1\nservers: {a: {command: x}}\nextra: 1\n",
+    "version: 1\nservers: {a: {command: x}}\nrestart: {policy: always}\n",
+    "version: 1\nservers: {a: {args: [x]}}\n",
+    "version: 1\nservers: {a: {command: ''}}\n",
+    "version: 1\nservers: {a: {command: x, comand: y}}\n",
+    "version: 1\nservers: {a: {url: 'http://h/mcp'}}\n",
+    "version: 1\nservers: {a: {command: x, headers: {}}}\n",
+    "version: 1\nservers: {a: {command: x, args: x}}\n",
+    "version: 1\nservers: {a: {command: x, args: [[x]]}}\n",
+    "version: 1\nservers: {a: {command: x, env: [A=1]}}\n",
+    "version: 1\nservers: {a: {command: x, env: {1A: x}}}\n",
+    "version: 1\nservers: {a: {command: x, env: {A: [x]}}}\n",
+    "version: 1\nservers: {a: {command: x, cwd: ''}}\n",
+    "version: 1\nservers: {a: {command: x, shell: 1}}\n",
+    "version: 1\nservers: {a: {command: x, enabled: 'yes'}}\n",
+    "version: 1\nservers: {a: {command: x, connect_timeout: 10}}\n",
+    "version: 1\nservers: {a: {command: x, cleanup_timeout: 0s}}\n",
+    "version: 1\nservers: {a: {command: x, idle_timeout: 5 m}}\n",
+    "version: 1\nservers: {a: {command: x, restart: always}}\n",
+    "version: 1\nservers: {a: {command: x, restart: {policy: sometimes}}}\n",
+    "version: 1\nservers: {a: {command: x, restart: {policy: always, jitter: 1}}}\n",
+    "version: 1\nservers: {a: {command: x, restart: {max_restarts: -1}}}\n",
+    "version: 1\nservers: {a: {command: x, restart: {max_restarts: 1.5}}}\n",
+    "version: 1\nservers: {a: {command: x, restart: {max_restarts: '3'}}}\n",
+    "version: 1\nservers: {a: {command: x, restart: {max_restarts: 4294967296}}}\n",
+    "version: 1\nservers: {a: {command: x, restart: {window: none}}}\n",
+    "version: 1\nservers: {a: {command: x, restart: {backoff: 1s}}}\n",
+    "version: 1\nservers: {a: {command: x, restart: {backoff: {initial: 0s}}}}\n",
+    "version: 1\nservers: {a: {command: x, restart: {backoff: {min: 1s}}}}\n",
+    "version: 1\nservers: {a: {command: x, health: 30s}}\n",
+    "version: 1\nservers: {a: {command: x, health: {interval: none}}}\n",
+    "version: 1\nservers: {a: {command: x, health: {interval: 1m, failures: 0}}}\n",
+    "version: 1\nservers: {a: {command: x, health: {interval: 1m, retries: 2}}}\n",
+    "version: 1\ndefaults: {command: x}\nservers: {a: {command: x}}\n",
+    "version: 1\ndefaults: {enabled: false}\nservers: {a: {command: x}}\n",
+    "version: 1\ndefaults: {health: {failures: 2}}\nservers: {a: {command: x}}\n",
+    "version: 1\ndefaults: []\nservers: {a: {command: x}}\n",
+];
+
+/// Rules between values, and facts of the machine: the schema's descriptions
+/// state them, but only the parser checks them.
+const ONLY_THE_PARSER_REFUSES: &[&str] = &[
+    "version: 1\nservers: {a: {command: x, restart: {backoff: {initial: 1m, max: 1s}}}}\n",
+    "version: 1\nservers: {a: {command: x, health: {interval: 5s, timeout: 5s}}}\n",
+    "version: 1\nservers: {a: {command: x, health: {failures: 2}}}\n",
+    "version: 1\nservers: {a: {command: x, cwd: /nonexistent/mcpfleet/dir}}\n",
+    "version: 1\nservers: {a: {command: x, connect_timeout: 99999999999999999999h}}\n",
+    "version: 1\nservers: {a: {command: x}, a: {command: y}}\n",
+];
+
+#[test]
+fn the_schema_and_the_parser_agree_on_whole_documents() {
+    let s = schema();
+    for text in BOTH_ACCEPT {
+        if let Err(e) = load_str(text, &scratch_path(), &any_env) {
+            panic!("the parser refuses:\n{text}\n{e}");
+        }
+        if let Err(e) = s.validate_yaml(text) {
+            panic!("the schema refuses:\n{text}\n{e}");
+        }
+    }
+    for text in BOTH_REFUSE {
+        assert!(!parser_accepts(text), "the parser accepts:\n{text}");
+        assert!(
+            s.validate_yaml(text).is_err(),
+            "the schema accepts:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn only_the_parser_refuses() {
+    let s = schema();
+    for text in ONLY_THE_PARSER_REFUSES {
+        assert!(!parser_accepts(text), "the parser accepts:\n{text}");
+        // Duplicate keys never reach the schema: a YAML library keeps one.
+        if let Ok(value) = serde_yaml::from_str::<Value>(text) {
+            assert_eq!(s.validate(&value), Ok(()), "{text}");
+        }
+    }
+}
+
+// --- a validator of the keywords the schema uses --------------------------------
+
+impl Schema {
+    fn validate_yaml(&self, text: &str) -> Result<(), String> {
+        let value: Value = serde_yaml::from_str(text).map_err(|e| format!("YAML: {e}"))?;
+        self.validate(&value)
+    }
+
+    fn validate(&self, value: &Value) -> Result<(), String> {
+        self.check(&self.root, value, "")
+    }
+
+    fn check(&self, schema: &Value, value: &Value, path: &str) -> Result<(), String> {
+        let fail = |why: String| {
+            Err(format!(
+                "{}: {why}",
+                if path.is_empty() { "(top level)" } else { path }
+            ))
+        };
+        let map = match schema {
+            Value::Bool(true) => return Ok(()),
+            Value::Bool(false) => return fail("nothing is allowed here".into()),
+            Value::Object(map) => map,
+            other => panic!("not a schema: {other}"),
+        };
+        for (keyword, arg) in map {
+            match keyword.as_str() {
+                "$schema" | "$defs" | "title" | "description" | "$comment" => {}
+                // Checked together below.
+                "properties" | "patternProperties" | "additionalProperties" => {}
+                "$ref" => self.check(self.resolve(schema), value, path)?,
+                "type" => {
+                    let types: Vec<&str> = match arg {
+                        Value::String(t) => vec![t.as_str()],
+                        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+                        other => panic!("type {other}"),
+                    };
+                    if !types.iter().any(|t| has_type(value, t)) {
+                        return fail(format!("expected {types:?}, found {value}"));
+                    }
+                }
+                "enum" => {
+                    if !arg.as_array().unwrap().contains(value) {
+                        return fail(format!("{value} is not one of {arg}"));
+                    }
+                }
+                "const" => {
+                    if arg != value {
+                        return fail(format!("{value} is not {arg}"));
+                    }
+                }
+                "pattern" => {
+                    if let Value::String(s) = value
+                        && !regex_search(arg.as_str().unwrap(), s)
+                    {
+                        return fail(format!("{s:?} does not match {arg}"));
+                    }
+                }
+                "minLength" => {
+                    if let Value::String(s) = value
+                        && (s.chars().count() as u64) < arg.as_u64().unwrap()
+                    {
+                        return fail(format!("{s:?} is too short"));
+                    }
+                }
+                "minimum" | "maximum" => {
+                    if let Some(n) = value.as_f64() {
+                        let bound = arg.as_f64().unwrap();
+                        let outside = match keyword.as_str() {
+                            "minimum" => n < bound,
+                            _ => n > bound,
+                        };
+                        if outside {
+                            return fail(format!("{n} is beyond the {keyword} {bound}"));
+                        }
+                    }
+                }
+                "minProperties" => {
+                    if let Value::Object(o) = value
+                        && (o.len() as u64) < arg.as_u64().unwrap()
+                    {
+                        return fail("too few properties".into());
+                    }
+                }
+                "required" => {
+                    if let Value::Object(o) = value {
+                        for key in arg.as_array().unwrap() {
+                            if !o.contains_key(key.as_str().unwrap()) {
+                                return fail(format!("missing {key}"));
+                            }
+                        }
+                    }
+                }
+                "propertyNames" => {
+                    if let Value::Object(o) = value {
+                        for key in o.keys() {
+                            self.check(arg, &Value::String(key.clone()), &format!("{path}.{key}"))?;
+                        }
+                    }
+                }
+                "items" => {
+                    if let Value::Array(items) = value {
+                        for (i, item) in items.iter().enumerate() {
+                            self.check(arg, item, &format!("{path}[{i}]"))?;
+                        }
+                    }
+                }
+                "anyOf" => {
+                    let subs = arg.as_array().unwrap();
+                    if !subs.iter().any(|sub| self.check(sub, value, path).is_ok()) {
+                        return fail(format!("{value} matches none of anyOf"));
+                    }
+                }
+                "allOf" => {
+                    for sub in arg.as_array().unwrap() {
+                        self.check(sub, value, path)?;
+                    }
+                }
+                other => {
+                    panic!("this test's validator does not know the keyword `{other}`; teach it")
+                }
+            }
+        }
+        if let Value::Object(object) = value {
+            let empty = serde_json::Map::new();
+            let properties = map
+                .get("properties")
+                .and_then(Value::as_object)
+                .unwrap_or(&empty);
+            let patterns = map
+                .get("patternProperties")
+                .and_then(Value::as_object)
+                .unwrap_or(&empty);
+            for (key, item) in object {
+                let at = format!("{path}.{key}");
+                let mut matched = false;
+                if let Some(sub) = properties.get(key) {
+                    matched = true;
+                    self.check(sub, item, &at)?;
+                }
+                for (pattern, sub) in patterns {
+                    if regex_search(pattern, key) {
+                        matched = true;
+                        self.check(sub, item, &at)?;
+                    }
+                }
+                if !matched && let Some(additional) = map.get("additionalProperties") {
+                    self.check(additional, item, &at)
+                        .map_err(|e| format!("{e} (key `{key}` is not allowed)"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn has_type(value: &Value, name: &str) -> bool {
+    match name {
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "boolean" => value.is_boolean(),
+        "null" => value.is_null(),
+        "number" => value.is_number(),
+        "integer" => {
+            value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        other => panic!("unknown type {other}"),
+    }
+}
+
+#[test]
+fn the_test_validator_itself() {
+    let s = Schema {
+        root: serde_json::json!({
+            "type": "object",
+            "properties": {"n": {"type": "integer", "minimum": 1}},
+            "patternProperties": {"^x": {"enum": ["a", "b"]}},
+            "additionalProperties": false,
+            "required": ["n"],
+        }),
+    };
+    assert_eq!(s.validate(&serde_json::json!({"n": 1, "xy": "a"})), Ok(()));
+    for bad in [
+        serde_json::json!({"n": 0}),
+        serde_json::json!({"n": 1.5}),
+        serde_json::json!({"n": 1, "xy": "c"}),
+        serde_json::json!({"n": 1, "y": 1}),
+        serde_json::json!({"xy": "a"}),
+        serde_json::json!([]),
+    ] {
+        assert!(s.validate(&bad).is_err(), "{bad}");
+    }
+}
+
+// --- a small regular-expression matcher ---------------------------------------
+//
+// Enough of ECMA-262 syntax for the schema's patterns: literals, `.`, `[...]`
+// classes with ranges and negation, `\d` and escaped characters, groups,
+// alternation, `*`, `+`, `?`, `{n}`, `{n,}`, `{n,m}`, and the anchors `^` and
+// `$`. Matching computes the set of end positions from a start position, so it
+// never backtracks.
+
+#[derive(Debug, Clone)]
+enum Re {
+    Char(char),
+    Any,
+    Class {
+        negated: bool,
+        ranges: Vec<(char, char)>,
+    },
+    Start,
+    End,
+    Concat(Vec<Re>),
+    Alt(Vec<Re>),
+    Repeat(Box<Re>, usize, Option<usize>),
+}
+
+struct ReParser<'a> {
+    chars: Vec<char>,
+    at: usize,
+    source: &'a str,
+}
+
+impl ReParser<'_> {
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.at).copied()
+    }
+
+    fn next(&mut self) -> char {
+        let c = self
+            .peek()
+            .unwrap_or_else(|| panic!("pattern {:?} ends early", self.source));
+        self.at += 1;
+        c
+    }
+
+    fn alt(&mut self) -> Re {
+        let mut branches = vec![self.concat()];
+        while self.peek() == Some('|') {
+            self.at += 1;
+            branches.push(self.concat());
+        }
+        if branches.len() == 1 {
+            branches.pop().unwrap()
+        } else {
+            Re::Alt(branches)
+        }
+    }
+
+    fn concat(&mut self) -> Re {
+        let mut items = Vec::new();
+        while let Some(c) = self.peek() {
+            if c == '|' || c == ')' {
+                break;
+            }
+            let atom = self.atom();
+            items.push(self.quantified(atom));
+        }
+        Re::Concat(items)
+    }
+
+    fn number(&mut self) -> Option<usize> {
+        let start = self.at;
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.at += 1;
+        }
+        let digits: String = self.chars[start..self.at].iter().collect();
+        digits.parse().ok()
+    }
+
+    fn quantified(&mut self, atom: Re) -> Re {
+        let (min, max) = match self.peek() {
+            Some('*') => (0, None),
+            Some('+') => (1, None),
+            Some('?') => (0, Some(1)),
+            Some('{') => {
+                self.at += 1;
+                let min = self.number().expect("{n…} needs a number");
+                let max = match self.next() {
+                    '}' => return Re::Repeat(Box::new(atom), min, Some(min)),
+                    ',' => self.number(),
+                    other => panic!("unexpected {other:?} in {:?}", self.source),
+                };
+                assert_eq!(self.next(), '}', "in {:?}", self.source);
+                return Re::Repeat(Box::new(atom), min, max);
+            }
+            _ => return atom,
+        };
+        self.at += 1;
+        Re::Repeat(Box::new(atom), min, max)
+    }
+
+    fn escaped(&mut self) -> Re {
+        match self.next() {
+            'd' => Re::Class {
+                negated: false,
+                ranges: vec![('0', '9')],
+            },
+            c if c.is_ascii_alphanumeric() => {
+                panic!("escape \\{c} is not supported (pattern {:?})", self.source)
+            }
+            c => Re::Char(c),
+        }
+    }
+
+    fn atom(&mut self) -> Re {
+        match self.next() {
+            '(' => {
+                let inner = self.alt();
+                assert_eq!(self.next(), ')', "in {:?}", self.source);
+                inner
+            }
+            '[' => self.class(),
+            '^' => Re::Start,
+            '$' => Re::End,
+            '.' => Re::Any,
+            '\\' => self.escaped(),
+            c @ ('*' | '+' | '?' | '{' | ')') => {
+                panic!("unexpected {c:?} in {:?}", self.source)
+            }
+            c => Re::Char(c),
+        }
+    }
+
+    fn class(&mut self) -> Re {
+        let negated = self.peek() == Some('^');
+        if negated {
+            self.at += 1;
+        }
+        let mut ranges = Vec::new();
+        let mut first = true;
+        loop {
+            let c = self.next();
+            if c == ']' && !first {
+                break;
+            }
+            first = false;
+            let low = if c == '\\' { self.next() } else { c };
+            // A `-` before `]` is a literal.
+            if self.peek() == Some('-') && self.chars.get(self.at + 1) != Some(&']') {
+                self.at += 1;
+                let high = match self.next() {
+                    '\\' => self.next(),
+                    h => h,
+                };
+                ranges.push((low, high));
+            } else {
+                ranges.push((low, low));
+            }
+        }
+        Re::Class { negated, ranges }
+    }
+}
+
+fn parse_regex(pattern: &str) -> Re {
+    let mut parser = ReParser {
+        chars: pattern.chars().collect(),
+        at: 0,
+        source: pattern,
+    };
+    let re = parser.alt();
+    assert_eq!(parser.at, parser.chars.len(), "unbalanced {pattern:?}");
+    re
+}
+
+/// The positions where a match of `re` starting at `from` may end.
+fn ends(re: &Re, text: &[char], from: usize) -> BTreeSet<usize> {
+    let one = |ok: bool| match ok {
+        true => BTreeSet::from([from + 1]),
+        false => BTreeSet::new(),
+    };
+    match re {
+        Re::Char(c) => one(text.get(from) == Some(c)),
+        Re::Any => one(text.get(from).is_some_and(|&c| c != '\n')),
+        Re::Class { negated, ranges } => one(text
+            .get(from)
+            .is_some_and(|c| ranges.iter().any(|(lo, hi)| (lo..=hi).contains(&c)) != *negated)),
+        Re::Start => match from == 0 {
+            true => BTreeSet::from([from]),
+            false => BTreeSet::new(),
+        },
+        Re::End => match from == text.len() {
+            true => BTreeSet::from([from]),
+            false => BTreeSet::new(),
+        },
+        Re::Concat(items) => items.iter().fold(BTreeSet::from([from]), |at, item| {
+            at.iter().flat_map(|&p| ends(item, text, p)).collect()
+        }),
+        Re::Alt(branches) => branches.iter().flat_map(|b| ends(b, text, from)).collect(),
+        Re::Repeat(inner, min, max) => {
+            let mut result = BTreeSet::new();
+            if *min == 0 {
+                result.insert(from);
+            }
+            let mut current = BTreeSet::from([from]);
+            // More rounds than characters reach no new position.
+            let rounds = max.unwrap_or(text.len() + 1).min(text.len().max(*min) + 1);
+            for round in 1..=rounds {
+                current = current.iter().flat_map(|&p| ends(inner, text, p)).collect();
+                if current.is_empty() {
+                    break;
+                }
+                if round >= *min {
+                    result.extend(current.iter().copied());
+                }
+            }
+            result
+        }
+    }
+}
+
+/// Whether `pattern` matches anywhere in `text`, as JSON Schema's `pattern` does.
+fn regex_search(pattern: &str, text: &str) -> bool {
+    thread_local! {
+        static CACHE: std::cell::RefCell<BTreeMap<String, Re>> = const { std::cell::RefCell::new(BTreeMap::new()) };
+    }
+    let re = CACHE.with(|cache| {
+        cache
+            .borrow_mut()
+            .entry(pattern.to_string())
+            .or_insert_with(|| parse_regex(pattern))
+            .clone()
+    });
+    let chars: Vec<char> = text.chars().collect();
+    (0..=chars.len()).any(|start| !ends(&re, &chars, start).is_empty())
+}
+
+#[test]
+fn the_test_matcher_itself() {
+    assert!(regex_search("^a(b|cd)*e$", "abcdbe"));
+    assert!(!regex_search("^a(b|cd)*e$", "abce"));
+    assert!(regex_search("b", "abc"), "unanchored patterns search");
+    assert!(!regex_search("^b", "abc"));
+    assert!(regex_search("^[a-c_-]{2,3}$", "a-_"));
+    assert!(!regex_search("^[a-c_-]{2,3}$", "a"));
+    assert!(!regex_search("^[a-c_-]{2,3}$", "abca"));
+    assert!(regex_search("^x{2}$", "xx") && !regex_search("^x{2}$", "xxx"));
+    assert!(regex_search("^x{2,}$", "xxxx") && !regex_search("^x{2,}$", "x"));
+    assert!(regex_search("^[^0-9]+$", "ab") && !regex_search("^[^0-9]+$", "a1"));
+    assert!(regex_search("^\\d?\\.$", "1.") && regex_search("^\\d?\\.$", "."));
+    assert!(regex_search("^(ms|s|m|h)$", "ms") && !regex_search("^(ms|s|m|h)$", "hs"));
+    assert!(regex_search("^a.c$", "abc") && !regex_search("^a.c$", "ac"));
+    assert!(regex_search("^$", "") && !regex_search("^$", "a"));
+}
