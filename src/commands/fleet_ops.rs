@@ -311,6 +311,11 @@ async fn foreground(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliErr
             t.dir.root().display()
         )));
     }
+    if let Some(unknown) = args.servers.iter().find(|n| t.fleet.server(n).is_none()) {
+        return Err(CliError::Usage(format!(
+            "no server named `{unknown}` in this fleet"
+        )));
+    }
     let output = g.output;
     let code = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
     let seen = code.clone();
@@ -325,10 +330,9 @@ async fn foreground(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliErr
         servers: args.servers.clone(),
         on_started,
     };
-    crate::supervisor::run(t.fleet, t.dir, Some(fg)).await?;
-    Ok(Code::from_i32(
-        code.load(std::sync::atomic::Ordering::SeqCst),
-    ))
+    let teardown = crate::supervisor::run(t.fleet, t.dir, Some(fg)).await?;
+    // The start's outcome and the final teardown's, ranked (a quarantine is a 5).
+    Ok(Code::from_i32(code.load(std::sync::atomic::Ordering::SeqCst)).max(teardown))
 }
 
 /// `mcpfleet supervise`: the supervisor process itself.

@@ -239,23 +239,18 @@ impl Handle {
             Ok(Err(_)) => return Err(gone()),
             Err(_) => return Err(self.busy(options)),
         }
-        let accepted = match deadline {
-            Some(d) => match tokio::time::timeout_at(d, &mut accepted_rx).await {
-                Ok(r) => r.is_ok(),
-                Err(_) => {
-                    // Close first so that the authority cannot accept after this
-                    // point; then an acceptance that raced the deadline still counts.
-                    accepted_rx.close();
-                    if accepted_rx.try_recv().is_err() {
-                        return Err(self.busy(options));
-                    }
-                    true
-                }
-            },
-            None => (&mut accepted_rx).await.is_ok(),
-        };
-        // Not accepted but answered: the authority settled the queue on shutdown.
-        let _ = accepted;
+        // Whether accepted or not, the reply follows: a request that was never
+        // accepted is answered when the authority settles its queue on shutdown.
+        if let Some(d) = deadline
+            && tokio::time::timeout_at(d, &mut accepted_rx).await.is_err()
+        {
+            // Close first so that the authority cannot accept after this point;
+            // then an acceptance that raced the deadline still counts.
+            accepted_rx.close();
+            if accepted_rx.try_recv().is_err() {
+                return Err(self.busy(options));
+            }
+        }
         reply_rx.await.map_err(|_| gone())
     }
 

@@ -105,7 +105,7 @@ impl ServerError {
     }
 }
 
-fn pid_list(pids: &[i32]) -> String {
+pub(crate) fn pid_list(pids: &[i32]) -> String {
     if pids.is_empty() {
         return "unknown".to_owned();
     }

@@ -80,11 +80,10 @@ impl EventSink for EventLog {
 /// The scope of this state directory's process tags, shared by every supervisor
 /// that ever uses it, so that a successor recognises its predecessor's processes.
 pub fn tag_scope(dir: &StateDir) -> String {
-    let path = dir.root().as_os_str().as_encoded_bytes();
-    let hash = path.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    format!("sv-{hash:016x}")
+    format!(
+        "sv-{:016x}",
+        state_dir::fnv1a(dir.root().as_os_str().as_encoded_bytes())
+    )
 }
 
 /// What the request handlers share.
@@ -134,17 +133,18 @@ pub struct Foreground {
     pub on_started: Box<dyn FnOnce(serde_json::Value) + Send>,
 }
 
-/// Runs the supervisor of `fleet` until it is idle or told to stop. A first SIGINT
+/// Runs the supervisor of `fleet` until it is idle or told to stop, and returns the
+/// code of its final teardown (5 when something was left). A first SIGINT
 /// or SIGTERM tears every server down; a second SIGKILLs what is left of every live
 /// generation; a third exits at once.
 pub async fn run(
     fleet: Fleet,
     dir: StateDir,
     foreground: Option<Foreground>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<crate::output::exit::Code> {
     let Some(mut lock) = take_lock(&dir)? else {
         tracing::info!("another supervisor holds {}", dir.lock().display());
-        return Ok(());
+        return Ok(crate::output::exit::Code::Ok);
     };
     let me = std::process::id() as i32;
     let _ = lock.set_len(0);
@@ -259,17 +259,18 @@ pub async fn run(
         let shared = shared.clone();
         let connections = result.as_ref().ok().cloned();
         async move {
-            server::stop_all(shared).await;
+            let code = server::stop_all(shared).await;
             if let Some(c) = connections {
                 c.wait().await;
             }
+            code
         }
     };
     tokio::pin!(stopping);
     let mut presses = u8::from(shared.shutdown.is_cancelled());
-    loop {
+    let teardown = loop {
         tokio::select! {
-            _ = &mut stopping => break,
+            code = &mut stopping => break code,
             _ = signals.recv() => {
                 presses += 1;
                 if presses >= 3 {
@@ -280,11 +281,11 @@ pub async fn run(
                 ctx.escalate.cancel();
             }
         }
-    }
+    };
     drop(shared);
     ctx.shutdown.cancel();
     tracker.close();
     tracker.wait().await;
     drop(lock);
-    result.map(|_| ())
+    result.map(|_| teardown)
 }

@@ -15,6 +15,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use super::persist::StateFile;
+use crate::lifecycle::error::pid_list;
 use crate::lifecycle::ledger::QuarantineRecord;
 use crate::lifecycle::state::Generation;
 use crate::process::procfs;
@@ -186,11 +187,4 @@ async fn wait_gone(ids: &[(i32, u64)], limit: Duration) -> Vec<(i32, u64)> {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-fn pid_list(pids: &[i32]) -> String {
-    pids.iter()
-        .map(|p| p.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
 }

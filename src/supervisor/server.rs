@@ -185,10 +185,16 @@ async fn all_down(shared: &Shared) -> bool {
     true
 }
 
-/// Tears down every running server (supervisor shutdown).
-pub async fn stop_all(shared: Arc<Shared>) {
+/// Tears down every running server (supervisor shutdown) and returns the code of
+/// the outcome, as `down` would rank it.
+pub async fn stop_all(shared: Arc<Shared>) -> Code {
     let names: Vec<String> = shared.handles.iter().map(|h| h.name().to_owned()).collect();
-    let _ = transition_all(&shared, &names, Intent::Stop, CallOptions::default()).await;
+    let replies = transition_all(&shared, &names, Intent::Stop, CallOptions::default()).await;
+    names
+        .iter()
+        .zip(replies)
+        .map(|(name, r)| Code::from_i32(reply_line(name, r, Intent::Stop, false).exit_code))
+        .fold(Code::Ok, Code::max)
 }
 
 async fn handle_connection(stream: UnixStream, shared: &Shared) {

@@ -189,7 +189,7 @@ fn fleet_key(fleet: &Fleet) -> String {
 }
 
 /// FNV-1a: stable across versions and platforms, which `DefaultHasher` is not.
-fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     })
