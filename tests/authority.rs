@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::{TEST_ID_VAR, TestFleet, fixture_bin, is_alive, kill_all, read_pid_file};
 use mcpfleet::lifecycle::authority::{
-    self, CallOptions, Context, Handle, Reply, RequestError, ServerConfig,
+    self, CallOptions, Context, Endpoint, Handle, Reply, RequestError, ServerConfig,
 };
 use mcpfleet::lifecycle::error::ErrorKind;
 use mcpfleet::lifecycle::events::{Cause, Event, EventSink};
@@ -158,14 +158,14 @@ impl Harness {
         let env = vec![(TEST_ID_VAR.to_owned(), self.fleet.test_id.clone())];
         let config = ServerConfig {
             name: server.name.to_owned(),
-            launch: Launch::new(
+            endpoint: Endpoint::Stdio(Launch::new(
                 program,
                 &args,
                 false,
                 env,
                 self.fleet.dir.path().to_path_buf(),
                 server.name,
-            ),
+            )),
             command_shown: program.to_owned(),
             connect_timeout: server.connect,
             cleanup_timeout: server.cleanup,

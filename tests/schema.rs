@@ -12,9 +12,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use mcpfleet::config::{
-    BACKOFF_KEYS, DEFAULTS_KEYS, DURATION_PATTERN, ENV_NAME_PATTERN, HEALTH_KEYS, NAME_PATTERN,
-    REFUSED_SERVER_KEYS, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS, TIMEOUT_PATTERN, TOP_KEYS,
-    load, load_str,
+    BACKOFF_KEYS, DEFAULTS_KEYS, DURATION_PATTERN, ENV_NAME_PATTERN, HEADER_NAME_PATTERN,
+    HEALTH_KEYS, NAME_PATTERN, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS, STDIO_ONLY_KEYS,
+    TIMEOUT_PATTERN, TOP_KEYS, URL_PATTERN, load, load_str,
 };
 use serde_json::Value;
 
@@ -113,6 +113,11 @@ impl Schema {
             .fold(&self.root, |node, key| self.property(node, key))
     }
 
+    /// The schema of one server, `$ref` resolved.
+    fn server_def(&self) -> &Value {
+        self.resolve(self.server())
+    }
+
     /// The schema of one server.
     fn server(&self) -> &Value {
         let servers = self.at(&["servers"]);
@@ -174,14 +179,81 @@ fn the_schema_allows_exactly_the_keys_the_parser_accepts() {
             "keys of {what}: schema (left) and parser (right) differ"
         );
     }
-    // Recognised but refused by this version: editors must flag them.
-    for key in REFUSED_SERVER_KEYS {
-        assert!(!s.keys(server).contains(*key), "{key} is not in the schema");
-    }
     assert_eq!(
         s.property(s.property(server, "restart"), "policy")["enum"],
         serde_json::json!(RESTART_POLICIES),
     );
+}
+
+/// The keys that the `not` of a `oneOf` branch of a server forbids, by the key
+/// that branch requires.
+fn transports(s: &Schema) -> BTreeMap<String, BTreeSet<String>> {
+    let branches = s.server_def()["oneOf"]
+        .as_array()
+        .expect("a server is one of the transports");
+    branches
+        .iter()
+        .map(|branch| {
+            let required = branch["required"].as_array().expect("a required key");
+            assert_eq!(required.len(), 1, "{branch}");
+            let forbidden = branch["not"]["anyOf"]
+                .as_array()
+                .expect("the keys of the other transport")
+                .iter()
+                .map(|sub| {
+                    let keys = sub["required"].as_array().unwrap();
+                    assert_eq!(keys.len(), 1, "{sub}");
+                    keys[0].as_str().unwrap().to_string()
+                })
+                .collect();
+            (required[0].as_str().unwrap().to_string(), forbidden)
+        })
+        .collect()
+}
+
+#[test]
+fn the_schema_says_which_keys_go_with_which_transport() {
+    let s = schema();
+    let transports = transports(&s);
+    let mut stdio_only = set(STDIO_ONLY_KEYS);
+    stdio_only.insert("command".into());
+    assert_eq!(
+        transports,
+        BTreeMap::from([
+            ("command".to_string(), set(&["url", "headers"])),
+            ("url".to_string(), stdio_only),
+        ])
+    );
+    // Every key the branches name is a server key.
+    for keys in transports.values() {
+        assert!(keys.is_subset(&set(SERVER_KEYS)), "{keys:?}");
+    }
+    // And the parser agrees, key by key.
+    let value_for = |key: &str| match key {
+        "args" => "[]",
+        "env" | "headers" => "{}",
+        "cwd" => ".",
+        "shell" => "false",
+        "command" => "x",
+        _ => "http://h",
+    };
+    for (required, forbidden) in &transports {
+        let base = format!("{required}: {}", value_for(required));
+        let alone = format!("version: 1\nservers: {{a: {{{base}}}}}\n");
+        assert!(parser_accepts(&alone), "{alone}");
+        assert_eq!(s.validate_yaml(&alone), Ok(()), "{alone}");
+        for key in forbidden {
+            let text = format!(
+                "version: 1\nservers: {{a: {{{base}, {key}: {}}}}}\n",
+                value_for(key)
+            );
+            assert!(!parser_accepts(&text), "the parser accepts:\n{text}");
+            assert!(
+                s.validate_yaml(&text).is_err(),
+                "the schema accepts:\n{text}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -240,6 +312,11 @@ fn the_schema_uses_the_parsers_patterns() {
         s.pattern(&s.property(server, "env")["propertyNames"]),
         ENV_NAME_PATTERN
     );
+    assert_eq!(
+        s.pattern(&s.property(server, "headers")["propertyNames"]),
+        HEADER_NAME_PATTERN
+    );
+    assert_eq!(s.pattern(s.property(server, "url")), URL_PATTERN);
     for key in ["connect_timeout", "cleanup_timeout", "idle_timeout"] {
         assert_eq!(s.pattern(s.property(server, key)), TIMEOUT_PATTERN, "{key}");
         let defaults = s.at(&["defaults"]);
@@ -401,6 +478,105 @@ fn env_name_pattern_agrees_with_the_parser() {
     }
 }
 
+#[test]
+fn header_name_pattern_agrees_with_the_parser() {
+    for sample in [
+        "Authorization",
+        "x-api-key",
+        "X_Y.Z",
+        "0",
+        "!#$%&'*+-.^_`|~", // valid
+        "",
+        "X Y",
+        "X:Y",
+        " X",
+        "X\t",
+        "(x)",
+        "a,b",
+        "a/b",
+        "a@b",
+        "a;b",
+        "a=b",
+        "[a]",
+        "{a}",
+        "a\"b",
+        "a\\b",
+        "é",
+        "X\u{7f}",
+    ] {
+        let text = format!(
+            "version: 1\nservers:\n  a: {{url: http://h, headers: {{{}: v}}}}\n",
+            quoted(sample)
+        );
+        assert_eq!(
+            regex_search(HEADER_NAME_PATTERN, sample),
+            parser_accepts(&text),
+            "{sample:?}"
+        );
+    }
+}
+
+#[test]
+fn url_pattern_agrees_with_the_parser() {
+    let env = |name: &str| match name {
+        "URL" => Some("https://mcp.example.org".to_string()),
+        "PORT" => Some("8080".to_string()),
+        _ => Some("value".to_string()),
+    };
+    let accepts = |url: &str| {
+        let text = format!("version: 1\nservers:\n  a: {{url: {}}}\n", quoted(url));
+        load_str(&text, &scratch_path(), &env).is_ok()
+    };
+    // The pattern and the parser agree.
+    for sample in [
+        "http://h",
+        "https://h",
+        "http://127.0.0.1:3001/mcp",
+        "https://[::1]:8443/mcp?a=b#c",
+        "http://user:pw@h/",
+        "${env:URL}",
+        "${env:URL}/mcp",
+        "http://h:${env:PORT}/mcp", // valid
+        "",
+        "h",
+        "localhost:3001/mcp",
+        "ftp://h",
+        "ws://h",
+        "HTTP://h",
+        "http:/h",
+        "http:h",
+        " http://h",
+        "${URL}",
+        "$URL",
+        "${env:1X}/mcp",
+    ] {
+        assert_eq!(
+            regex_search(URL_PATTERN, sample),
+            accepts(sample),
+            "{sample:?}"
+        );
+    }
+    // Only the parser checks the rest, on the expanded value.
+    for sample in [
+        "http://",
+        "https:///mcp",
+        "http://:80",
+        "http://h:0",
+        "http://h:65536",
+        "http://h:x",
+        "http://h/a b",
+        "http://h\n",
+        "http://a<b>/",
+        "http://[::1/",
+        "http://[h]/",
+        "${env:X}",
+        "${env:URL}:0",
+    ] {
+        assert!(regex_search(URL_PATTERN, sample), "{sample:?}");
+        assert!(!accepts(sample), "{sample:?}");
+    }
+}
+
 // --- (b) example files and whole documents ------------------------------------
 
 #[test]
@@ -458,7 +634,19 @@ servers:
     command: y
     restart:
     health: none
+  remote:
+    url: http://127.0.0.1:3001/mcp
+    headers: {Authorization: \"Bearer ${env:TOKEN}\", X-N: 1, x-b: true}
+    enabled: false
+    connect_timeout: 1m
+    cleanup_timeout: none
+    restart: {policy: on-failure}
+    health: {interval: 30s}
+    idle_timeout: 10m
 ",
+    "version: 1\nservers: {a: {url: 'http://h/mcp'}}\n",
+    "version: 1\nservers: {a: {url: 'https://[::1]:8443', headers: }}\n",
+    "version: 1\nservers: {a: {url: 'https://${env:HOST}/mcp', headers: {}}}\n",
 ];
 
 const BOTH_REFUSE: &[&str] = &[
@@ -473,8 +661,24 @@ const BOTH_REFUSE: &[&str] = &[
     "version: 1\nservers: {a: {args: [x]}}\n",
     "version: 1\nservers: {a: {command: ''}}\n",
     "version: 1\nservers: {a: {command: x, comand: y}}\n",
-    "version: 1\nservers: {a: {url: 'http://h/mcp'}}\n",
     "version: 1\nservers: {a: {command: x, headers: {}}}\n",
+    "version: 1\nservers: {a: {command: x, url: 'http://h'}}\n",
+    "version: 1\nservers: {a: {headers: {A: b}}}\n",
+    "version: 1\nservers: {a: {enabled: true}}\n",
+    "version: 1\nservers: {a: {url: 'http://h', args: []}}\n",
+    "version: 1\nservers: {a: {url: 'http://h', env: {}}}\n",
+    "version: 1\nservers: {a: {url: 'http://h', cwd: .}}\n",
+    "version: 1\nservers: {a: {url: 'http://h', shell: false}}\n",
+    "version: 1\nservers: {a: {url: 'ftp://h'}}\n",
+    "version: 1\nservers: {a: {url: 'h:80/mcp'}}\n",
+    "version: 1\nservers: {a: {url: ''}}\n",
+    "version: 1\nservers: {a: {url: 8080}}\n",
+    "version: 1\nservers: {a: {url: [http://h]}}\n",
+    "version: 1\nservers: {a: {url: 'http://h', headers: [A: b]}}\n",
+    "version: 1\nservers: {a: {url: 'http://h', headers: 'A: b'}}\n",
+    "version: 1\nservers: {a: {url: 'http://h', headers: {X Y: b}}}\n",
+    "version: 1\nservers: {a: {url: 'http://h', headers: {A: [b]}}}\n",
+    "version: 1\nservers: {a: {url: 'http://h', headers: {A: }}}\n",
     "version: 1\nservers: {a: {command: x, args: x}}\n",
     "version: 1\nservers: {a: {command: x, args: [[x]]}}\n",
     "version: 1\nservers: {a: {command: x, env: [A=1]}}\n",
@@ -516,6 +720,12 @@ const ONLY_THE_PARSER_REFUSES: &[&str] = &[
     "version: 1\nservers: {a: {command: x, cwd: /nonexistent/mcpfleet/dir}}\n",
     "version: 1\nservers: {a: {command: x, connect_timeout: 99999999999999999999h}}\n",
     "version: 1\nservers: {a: {command: x}, a: {command: y}}\n",
+    "version: 1\nservers: {a: {url: 'http://'}}\n",
+    "version: 1\nservers: {a: {url: 'http://h:0/mcp'}}\n",
+    "version: 1\nservers: {a: {url: 'http://h/a b'}}\n",
+    "version: 1\nservers: {a: {url: '${env:NOT_A_URL}'}}\n",
+    "version: 1\nservers: {a: {url: 'http://h', headers: {A: b, a: c}}}\n",
+    "version: 1\nservers: {a: {url: 'http://h', headers: {A: \"b\\r\\nC: d\"}}}\n",
 ];
 
 #[test]
@@ -663,6 +873,21 @@ impl Schema {
                         return fail(format!("{value} matches none of anyOf"));
                     }
                 }
+                "oneOf" => {
+                    let subs = arg.as_array().unwrap();
+                    let matching = subs
+                        .iter()
+                        .filter(|sub| self.check(sub, value, path).is_ok())
+                        .count();
+                    if matching != 1 {
+                        return fail(format!("{value} matches {matching} of oneOf, not 1"));
+                    }
+                }
+                "not" => {
+                    if self.check(arg, value, path).is_ok() {
+                        return fail(format!("{value} matches what `not` forbids"));
+                    }
+                }
                 "allOf" => {
                     for sub in arg.as_array().unwrap() {
                         self.check(sub, value, path)?;
@@ -743,6 +968,25 @@ fn the_test_validator_itself() {
     ] {
         assert!(s.validate(&bad).is_err(), "{bad}");
     }
+    let one_of = Schema {
+        root: serde_json::json!({
+            "oneOf": [
+                {"required": ["a"], "not": {"required": ["b"]}},
+                {"required": ["b"]},
+            ],
+        }),
+    };
+    assert_eq!(one_of.validate(&serde_json::json!({"a": 1})), Ok(()));
+    assert_eq!(one_of.validate(&serde_json::json!({"b": 1})), Ok(()));
+    for bad in [serde_json::json!({}), serde_json::json!({"c": 1})] {
+        assert!(one_of.validate(&bad).is_err(), "{bad}");
+    }
+    // Both branches match: `oneOf` wants exactly one.
+    let both = Schema {
+        root: serde_json::json!({"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}),
+    };
+    assert!(both.validate(&serde_json::json!({"a": 1, "b": 2})).is_err());
+    assert_eq!(both.validate(&serde_json::json!({"a": 1})), Ok(()));
 }
 
 // --- a small regular-expression matcher ---------------------------------------

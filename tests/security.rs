@@ -35,10 +35,8 @@ except Exception as e:
     // SAFETY: setgid/setuid are async-signal-safe; nothing else runs before exec.
     unsafe {
         cmd.pre_exec(move || {
-            if uid != 0 {
-                if nix::libc::setgid(uid) != 0 || nix::libc::setuid(uid) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
+            if uid != 0 && (nix::libc::setgid(uid) != 0 || nix::libc::setuid(uid) != 0) {
+                return Err(std::io::Error::last_os_error());
             }
             Ok(())
         });

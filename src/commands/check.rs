@@ -237,7 +237,7 @@ fn server_report(
     }
     ServerReport {
         name: spec.name.clone(),
-        transport: "stdio".into(),
+        transport: spec.transport.kind().into(),
         state: last.map_or(crate::lifecycle::state::Phase::Stopped, |s| s.state),
         generation: start.as_ref().and_then(|r| r.snapshot.generation),
         pid: last.and_then(|s| s.pid),

@@ -184,7 +184,7 @@ fn offline_lines(
         }
         lines.push(ServerReport {
             name: spec.name.clone(),
-            transport: "stdio".into(),
+            transport: spec.transport.kind().into(),
             state,
             generation: (rec.last_generation > 0).then_some(rec.last_generation),
             pid,

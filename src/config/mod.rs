@@ -38,8 +38,9 @@ pub use duration::{DEFAULT_TIMEOUT, DurationError, Timeout, parse_duration};
 pub use error::{ConfigError, ConfigErrors};
 pub use expand::{ExpandError, Text};
 pub use validate::{
-    BACKOFF_KEYS, DEFAULTS_KEYS, DURATION_PATTERN, ENV_NAME_PATTERN, HEALTH_KEYS, NAME_PATTERN,
-    REFUSED_SERVER_KEYS, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS, TIMEOUT_PATTERN, TOP_KEYS,
+    BACKOFF_KEYS, DEFAULTS_KEYS, DURATION_PATTERN, ENV_NAME_PATTERN, HEADER_NAME_PATTERN,
+    HEALTH_KEYS, NAME_PATTERN, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS, STDIO_ONLY_KEYS,
+    TIMEOUT_PATTERN, TOP_KEYS, URL_PATTERN,
 };
 
 /// The name looked for in the current directory when no file is named.
@@ -77,9 +78,9 @@ pub struct ServerSpec {
     /// Matches `^[a-z0-9][a-z0-9_-]{0,62}$`, so it is safe in file and socket names.
     pub name: String,
     pub enabled: bool,
-    /// Deadline of spawn + MCP initialize.
+    /// Deadline of spawn (stdio) or connect (http) + MCP initialize.
     pub connect_timeout: Timeout,
-    /// Deadline of the whole teardown.
+    /// Deadline of the whole teardown (for http, ending the session).
     pub cleanup_timeout: Timeout,
     pub transport: Transport,
     /// What to do when the server exits or fails its health check.
@@ -181,11 +182,21 @@ impl HealthCheck {
     pub const DEFAULT_FAILURES: u32 = 3;
 }
 
-/// How mcpfleet talks to a server. Streamable HTTP (`url`) is recognised in the
-/// file but refused until it is implemented.
+/// How mcpfleet talks to a server: a `command` it spawns, or a `url` it connects to.
 #[derive(Debug, Clone)]
 pub enum Transport {
     Stdio(StdioSpec),
+    Http(HttpSpec),
+}
+
+impl Transport {
+    /// The name shown for the transport: `stdio` or `http`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Transport::Stdio(_) => "stdio",
+            Transport::Http(_) => "http",
+        }
+    }
 }
 
 /// A server that mcpfleet spawns and talks to over its stdin and stdout.
@@ -199,6 +210,16 @@ pub struct StdioSpec {
     pub cwd: PathBuf,
     /// Run `command` through `sh -c` instead of directly; only when the user asks.
     pub shell: bool,
+}
+
+/// A remote server that mcpfleet reaches over streamable HTTP.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpSpec {
+    /// An absolute `http://` or `https://` URL with a host, once expanded.
+    pub url: Text,
+    /// Sent with every request, in file order. Names are HTTP tokens, unique
+    /// regardless of case; values hold no control character but tab.
+    pub headers: Vec<(String, Text)>,
 }
 
 /// Where the fleet file is: explicit -f path, else $MCPFLEET_FILE, else

@@ -51,9 +51,9 @@ fn server_json(server: &ServerSpec) -> Value {
     let mut out = Map::new();
     out.insert("name".into(), server.name.clone().into());
     out.insert("enabled".into(), server.enabled.into());
+    out.insert("transport".into(), server.transport.kind().into());
     match &server.transport {
         Transport::Stdio(stdio) => {
-            out.insert("transport".into(), "stdio".into());
             out.insert("command".into(), stdio.command.display().into());
             out.insert(
                 "args".into(),
@@ -74,6 +74,17 @@ fn server_json(server: &ServerSpec) -> Value {
             );
             out.insert("cwd".into(), stdio.cwd.display().to_string().into());
             out.insert("shell".into(), stdio.shell.into());
+        }
+        Transport::Http(http) => {
+            out.insert("url".into(), http.url.display().into());
+            out.insert(
+                "headers".into(),
+                http.headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Value::from(v.display())))
+                    .collect::<Map<_, _>>()
+                    .into(),
+            );
         }
     }
     out.insert(
@@ -165,6 +176,14 @@ fn server_yaml(server: &ServerSpec) -> serde_yaml::Value {
             out.insert("env".into(), env.into());
             out.insert("cwd".into(), stdio.cwd.display().to_string().into());
             out.insert("shell".into(), stdio.shell.into());
+        }
+        Transport::Http(http) => {
+            out.insert("url".into(), http.url.display().into());
+            let mut headers = serde_yaml::Mapping::new();
+            for (k, v) in &http.headers {
+                headers.insert(k.as_str().into(), v.display().into());
+            }
+            out.insert("headers".into(), headers.into());
         }
     }
     out.insert("enabled".into(), server.enabled.into());

@@ -1,11 +1,12 @@
 //! Validation of a parsed fleet file into a [`Fleet`], collecting every error.
 //!
 //! This module owns the rules of format version 1: which keys exist, their types,
-//! names, durations, `${env:}` expansion and the working directory. It walks the
-//! whole tree even after an error, so that the user fixes a file in one round,
-//! and records for each error the path of steps that `yaml::locate` turns into a
-//! line and column. It reads the environment only through the lookup it is given
-//! and the file system only to check `cwd`.
+//! names, durations, `${env:}` expansion, the working directory, and the URL and
+//! headers of a remote server. It walks the whole tree even after an error, so
+//! that the user fixes a file in one round, and records for each error the path
+//! of steps that `yaml::locate` turns into a line and column. It reads the
+//! environment only through the lookup it is given and the file system only to
+//! check `cwd`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ use super::duration::{self, DEFAULT_TIMEOUT, DurationError, Timeout};
 use super::expand::{Text, expand, is_env_name};
 use super::policy::Policies;
 use super::yaml::{Node, Step};
-use super::{Fleet, ServerSpec, StdioSpec, Transport};
+use super::{Fleet, HttpSpec, ServerSpec, StdioSpec, Transport};
 
 /// An error before it has a position.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,13 +39,17 @@ pub const DEFAULTS_KEYS: &[&str] = &[
     "health",
     "idle_timeout",
 ];
-/// Keys of a server.
+/// Keys of a server. A server has `command` (stdio) or `url` (streamable HTTP);
+/// [`STDIO_ONLY_KEYS`] go with `command` only, `headers` with `url` only, and
+/// the others with either.
 pub const SERVER_KEYS: &[&str] = &[
     "command",
     "args",
     "env",
     "cwd",
     "shell",
+    "url",
+    "headers",
     "enabled",
     "connect_timeout",
     "cleanup_timeout",
@@ -52,9 +57,9 @@ pub const SERVER_KEYS: &[&str] = &[
     "health",
     "idle_timeout",
 ];
-/// Keys of a server that this version recognises but refuses (remote servers are
-/// not implemented yet); they are not in [`SERVER_KEYS`] nor in the JSON Schema.
-pub const REFUSED_SERVER_KEYS: &[&str] = &["url", "headers"];
+/// Keys of a server that apply only to a stdio server (`command`): with `url`
+/// they are errors.
+pub const STDIO_ONLY_KEYS: &[&str] = &["args", "env", "cwd", "shell"];
 /// Keys of `restart:`.
 pub const RESTART_KEYS: &[&str] = &["policy", "backoff", "max_restarts", "window"];
 /// Keys of `restart.backoff:`.
@@ -73,6 +78,12 @@ pub const DURATION_PATTERN: &str = "^0*[1-9][0-9]*(ms|s|m|h)$";
 pub const TIMEOUT_PATTERN: &str = "^(0*[1-9][0-9]*(ms|s|m|h)|none)$";
 /// Names of variables in `env:` and `${env:NAME}`.
 pub const ENV_NAME_PATTERN: &str = "^[A-Za-z_][A-Za-z0-9_]*$";
+/// Names in `headers:`: an HTTP token (one or more RFC 7230 `tchar`).
+pub const HEADER_NAME_PATTERN: &str = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
+/// How a `url` may start as written: `http://`, `https://`, or a `${env:NAME}`
+/// that expands to one. The validator checks more, on the expanded value: a
+/// host, a port from 1 to 65535, no spaces or control characters.
+pub const URL_PATTERN: &str = "^(https?://|\\$\\{env:[A-Za-z_][A-Za-z0-9_]*\\})";
 
 /// Keys that users of docker compose and other runners reach for.
 const SERVER_SYNONYMS: &[(&str, &str)] = &[
@@ -149,7 +160,6 @@ impl Level {
     /// key is reported by [`Validator::unknown_key`].
     pub(super) fn knows(self, key: &str) -> bool {
         self.keys().0.contains(&key)
-            || (self == Level::Server && REFUSED_SERVER_KEYS.contains(&key))
     }
 }
 
@@ -358,27 +368,23 @@ impl Validator<'_> {
     pub(super) fn unknown_key(&mut self, entry: &Entry, level: Level) -> Option<&'static str> {
         let key = entry.key.as_str();
         let (known, synonyms) = level.keys();
-        let refused: &[&'static str] = match level {
-            Level::Server => REFUSED_SERVER_KEYS,
-            _ => &[],
-        };
         let mut message = format!("unknown key `{key}`");
         // A key of another level is a misplaced key, not a misspelled one.
         let misplaced = match level {
             Level::Top if DEFAULTS_KEYS.contains(&key) => {
                 Some("it belongs under a server in `servers:`, or in `defaults:`")
             }
-            Level::Top if SERVER_KEYS.contains(&key) || REFUSED_SERVER_KEYS.contains(&key) => {
+            Level::Top if SERVER_KEYS.contains(&key) => {
                 Some("it belongs under a server in `servers:`")
             }
-            Level::Defaults if SERVER_KEYS.contains(&key) || REFUSED_SERVER_KEYS.contains(&key) => {
+            Level::Defaults if SERVER_KEYS.contains(&key) => {
                 Some("it cannot be a default; set it on each server")
             }
             _ => None,
         };
         let suggested = match misplaced {
             Some(_) => None,
-            None => suggestion(key, &[known, refused], synonyms),
+            None => suggestion(key, &[known], synonyms),
         };
         if let Some(hint) = misplaced {
             message.push_str(&format!("; {hint}"));
@@ -529,18 +535,25 @@ impl Validator<'_> {
     ) -> Option<ServerSpec> {
         let entries = self.mapping(entry.value, &entry.value_at, "a mapping")?;
         let before = self.issues.len();
+        let has = |key: &str| entries.iter().any(|e| e.key == key);
+        // The keys of the other transport are refused, and their values left
+        // unchecked, only when the server's transport is clear; with both or
+        // neither, that is the one error.
+        let remote_only = has("url") && !has("command");
+        let stdio_only = has("command") && !has("url");
         let mut command_key = None;
         let mut command = None;
         let mut args = Vec::new();
         let mut env = Vec::new();
         let mut cwd = None;
         let mut shell = false;
+        let mut url_key = None;
+        let mut url = None;
+        let mut headers = Vec::new();
         let mut enabled = true;
         let mut connect_timeout = defaults.connect_timeout;
         let mut cleanup_timeout = defaults.cleanup_timeout;
         let mut policies = Policies::default();
-        let mut url_key = None;
-        let mut headers_key = None;
         // A misspelled `command` is reported once, as a misspelling.
         let mut misspelled_transport = false;
         for e in &entries {
@@ -549,6 +562,14 @@ impl Validator<'_> {
                     let suggested = self.unknown_key(e, Level::Server);
                     misspelled_transport |= matches!(suggested, Some("command" | "url"));
                 }
+                key if remote_only && STDIO_ONLY_KEYS.contains(&key) => self.error(
+                    &e.key_at,
+                    format!("`{key}` only applies to stdio servers (`command`)"),
+                ),
+                "headers" if stdio_only => self.error(
+                    &e.key_at,
+                    "`headers` only applies to remote servers (`url`)",
+                ),
                 "command" => {
                     command_key = Some(e.key_at.clone());
                     command = self.command(e);
@@ -563,8 +584,11 @@ impl Validator<'_> {
                 "restart" => policies.restart = self.restart_block(e),
                 "health" => policies.health = self.health_block(e),
                 "idle_timeout" => policies.idle_timeout = self.idle_timeout(e),
-                "url" => url_key = Some(e.key_at.clone()),
-                "headers" => headers_key = Some(e.key_at.clone()),
+                "url" => {
+                    url_key = Some(e.key_at.clone());
+                    url = self.url(e);
+                }
+                "headers" => headers = self.headers(e),
                 // A listed key without a rule; the tests make sure there is none.
                 _ => {
                     self.unknown_key(e, Level::Server);
@@ -572,40 +596,39 @@ impl Validator<'_> {
             }
         }
         let resolved = self.resolve_policies(&policies, &defaults.policies);
-        match (&command_key, &url_key, &headers_key) {
-            (Some(_), Some(url), _) => self.error(
+        match (&command_key, &url_key) {
+            (Some(_), Some(url)) => self.error(
                 url,
                 "a server has either `command` (stdio) or `url` (streamable HTTP), not both",
             ),
-            (None, Some(url), _) => self.error(
-                url,
-                "remote servers (`url`) are not supported in this version",
-            ),
-            (None, None, _) if misspelled_transport => {}
-            (None, None, _) => self.error(
+            (None, None) if misspelled_transport => {}
+            (None, None) => self.error(
                 &entry.key_at,
                 "a server needs `command` (stdio) or `url` (streamable HTTP)",
             ),
-            (Some(_), None, Some(headers)) => {
-                self.error(headers, "`headers` only applies to remote servers (`url`)")
-            }
-            (Some(_), None, None) => {}
+            (Some(_), None) | (None, Some(_)) => {}
         }
         if self.issues.len() > before {
             return None;
         }
-        Some(ServerSpec {
-            name: name?,
-            enabled,
-            connect_timeout: connect_timeout.unwrap_or(DEFAULT_TIMEOUT),
-            cleanup_timeout: cleanup_timeout.unwrap_or(DEFAULT_TIMEOUT),
-            transport: Transport::Stdio(StdioSpec {
-                command: command?,
+        let transport = match (command, url) {
+            (Some(command), None) => Transport::Stdio(StdioSpec {
+                command,
                 args,
                 env,
                 cwd: cwd.unwrap_or_else(|| self.base_dir.to_path_buf()),
                 shell,
             }),
+            (None, Some(url)) => Transport::Http(HttpSpec { url, headers }),
+            // Each of these was reported above.
+            _ => return None,
+        };
+        Some(ServerSpec {
+            name: name?,
+            enabled,
+            connect_timeout: connect_timeout.unwrap_or(DEFAULT_TIMEOUT),
+            cleanup_timeout: cleanup_timeout.unwrap_or(DEFAULT_TIMEOUT),
+            transport,
             restart: resolved.restart,
             health: resolved.health,
             idle_timeout: resolved.idle_timeout,
@@ -752,6 +775,164 @@ impl Validator<'_> {
             }
         }
     }
+
+    /// The URL of a remote server, checked once expanded; a message quotes the
+    /// URL as written, so that a secret expanded into it is never shown.
+    fn url(&mut self, entry: &Entry) -> Option<Text> {
+        let text = self.text(entry.value, &entry.value_at)?;
+        let message = match (&text.template, check_url(&text.value)) {
+            (_, Ok(())) => return Some(text),
+            (None, Err(_)) if text.value.is_empty() => "`url` must not be empty".to_string(),
+            (Some(t), Err(_)) if text.value.is_empty() => {
+                format!("`url` is empty once `{t}` is expanded")
+            }
+            (None, Err(why)) => format!("`{}` is not a valid URL: {why}", text.value),
+            (Some(t), Err(why)) => format!("`{t}` is not a valid URL once expanded: {why}"),
+        };
+        self.error(&entry.value_at, message);
+        None
+    }
+
+    fn headers(&mut self, entry: &Entry) -> Vec<(String, Text)> {
+        let entries = match entry.value {
+            Node::Null => return Vec::new(),
+            Node::Seq(_) => {
+                self.error(
+                    &entry.value_at,
+                    "expected a mapping of header names to values, found a sequence; \
+                     write `headers: {Name: value}`",
+                );
+                return Vec::new();
+            }
+            node => self.mapping(node, &entry.value_at, "a mapping of header names to values"),
+        };
+        let mut headers = Vec::new();
+        // Lowercased name -> where it was first written.
+        let mut seen: HashMap<String, Vec<Step>> = HashMap::new();
+        for e in entries.iter().flatten() {
+            if !is_header_name(&e.key) {
+                self.error(
+                    &e.key_at,
+                    format!(
+                        "`{}` is not a valid HTTP header name \
+                         (letters, digits and !#$%&'*+-.^_`|~)",
+                        e.key
+                    ),
+                );
+                continue;
+            }
+            let lower = e.key.to_ascii_lowercase();
+            if let Some(first) = seen.get(&lower) {
+                self.issues.push(Issue {
+                    steps: Some(e.key_at.steps.clone()),
+                    path: e.key_at.path.clone(),
+                    message: format!(
+                        "duplicate header `{}`; header names are case-insensitive",
+                        e.key
+                    ),
+                    first: Some(first.clone()),
+                });
+                continue;
+            }
+            seen.insert(lower, e.key_at.steps.clone());
+            let Some(text) = self.text(e.value, &e.value_at) else {
+                continue;
+            };
+            if !is_header_value(&text.value) {
+                let message = match &text.template {
+                    None => format!(
+                        "the value of header `{}` contains a line break or another control \
+                         character, which HTTP does not allow",
+                        e.key
+                    ),
+                    Some(t) => format!(
+                        "the value of header `{}` contains a line break or another control \
+                         character once `{t}` is expanded, which HTTP does not allow",
+                        e.key
+                    ),
+                };
+                self.error(&e.value_at, message);
+                continue;
+            }
+            headers.push((e.key.clone(), text));
+        }
+        headers
+    }
+}
+
+/// Whether `url` is an absolute `http://` or `https://` URL with a host (and, if
+/// given, a port from 1 to 65535); the reason when it is not. The reason never
+/// quotes the URL, which may hold a secret.
+pub(crate) fn check_url(url: &str) -> Result<(), &'static str> {
+    let Some(rest) = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+    else {
+        return Err("it must start with `http://` or `https://`");
+    };
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("it contains a space or a control character");
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    // Credentials (`user:password@`) are the client's business, not the host's.
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    let port = if let Some(bracketed) = host_port.strip_prefix('[') {
+        let Some((address, after)) = bracketed.split_once(']') else {
+            return Err("the IPv6 address is not closed with `]`");
+        };
+        let is_ipv6 = address.contains(':')
+            && address
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.');
+        if !is_ipv6 {
+            return Err("the host in `[...]` is not an IPv6 address");
+        }
+        match after {
+            "" => None,
+            _ => match after.strip_prefix(':') {
+                Some(port) => Some(port),
+                None => return Err("only a `:port` may follow the IPv6 address"),
+            },
+        }
+    } else {
+        let (host, port) = match host_port.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (host_port, None),
+        };
+        if host.is_empty() {
+            return Err("it has no host");
+        }
+        let host_char =
+            |c: char| !c.is_ascii() || c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=%".contains(c);
+        if !host.chars().all(host_char) {
+            return Err("the host contains a character that a host name cannot have");
+        }
+        port
+    };
+    if let Some(port) = port {
+        let valid = !port.is_empty()
+            && port.len() <= 5
+            && port.bytes().all(|b| b.is_ascii_digit())
+            && port.parse::<u16>().is_ok_and(|p| p > 0);
+        if !valid {
+            return Err("the port must be a number from 1 to 65535");
+        }
+    }
+    Ok(())
+}
+
+/// An HTTP header name: one or more RFC 7230 `tchar`s.
+pub(crate) fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// An HTTP header value: no control character but tab (so no CR, LF or NUL,
+/// which would end the header or the request early).
+fn is_header_value(value: &str) -> bool {
+    !value.chars().any(|c| (c < ' ' && c != '\t') || c == '\x7f')
 }
 
 /// `^[a-z0-9][a-z0-9_-]{0,62}$`: safe in file names, socket paths and shells.
@@ -839,7 +1020,7 @@ mod tests {
 
     #[test]
     fn suggestions() {
-        let server = &[SERVER_KEYS, REFUSED_SERVER_KEYS][..];
+        let server = &[SERVER_KEYS][..];
         assert_eq!(suggestion("comand", server, &[]), Some("command"));
         assert_eq!(suggestion("Command", server, &[]), Some("command"));
         assert_eq!(suggestion("arg", server, &[]), Some("args"));
@@ -881,6 +1062,118 @@ mod tests {
         for (name, mode) in RESTART_POLICIES.iter().zip(super::super::RestartMode::ALL) {
             assert_eq!(*name, mode.as_str());
         }
+    }
+
+    #[test]
+    fn urls() {
+        for ok in [
+            "http://h",
+            "https://example.org/mcp",
+            "http://127.0.0.1:3001/mcp",
+            "http://localhost:1",
+            "https://h:65535/a?b=c#d",
+            "http://user:pa%20ss@h/mcp",
+            "http://[::1]:8080/mcp",
+            "http://[2001:db8::1]",
+            "http://[::ffff:127.0.0.1]/",
+            "https://bücher.example/mcp",
+            "http://h?x",
+            "http://h#x",
+            "http://my_host.local./x",
+        ] {
+            assert_eq!(check_url(ok), Ok(()), "{ok}");
+        }
+        let scheme = Err("it must start with `http://` or `https://`");
+        let host = Err("it has no host");
+        let port = Err("the port must be a number from 1 to 65535");
+        let space = Err("it contains a space or a control character");
+        let host_char = Err("the host contains a character that a host name cannot have");
+        for (bad, why) in [
+            ("", scheme),
+            ("h/mcp", scheme),
+            ("localhost:3001/mcp", scheme),
+            ("ftp://h", scheme),
+            ("HTTP://h", scheme),
+            ("http:/h", scheme),
+            (" http://h", scheme),
+            ("ws://h", scheme),
+            ("http://", host),
+            ("https:///mcp", host),
+            ("http://?q", host),
+            ("http://#f", host),
+            ("http://:80/", host),
+            ("http://user@/mcp", host),
+            ("http://h:", port),
+            ("http://h:0", port),
+            ("http://h:65536", port),
+            ("http://h:080000", port),
+            ("http://h:x", port),
+            ("http://h:80:90", port),
+            ("http://h:-1", port),
+            ("http://h /mcp", space),
+            ("http://h/m cp", space),
+            ("http://h/\r\nX: y", space),
+            ("http://h\0", space),
+            ("http://h/\t", space),
+            ("http://h<x>/", host_char),
+            ("http://a\"b/", host_char),
+            ("http://a\\b/", host_char),
+            ("http://a{b}/", host_char),
+            (
+                "http://[::1/",
+                Err("the IPv6 address is not closed with `]`"),
+            ),
+            (
+                "http://[]/",
+                Err("the host in `[...]` is not an IPv6 address"),
+            ),
+            (
+                "http://[h]/",
+                Err("the host in `[...]` is not an IPv6 address"),
+            ),
+            ("http://[::1]:0/", port),
+            (
+                "http://[::1]x/",
+                Err("only a `:port` may follow the IPv6 address"),
+            ),
+        ] {
+            assert_eq!(check_url(bad), why, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn header_names_and_values() {
+        for ok in [
+            "Authorization",
+            "x-api-key",
+            "X_Custom.1",
+            "!#$%&'*+-.^_`|~",
+            "0",
+        ] {
+            assert!(is_header_name(ok), "{ok}");
+        }
+        for bad in [
+            "", "X Y", "X:Y", "X\r\n", "(x)", "a,b", "a/b", "a@b", "é", "a\"", "{a}", "a;b", "a=b",
+            "a?", "[a]", "a\\b", "\t", "\u{7f}",
+        ] {
+            assert!(!is_header_name(bad), "{bad:?}");
+        }
+        for ok in ["", "Bearer x", "a\tb", "ünïcode", "\u{80}", "\u{85}"] {
+            assert!(is_header_value(ok), "{ok:?}");
+        }
+        for bad in [
+            "a\rb", "a\nb", "a\0b", "\r\n", "a\u{1}", "a\u{1b}", "a\u{7f}",
+        ] {
+            assert!(!is_header_value(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn stdio_only_keys_are_server_keys() {
+        for key in STDIO_ONLY_KEYS {
+            assert!(SERVER_KEYS.contains(key), "{key}");
+        }
+        assert!(!STDIO_ONLY_KEYS.contains(&"command"));
     }
 
     #[test]

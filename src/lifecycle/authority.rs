@@ -36,6 +36,7 @@ use super::policy::{self, RestartHistory, Supervision};
 use super::state::{self, Generation, Intent, Phase, Plan, State};
 use crate::config::Timeout;
 use crate::process::exit_watch::ExitWatch;
+use crate::process::remote::{DeleteProbe, Remote};
 use crate::process::session::{self, Session, SessionError};
 use crate::process::spawn::{self, Launch, Tag};
 use crate::process::stderr::StderrTail;
@@ -45,8 +46,9 @@ use crate::process::teardown::{self, ExitKind, Grace, Outcome, TeardownReport};
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub name: String,
-    pub launch: Launch,
-    /// The command as it may be shown: secrets from `${env:...}` stay templates.
+    pub endpoint: Endpoint,
+    /// The command (or URL) as it may be shown: secrets from `${env:...}` stay
+    /// templates.
     pub command_shown: String,
     /// `None`: the user wrote `none`.
     pub connect_timeout: Option<Duration>,
@@ -57,30 +59,65 @@ pub struct ServerConfig {
     pub supervision: Supervision,
 }
 
+/// How a server is reached.
+#[derive(Debug, Clone)]
+pub enum Endpoint {
+    /// A process of ours, spoken to over its stdin and stdout.
+    Stdio(Launch),
+    /// A remote server over streamable HTTP.
+    Http(Remote),
+}
+
+impl Endpoint {
+    /// The transport's name in output: `stdio` or `http`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Endpoint::Stdio(_) => "stdio",
+            Endpoint::Http(_) => "http",
+        }
+    }
+}
+
 impl ServerConfig {
     /// What the authority of `spec` needs, from the fleet file.
     pub fn from_spec(
         spec: &crate::config::ServerSpec,
         stderr_log: Option<std::path::PathBuf>,
     ) -> ServerConfig {
-        let crate::config::Transport::Stdio(stdio) = &spec.transport;
-        let args: Vec<String> = stdio.args.iter().map(|a| a.value.clone()).collect();
-        let env = stdio
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), v.value.clone()))
-            .collect();
+        let (endpoint, command_shown) = match &spec.transport {
+            crate::config::Transport::Stdio(stdio) => {
+                let args: Vec<String> = stdio.args.iter().map(|a| a.value.clone()).collect();
+                let env = stdio
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.value.clone()))
+                    .collect();
+                let launch = Launch::new(
+                    &stdio.command.value,
+                    &args,
+                    stdio.shell,
+                    env,
+                    stdio.cwd.clone(),
+                    &spec.name,
+                );
+                (Endpoint::Stdio(launch), stdio.command.display().to_owned())
+            }
+            crate::config::Transport::Http(http) => {
+                let remote = Remote {
+                    url: http.url.value.clone(),
+                    headers: http
+                        .headers
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.value.clone()))
+                        .collect(),
+                };
+                (Endpoint::Http(remote), http.url.display().to_owned())
+            }
+        };
         ServerConfig {
             name: spec.name.clone(),
-            launch: Launch::new(
-                &stdio.command.value,
-                &args,
-                stdio.shell,
-                env,
-                stdio.cwd.clone(),
-                &spec.name,
-            ),
-            command_shown: stdio.command.display().to_owned(),
+            endpoint,
+            command_shown,
             connect_timeout: spec.connect_timeout.as_duration(),
             cleanup_timeout: spec.cleanup_timeout.as_duration(),
             stderr_log,
@@ -134,6 +171,8 @@ impl TeardownSummary {
 #[derive(Debug, Clone, Serialize)]
 pub struct Snapshot {
     pub name: String,
+    /// `stdio` or `http`.
+    pub transport: String,
     pub state: Phase,
     pub generation: Option<Generation>,
     pub pid: Option<i32>,
@@ -287,19 +326,64 @@ impl Handle {
 /// What a running generation holds.
 struct Live {
     generation: Generation,
-    child: tokio::process::Child,
-    pid: i32,
-    pgid: i32,
-    tag: Tag,
     session: Option<Session>,
-    stderr: StderrTail,
-    stderr_task: tokio::task::JoinHandle<()>,
     tools: usize,
     server_info: Option<String>,
     /// When the handshake and tools/list were done.
     ready_at: Option<Instant>,
+    /// The server's processes (stdio), or how its session ends (remote).
+    kind: LiveKind,
+}
+
+enum LiveKind {
+    Process(Box<LiveProcess>),
+    Remote(DeleteProbe),
+}
+
+/// The processes of a stdio generation.
+struct LiveProcess {
+    child: tokio::process::Child,
+    pid: i32,
+    pgid: i32,
+    tag: Tag,
+    stderr: StderrTail,
+    stderr_task: tokio::task::JoinHandle<()>,
     /// Fires when the main process exits on its own.
     exit: ExitWatch,
+}
+
+impl Live {
+    fn new(generation: Generation, kind: LiveKind) -> Live {
+        Live {
+            generation,
+            session: None,
+            tools: 0,
+            server_info: None,
+            ready_at: None,
+            kind,
+        }
+    }
+
+    fn process(&self) -> Option<&LiveProcess> {
+        match &self.kind {
+            LiveKind::Process(p) => Some(p),
+            LiveKind::Remote(_) => None,
+        }
+    }
+
+    fn pid(&self) -> Option<i32> {
+        self.process().map(|p| p.pid)
+    }
+
+    /// The environment tag of the generation's processes (empty for a remote one).
+    fn tag_value(&self) -> String {
+        self.process()
+            .map_or_else(String::new, |p| p.tag.value().to_owned())
+    }
+
+    fn stderr_lines(&self) -> Vec<String> {
+        self.process().map_or_else(Vec::new, |p| p.stderr.lines())
+    }
 }
 
 /// Where the authority's environment comes from: events, cancellation, tracking.
@@ -362,6 +446,7 @@ pub fn spawn_with(
     };
     let (publish, published) = watch::channel(Snapshot {
         name: config.name.clone(),
+        transport: config.endpoint.name().to_owned(),
         state: Phase::Stopped,
         generation: None,
         pid: None,
@@ -450,7 +535,12 @@ async fn until(at: Option<tokio::time::Instant>) {
 
 async fn exited(live: &Option<Live>) {
     match live {
-        Some(live) => live.exit.exited().await,
+        // A remote server has no process to watch: its health check notices it.
+        Some(Live {
+            kind: LiveKind::Process(p),
+            ..
+        }) => p.exit.exited().await,
+        Some(_) => std::future::pending().await,
         None => std::future::pending().await,
     }
 }
@@ -684,10 +774,14 @@ impl Actor {
         let cleanup = options
             .cleanup_timeout
             .unwrap_or(self.config.cleanup_timeout);
-        let tag = live.tag.value().to_owned();
+        let tag = live.tag_value();
         let report = self.tear_down(live, cleanup, started).await;
         let summary = TeardownSummary::new(generation, &report);
-        let next = state::after_teardown(generation, report.leftover_pids.clone(), None);
+        let failure = report
+            .failure
+            .clone()
+            .map(|m| ServerError::new(ErrorKind::TeardownFailed, ErrorPhase::Teardown, m));
+        let next = state::after_teardown(generation, report.leftover_pids.clone(), failure);
         let error = match &next {
             State::Quarantined { error, .. } => Some(error.clone()),
             _ => None,
@@ -717,30 +811,66 @@ impl Actor {
         started: Instant,
     ) -> TeardownReport {
         let grace = Grace::from_cleanup(cleanup);
-        if let Some(session) = live.session.take() {
-            session.close(grace.eof).await;
-        }
-        let report = teardown::teardown(
-            teardown::Target {
-                child: &mut live.child,
-                pid: live.pid,
-                pgid: live.pgid,
-                tag: &live.tag,
-            },
-            grace,
-            started,
-            &self.ctx.escalate,
-        )
-        .await;
-        // Every holder of the stderr pipe is gone unless something escaped; give the
-        // drain a moment to read the last lines, then stop it either way.
-        let drain = &mut live.stderr_task;
-        if tokio::time::timeout(Duration::from_millis(200), drain)
-            .await
-            .is_err()
-        {
-            live.stderr_task.abort();
-        }
+        let report = match &mut live.kind {
+            LiveKind::Process(process) => {
+                if let Some(session) = live.session.take() {
+                    session.close(grace.eof).await;
+                }
+                let report = teardown::teardown(
+                    teardown::Target {
+                        child: &mut process.child,
+                        pid: process.pid,
+                        pgid: process.pgid,
+                        tag: &process.tag,
+                    },
+                    grace,
+                    started,
+                    &self.ctx.escalate,
+                )
+                .await;
+                // Every holder of the stderr pipe is gone unless something escaped;
+                // give the drain a moment to read the last lines, then stop it.
+                let drain = &mut process.stderr_task;
+                if tokio::time::timeout(Duration::from_millis(200), drain)
+                    .await
+                    .is_err()
+                {
+                    process.stderr_task.abort();
+                }
+                report
+            }
+            LiveKind::Remote(probe) => {
+                // Ending the session is the whole teardown: the DELETE must have
+                // succeeded (or not been needed) within the cleanup deadline.
+                let limit = cleanup.unwrap_or(Duration::from_secs(3600));
+                let ended = match live.session.take() {
+                    Some(session) => session.close(limit).await,
+                    None => true,
+                };
+                let failure = match (ended, probe.outcome()) {
+                    (false, _) => Some(format!(
+                        "ending the session did not finish within {}",
+                        Timeout::After(limit)
+                    )),
+                    (true, Some(Err(e))) => {
+                        Some(format!("ending the session (DELETE) failed: {e}"))
+                    }
+                    (true, _) => None,
+                };
+                TeardownReport {
+                    outcome: if failure.is_some() {
+                        Outcome::Failed
+                    } else {
+                        Outcome::Clean
+                    },
+                    signal: None,
+                    duration: started.elapsed(),
+                    leftover_pids: Vec::new(),
+                    exit: None,
+                    failure,
+                }
+            }
+        };
         tracing::debug!(
             server = %self.config.name,
             generation = live.generation,
@@ -781,75 +911,81 @@ impl Actor {
             None,
         );
 
-        let tag = Tag::new(&self.ctx.tag_scope, &self.config.name, generation);
-        let mut spawned = match spawn::spawn(
-            &self.config.launch,
-            tag,
-            &self.config.name,
-            self.config.stderr_log.as_deref(),
-        ) {
-            Ok(s) => s,
-            Err(e) => {
-                let error = spawn_error(&self.config.command_shown, &e);
-                let next = state::after_start(generation, Err(error.clone()), Vec::new());
-                self.set(
-                    next,
-                    cause,
-                    started.elapsed(),
-                    Duration::ZERO,
-                    Some(error.clone()),
-                );
-                return Done::err(error);
-            }
-        };
         let connect_timeout = options
             .connect_timeout
             .unwrap_or(self.config.connect_timeout);
         let deadline = connect_timeout.map(|t| tokio::time::Instant::now() + t);
-        self.ledger.spawned(
-            &self.config.name,
-            LiveRecord {
-                generation,
-                pid: spawned.pid,
-                pgid: spawned.pgid,
-                start_time: spawned.start_time,
-                boot_id: crate::process::procfs::boot_id(),
-                tag: spawned.tag.value().to_owned(),
-            },
-        );
-        let (stdout, stdin) = (spawned.stdout.take(), spawned.stdin.take());
-        let mut live = Live {
-            generation,
-            child: spawned.child,
-            pid: spawned.pid,
-            pgid: spawned.pgid,
-            tag: spawned.tag,
-            session: None,
-            stderr: spawned.stderr,
-            stderr_task: spawned.stderr_task,
-            tools: 0,
-            server_info: None,
-            ready_at: None,
-            exit: ExitWatch::new(spawned.pid),
+        type Init = std::pin::Pin<Box<dyn Future<Output = Result<Session, SessionError>> + Send>>;
+        let (mut live, init): (Live, Init) = match &self.config.endpoint {
+            Endpoint::Stdio(launch) => {
+                let tag = Tag::new(&self.ctx.tag_scope, &self.config.name, generation);
+                let mut spawned = match spawn::spawn(
+                    launch,
+                    tag,
+                    &self.config.name,
+                    self.config.stderr_log.as_deref(),
+                ) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let error = spawn_error(&self.config.command_shown, &e);
+                        let next = state::after_start(generation, Err(error.clone()), Vec::new());
+                        self.set(
+                            next,
+                            cause,
+                            started.elapsed(),
+                            Duration::ZERO,
+                            Some(error.clone()),
+                        );
+                        return Done::err(error);
+                    }
+                };
+                self.ledger.spawned(
+                    &self.config.name,
+                    LiveRecord {
+                        generation,
+                        pid: spawned.pid,
+                        pgid: spawned.pgid,
+                        start_time: spawned.start_time,
+                        boot_id: crate::process::procfs::boot_id(),
+                        tag: spawned.tag.value().to_owned(),
+                    },
+                );
+                let init: Init = match (spawned.stdout.take(), spawned.stdin.take()) {
+                    (Some(stdout), Some(stdin)) => Box::pin(Session::initialize(stdout, stdin)),
+                    _ => Box::pin(async {
+                        Err(SessionError::Closed(
+                            "the server's pipes were not set up".into(),
+                        ))
+                    }),
+                };
+                let process = LiveProcess {
+                    exit: ExitWatch::new(spawned.pid),
+                    child: spawned.child,
+                    pid: spawned.pid,
+                    pgid: spawned.pgid,
+                    tag: spawned.tag,
+                    stderr: spawned.stderr,
+                    stderr_task: spawned.stderr_task,
+                };
+                (
+                    Live::new(generation, LiveKind::Process(Box::new(process))),
+                    init,
+                )
+            }
+            Endpoint::Http(remote) => {
+                let probe = DeleteProbe::default();
+                let remote = remote.clone();
+                let init_probe = probe.clone();
+                let init: Init =
+                    Box::pin(async move { Session::initialize_http(&remote, init_probe).await });
+                (Live::new(generation, LiveKind::Remote(probe)), init)
+            }
         };
         // A start in progress ends early on an interrupt and on shutdown alike: with
         // `connect_timeout: none` it would otherwise hold the queue forever (L9).
         let interrupt = (&self.ctx.interrupt, &self.ctx.shutdown);
         let connected = async {
-            let (Some(stdout), Some(stdin)) = (stdout, stdin) else {
-                return Err(ServerError::new(
-                    ErrorKind::SpawnFailed,
-                    ErrorPhase::Spawn,
-                    "the server's pipes were not set up",
-                ));
-            };
-            let session = bounded(
-                deadline,
-                interrupt,
-                ErrorPhase::Initialize,
-                Session::initialize(stdout, stdin),
-            )
-            .await?;
+            let session = bounded(deadline, interrupt, ErrorPhase::Initialize, init).await?;
             let tools = bounded(
                 deadline,
                 interrupt,
@@ -871,7 +1007,7 @@ impl Actor {
                 live.ready_at = Some(Instant::now());
                 live.session = Some(session);
                 live.tools = tools;
-                let pid = live.pid;
+                let pid = live.pid();
                 self.live = Some(live);
                 let now = tokio::time::Instant::now();
                 self.last_used = now;
@@ -896,11 +1032,11 @@ impl Actor {
                 let cleanup = options
                     .cleanup_timeout
                     .unwrap_or(self.config.cleanup_timeout);
-                let stderr = live.stderr.clone();
-                let tag = live.tag.value().to_owned();
+                let stderr = live.stderr_lines();
+                let tag = live.tag_value();
                 let report = self.tear_down(live, cleanup, Instant::now()).await;
-                let error = describe_start_error(error, report.exit, connect_timeout)
-                    .with_stderr(stderr.lines());
+                let error =
+                    describe_start_error(error, report.exit, connect_timeout).with_stderr(stderr);
                 let summary = TeardownSummary::new(generation, &report);
                 let next = state::after_start(
                     generation,
@@ -996,8 +1132,8 @@ impl Actor {
         let Some(live) = self.live.take() else { return };
         let generation = live.generation;
         let up_for = live.ready_at.map_or(Duration::ZERO, |t| t.elapsed());
-        let stderr = live.stderr.clone();
-        let tag = live.tag.value().to_owned();
+        let stderr = live.stderr_lines();
+        let tag = live.tag_value();
         let started = Instant::now();
         let report = self
             .tear_down(live, self.config.cleanup_timeout, started)
@@ -1010,7 +1146,7 @@ impl Actor {
             ErrorPhase::Running,
             format!("generation {generation} exited while running ({how})"),
         )
-        .with_stderr(stderr.lines());
+        .with_stderr(stderr);
         self.history
             .forget_if_stable(&self.config.supervision.restart, up_for);
         let next = if report.leftover_pids.is_empty() {
@@ -1183,6 +1319,7 @@ impl Actor {
         };
         Snapshot {
             name: self.config.name.clone(),
+            transport: self.config.endpoint.name().to_owned(),
             state: self.state.phase(),
             // A stopped server shows the generation it last had.
             generation: self

@@ -59,7 +59,8 @@ pub enum State {
     },
     Running {
         generation: Generation,
-        pid: i32,
+        /// The main process; `None` for a remote server.
+        pid: Option<i32>,
     },
     Stopping {
         generation: Generation,
@@ -117,7 +118,7 @@ impl State {
 
     pub fn pid(&self) -> Option<i32> {
         match self {
-            State::Running { pid, .. } => Some(*pid),
+            State::Running { pid, .. } => *pid,
             _ => None,
         }
     }
@@ -226,7 +227,7 @@ pub fn plan(state: &State, intent: Intent, last: Generation, force: bool) -> Pla
 /// start could not confirm gone (L8).
 pub fn after_start(
     generation: Generation,
-    result: Result<i32, ServerError>,
+    result: Result<Option<i32>, ServerError>,
     leftover_pids: Vec<i32>,
 ) -> State {
     match result {
@@ -265,7 +266,7 @@ mod tests {
     fn running(generation: Generation) -> State {
         State::Running {
             generation,
-            pid: 100,
+            pid: Some(100),
         }
     }
 
@@ -406,7 +407,7 @@ mod tests {
 
     #[test]
     fn results_lead_to_the_right_states() {
-        assert_eq!(after_start(1, Ok(42), vec![]), running_pid(1, 42));
+        assert_eq!(after_start(1, Ok(Some(42)), vec![]), running_pid(1, 42));
         let err = ServerError::teardown_failed(&[]);
         assert_eq!(
             after_start(1, Err(err.clone()), vec![]).phase(),
@@ -431,6 +432,9 @@ mod tests {
     }
 
     fn running_pid(generation: Generation, pid: i32) -> State {
-        State::Running { generation, pid }
+        State::Running {
+            generation,
+            pid: Some(pid),
+        }
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod exit_watch;
 pub mod procfs;
+pub mod remote;
 pub mod session;
 pub mod spawn;
 pub mod stderr;

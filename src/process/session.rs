@@ -69,6 +69,41 @@ impl Session {
         }
     }
 
+    /// Runs the initialize handshake with a remote server over streamable HTTP.
+    /// `probe` learns how the DELETE that ends the session goes.
+    pub async fn initialize_http(
+        remote: &crate::process::remote::Remote,
+        probe: crate::process::remote::DeleteProbe,
+    ) -> Result<Session, SessionError> {
+        use rmcp::service::ClientInitializeError as E;
+        use rmcp::transport::streamable_http_client::{
+            StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
+        };
+        let mut headers = std::collections::HashMap::new();
+        for (name, value) in &remote.headers {
+            // Values may be secrets: errors name the header, never its value.
+            let name = http::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| SessionError::Protocol(format!("invalid header name `{name}`")))?;
+            let value = http::HeaderValue::from_str(value).map_err(|_| {
+                SessionError::Protocol(format!("invalid value for header `{name}`"))
+            })?;
+            headers.insert(name, value);
+        }
+        let config = StreamableHttpClientTransportConfig::with_uri(remote.url.as_str())
+            .custom_headers(headers);
+        let transport = StreamableHttpClientTransport::with_client(
+            crate::process::remote::ObservedClient::new(probe),
+            config,
+        );
+        match FleetClient.serve(transport).await {
+            Ok(service) => Ok(Session { service }),
+            Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
+                Err(SessionError::Closed(e.to_string()))
+            }
+            Err(e) => Err(SessionError::Protocol(e.to_string())),
+        }
+    }
+
     /// The server's name and version as it announced them.
     pub fn server_info(&self) -> Option<String> {
         let info = self.service.peer().peer_info()?;
@@ -86,10 +121,11 @@ impl Session {
     }
 
     /// Ends the session: stops the service loop, which drops the transport and so
-    /// closes the server's stdin. Bounded by `limit`; past it the session is dropped,
-    /// which cancels it all the same.
-    pub async fn close(mut self, limit: Duration) {
-        let _ = self.service.close_with_timeout(limit).await;
+    /// closes the server's stdin (or, over HTTP, sends the DELETE that ends the
+    /// session). Bounded by `limit`; past it the session is dropped, which cancels
+    /// it all the same. True when it ended within the limit.
+    pub async fn close(mut self, limit: Duration) -> bool {
+        matches!(self.service.close_with_timeout(limit).await, Ok(Some(_)))
     }
 
     /// A handle for requests made outside the authority (`tools`, `call`): they

@@ -114,6 +114,8 @@ pub struct TeardownReport {
     pub leftover_pids: Vec<i32>,
     /// How the group leader ended, if it was seen to end.
     pub exit: Option<ExitKind>,
+    /// Why a teardown without processes (a remote session) failed.
+    pub failure: Option<String>,
 }
 
 /// The process side of a generation that teardown works on.
@@ -252,6 +254,7 @@ pub async fn teardown(
         duration: started.elapsed(),
         leftover_pids: leftover,
         exit,
+        failure: None,
     }
 }
 

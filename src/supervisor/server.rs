@@ -474,7 +474,7 @@ async fn status_line(handle: &Handle) -> ServerReport {
             };
             ServerReport {
                 name: s.name,
-                transport: "stdio".into(),
+                transport: s.transport,
                 state: s.state,
                 generation: s.generation,
                 pid: s.pid,
@@ -541,7 +541,7 @@ pub(super) fn reply_line(
     let s = reply.snapshot;
     ServerReport {
         name: s.name,
-        transport: "stdio".into(),
+        transport: s.transport,
         state: s.state,
         generation: s.generation,
         pid: s.pid,
