@@ -1177,7 +1177,7 @@ impl Actor {
         if !policy::restarts_after(restart.policy, exit) {
             return State::Failed { generation, error };
         }
-        if self.history.record(&restart, Instant::now()) {
+        if self.history.record(&restart, tokio::time::Instant::now()) {
             let mut error = error;
             error.kind = ErrorKind::CrashLoop;
             error.message = format!(

@@ -4,7 +4,10 @@
 //! can never wait on a lock that its own caller holds.
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's clock, so that the restart logic can be tested with paused time.
+use tokio::time::Instant;
 
 pub use crate::config::{HealthCheck, RestartMode, RestartPolicy};
 use crate::process::teardown::ExitKind;
@@ -93,6 +96,43 @@ pub fn jitter() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The restart schedule of a server that crashes at once after every start,
+    /// run on tokio's paused clock: the exact delays, the crash loop at the right
+    /// moment, and a fresh count after a stable window.
+    #[tokio::test(start_paused = true)]
+    async fn the_schedule_runs_on_the_clock_deterministically() {
+        let p = policy();
+        let mut history = RestartHistory::default();
+        let start = Instant::now();
+        let mut restarted_at = Vec::new();
+        loop {
+            // The server exits; the authority asks the policy what comes next.
+            if history.record(&p, Instant::now()) {
+                break;
+            }
+            let delay = backoff(&p, history.count() - 1, 0.5);
+            tokio::time::sleep(delay).await;
+            restarted_at.push(Instant::now().duration_since(start).as_millis());
+        }
+        // 100, then +200, then +400: three restarts, the fourth exit is a crash loop.
+        assert_eq!(restarted_at, vec![100, 300, 700]);
+        assert_eq!(history.count(), 3);
+
+        // A generation that stays up for a whole window clears the count...
+        tokio::time::advance(p.window).await;
+        history.forget_if_stable(&p, p.window);
+        assert_eq!(history.count(), 0);
+        assert!(!history.record(&p, Instant::now()));
+        // ...and restarts older than the window stop counting by themselves.
+        let mut h = RestartHistory::default();
+        for _ in 0..3 {
+            assert!(!h.record(&p, Instant::now()));
+        }
+        tokio::time::advance(p.window + Duration::from_millis(1)).await;
+        assert!(!h.record(&p, Instant::now()), "the old three expired");
+        assert_eq!(h.count(), 1);
+    }
 
     fn policy() -> RestartPolicy {
         RestartPolicy {
