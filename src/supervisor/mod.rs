@@ -164,7 +164,10 @@ pub async fn run(
             boot_id: procfs::boot_id(),
         })
     })?;
-    let events = Arc::new(EventLog::new(open_append(&dir.events()).ok()));
+    // Without its event log the supervisor cannot keep L12: it does not start.
+    let log = open_append(&dir.events())
+        .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", dir.events().display()))?;
+    let events = Arc::new(EventLog::new(Some(log)));
     let scope = tag_scope(&dir);
 
     let cleanup_of = |name: &str| {
