@@ -80,10 +80,18 @@ impl StateDir {
         let dir = StateDir {
             root: fs::canonicalize(root)?,
         };
-        for sub in [dir.logs()] {
-            if fs::symlink_metadata(&sub).is_err() {
-                fs::DirBuilder::new().mode(0o700).create(&sub)?;
-            }
+        // Several commands may open a new state directory at the same instant: one
+        // of them creates `logs/`, and for the others it already exists.
+        match fs::DirBuilder::new().mode(0o700).create(dir.logs()) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+            _ => {}
+        }
+        let logs = fs::symlink_metadata(dir.logs())?;
+        if !logs.is_dir() || logs.uid() != nix::unistd::getuid().as_raw() {
+            return Err(io::Error::other(format!(
+                "unsafe state directory {}: logs/ is not a directory of this user",
+                dir.root.display()
+            )));
         }
         Ok(dir)
     }
@@ -218,6 +226,21 @@ mod tests {
         std::os::unix::fs::symlink(&root, &link).unwrap();
         let err = StateDir::open(&link).unwrap_err();
         assert!(err.to_string().contains("symlink"), "{err}");
+    }
+
+    #[test]
+    fn many_commands_can_open_a_new_directory_at_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("fresh");
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let root = root.clone();
+                std::thread::spawn(move || StateDir::open(&root).map(|_| ()))
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap().expect("every opener succeeds");
+        }
     }
 
     #[test]
