@@ -14,34 +14,10 @@ use std::time::{Duration, Instant};
 use common::*;
 
 const SECRET: &str = "s3cret-token-never-shown";
-const SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 
-/// The published server, installed from npm into `.cache/npm` on first use (so
-/// that `cargo test` works on a fresh machine; `.ci/run` installs it up front).
 fn server_everything() -> PathBuf {
-    static INSTALL: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let path =
-        root.join(".cache/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    INSTALL.get_or_init(|| {
-        if !path.exists() {
-            let status = Command::new("npm")
-                .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix", ".cache/npm"])
-                .arg(SERVER_EVERYTHING)
-                .current_dir(&root)
-                .status();
-            assert!(
-                status.is_ok_and(|s| s.success()),
-                "cannot install {SERVER_EVERYTHING}; run: npm install --prefix .cache/npm {SERVER_EVERYTHING}"
-            );
-        }
-    });
-    assert!(
-        path.exists(),
-        "{} is missing after npm install",
-        path.display()
-    );
-    path
+    published_servers()
+        .join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 }
 
 fn free_port() -> u16 {

@@ -46,6 +46,25 @@ pub fn fixture_bin() -> &'static Path {
     })
 }
 
+/// The cache of published servers (`.cache/`: npm packages in `npm/`, Python ones
+/// in the virtualenv `venv/`), installed by `.ci/install-servers` on first use so
+/// that `cargo test` works on a fresh machine.
+pub fn published_servers() -> &'static Path {
+    static CACHE: OnceLock<PathBuf> = OnceLock::new();
+    CACHE.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let status = Command::new("bash")
+            .arg(root.join(".ci/install-servers"))
+            .current_dir(root)
+            .status();
+        assert!(
+            status.is_ok_and(|s| s.success()),
+            "cannot install the published servers; run: bash .ci/install-servers (it needs npm and python3 with the package registries)"
+        );
+        root.join(".cache")
+    })
+}
+
 fn unique_id(label: &str) -> String {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let nanos = std::time::SystemTime::now()
