@@ -9,11 +9,16 @@
 //!   teardown of every server).
 //! - **up / down**: through the supervisor.
 
+#[path = "common.rs"]
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use common::ms;
 
 fn main() {
     let ns: Vec<usize> = {
@@ -27,14 +32,7 @@ fn main() {
             v
         }
     };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "--quiet", "-p", "mcpfleet-fixture"])
-        .current_dir(root)
-        .status()
-        .expect("cargo build");
-    assert!(status.success(), "building the fixture failed");
-    let fixture = root.join("target/release/mcpfleet-fixture");
+    let fixture = common::release_fixture();
     let mcpfleet = PathBuf::from(env!("CARGO_BIN_EXE_mcpfleet"));
     let rt = tokio::runtime::Runtime::new().unwrap();
 
@@ -145,8 +143,4 @@ fn supervisor_rss_kb(state: &Path) -> String {
             })
         })
         .unwrap_or_else(|| "-".into())
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }

@@ -4,23 +4,21 @@
 //! asserts nothing about time (this machine is shared and noisy), only that
 //! `status` spawns nothing.
 
-use std::path::{Path, PathBuf};
+#[path = "common.rs"]
+mod common;
+
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use common::ms;
 
 fn main() {
     let n: usize = std::env::args()
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(200);
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "--quiet", "-p", "mcpfleet-fixture"])
-        .current_dir(root)
-        .status()
-        .expect("cargo build");
-    assert!(status.success(), "building the fixture failed");
-    let fixture = root.join("target/release/mcpfleet-fixture");
+    let fixture = common::release_fixture();
     let mcpfleet = PathBuf::from(env!("CARGO_BIN_EXE_mcpfleet"));
 
     let dir = tempfile::tempdir().expect("temp dir");
@@ -103,10 +101,6 @@ fn main() {
         ms(up),
         ms(down)
     );
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }
 
 fn median(v: &[Duration]) -> Duration {
