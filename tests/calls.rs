@@ -60,12 +60,7 @@ fn a_call_in_flight_when_its_server_is_torn_down_fails_at_once() {
     );
     assert_code(&fleet.run(&["up"]), 0);
     let started = Instant::now();
-    let mut call = fleet.command(&["--output", "json", "call", "slow", "echo"]);
-    let call = call
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let call = fleet.spawn(&["--output", "json", "call", "slow", "echo"]);
     std::thread::sleep(Duration::from_millis(500));
     let down = fleet.run(&["down"]);
     assert_code(&down, 0);

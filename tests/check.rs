@@ -269,12 +269,7 @@ fn a_stderr_flood_neither_blocks_the_server_nor_grows_memory() {
             "connect_timeout: 60s",
         )],
     );
-    let mut cmd = fleet.command(&["--output", "json", "check"]);
-    let child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = fleet.spawn(&["--output", "json", "check"]);
     let pid = child.id();
     let sampler = std::thread::spawn(move || {
         let mut peak_kb = 0u64;
@@ -430,12 +425,7 @@ fn ctrl_c_during_check_tears_everything_down_and_exits_130() {
             ),
         ],
     );
-    let mut cmd = fleet.command(&["--output", "json", "check"]);
-    let child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = fleet.spawn(&["--output", "json", "check"]);
     // Wait until the slow one's process exists, then interrupt.
     let deadline = Instant::now() + Duration::from_secs(20);
     while fleet.alive().len() < 4 {
@@ -444,10 +434,7 @@ fn ctrl_c_during_check_tears_everything_down_and_exits_130() {
     }
     std::thread::sleep(Duration::from_millis(300));
     let started = Instant::now();
-    std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
+    sigint(child.id());
     let out = child.wait_with_output().unwrap();
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_code(&out, 130);
@@ -472,20 +459,12 @@ fn a_second_ctrl_c_during_check_sigkills_instead_of_waiting() {
             "cleanup_timeout: 30s",
         )],
     );
-    let mut cmd = fleet.command(&["--output", "json", "check"]);
-    let child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = fleet.spawn(&["--output", "json", "check"]);
     // The start is instant; teardown then waits 9 s (30% of 30 s) for EOF.
     std::thread::sleep(Duration::from_millis(1000));
     let started = Instant::now();
     for _ in 0..2 {
-        std::process::Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .unwrap();
+        sigint(child.id());
         std::thread::sleep(Duration::from_millis(200));
     }
     let out = child.wait_with_output().unwrap();

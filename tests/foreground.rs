@@ -8,14 +8,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use serde_json::Value;
 
-fn sigint(pid: u32) {
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
 #[test]
 fn ctrl_c_tears_down_and_a_second_ctrl_c_sigkills() {
     let fleet = TestFleet::fixtures(
@@ -29,12 +21,7 @@ fn ctrl_c_tears_down_and_a_second_ctrl_c_sigkills() {
             ),
         ],
     );
-    let child = fleet
-        .command(&["--output", "json", "up", "--foreground"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = fleet.spawn(&["--output", "json", "up", "--foreground"]);
     let pid = child.id();
     // Another CLI sees the foreground supervisor like any other.
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -1,7 +1,8 @@
 //! The CLI side of the control socket: find the supervisor of a fleet (starting it,
 //! detached, when asked to), send one request, relay its events and return its
-//! report. Waiting for the supervisor is bounded; an interrupted caller leaves the
-//! supervisor to finish what was asked (L6).
+//! report. Waiting for a supervisor to come up is bounded, and the request's wait
+//! for its authority has a deadline on the supervisor's side; an interrupted caller
+//! leaves the supervisor to finish what was asked (L6).
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;

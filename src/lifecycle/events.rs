@@ -57,13 +57,6 @@ pub trait EventSink: Send + Sync {
     fn record(&self, event: &Event);
 }
 
-/// A sink that drops events, for callers that only want the replies.
-pub struct Discard;
-
-impl EventSink for Discard {
-    fn record(&self, _event: &Event) {}
-}
-
 pub fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

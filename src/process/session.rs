@@ -134,11 +134,6 @@ impl Session {
     pub fn peer(&self) -> Peer<RoleClient> {
         self.service.peer().clone()
     }
-
-    /// Whether the server's side of the connection is gone.
-    pub fn is_closed(&self) -> bool {
-        self.service.is_closed()
-    }
 }
 
 /// An MCP `ping`; unbounded by itself (the caller adds the health timeout).

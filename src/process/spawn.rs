@@ -5,7 +5,6 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Instant;
 
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::task::JoinHandle;
@@ -91,7 +90,6 @@ pub struct Spawned {
     /// The task that drains stderr; it ends when the last holder of the pipe exits.
     pub stderr_task: JoinHandle<()>,
     pub tag: Tag,
-    pub spawned_at: Instant,
 }
 
 /// Spawns `launch` as the leader of a new process group. Its stderr is kept as a
@@ -132,6 +130,5 @@ pub fn spawn(
         stderr,
         stderr_task,
         tag,
-        spawned_at: Instant::now(),
     })
 }

@@ -14,7 +14,8 @@
 //! environment tag is reported, which catches descendants that escaped the group
 //! with `setsid`: they make the teardown `failed` rather than silently survive.
 //!
-//! This module signals only the group it was given; it never touches other groups.
+//! `teardown` signals only the group it was given. `kill_tagged` signals single
+//! processes, each found a moment before by its generation's tag.
 
 use std::time::{Duration, Instant};
 

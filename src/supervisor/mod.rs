@@ -178,7 +178,7 @@ pub async fn run(
             })
     };
     for r in recovery::recover(&scope, &state, &cleanup_of).await {
-        tracing::warn!(server = %r.server, generation = r.generation, pids = ?r.pids, outcome = ?r.outcome, "recovered a generation left by a previous supervisor");
+        tracing::warn!(server = %r.server, generation = r.generation, pids = ?r.pids, outcome = ?r.outcome, signal = ?r.signal, "recovered a generation left by a previous supervisor");
         events.record(&Event {
             time: rfc3339(SystemTime::now()),
             server: r.server.clone(),

@@ -96,13 +96,6 @@ impl StateDir {
         Ok(dir)
     }
 
-    /// The directory without creating or checking it (for reading only).
-    pub fn at(root: &Path) -> StateDir {
-        StateDir {
-            root: root.to_path_buf(),
-        }
-    }
-
     pub fn root(&self) -> &Path {
         &self.root
     }

@@ -127,6 +127,15 @@ impl TestFleet {
         cmd
     }
 
+    /// Starts `mcpfleet ARGS` in the background with stdout and stderr captured.
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        self.command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mcpfleet")
+    }
+
     /// Runs `mcpfleet` to its end, bounded: a hang fails the test instead of CI.
     pub fn run(&self, args: &[&str]) -> Output {
         run_bounded(self.command(args), Duration::from_secs(120))
@@ -221,6 +230,12 @@ pub fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
 unsafe extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+/// Sends SIGINT (a Ctrl-C) to `pid`.
+pub fn sigint(pid: u32) {
+    // SAFETY: kill(2) with the pid of a child this test started.
+    unsafe { libc_kill(pid as i32, 2) };
 }
 
 /// Sends SIGKILL to each pid.
