@@ -148,6 +148,7 @@ impl Harness {
             escalate: CancellationToken::new(),
             tracker: TaskTracker::new(),
             tag_scope: scope,
+            start_slots: mcpfleet::lifecycle::authority::start_slots(64),
         };
         Harness { fleet, sink, ctx }
     }

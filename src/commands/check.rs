@@ -34,6 +34,10 @@ use crate::output::report::{
 pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Result<Code, CliError> {
     let fleet = load_fleet(file)?;
     let specs = select(&fleet, &args.servers)?;
+    let files = crate::process::limits::raise_open_files();
+    if let Some(warning) = files.shortfall(specs.len()) {
+        tracing::warn!("{warning}");
+    }
     let options = CallOptions {
         connect_timeout: args.connect_timeout.map(|t| t.as_duration()),
         cleanup_timeout: args.cleanup_timeout.map(|t| t.as_duration()),
@@ -44,6 +48,11 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
         Format::Ndjson => Arc::new(NdjsonEvents::new()),
         _ => Arc::new(TracingEvents),
     };
+    let jobs = args
+        .jobs
+        .map_or_else(crate::lifecycle::authority::default_start_slots, |j| {
+            j as usize
+        });
     let ctx = Context {
         events,
         interrupt: CancellationToken::new(),
@@ -51,6 +60,7 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
         escalate: CancellationToken::new(),
         tracker: TaskTracker::new(),
         tag_scope: tag_scope(),
+        start_slots: crate::lifecycle::authority::start_slots(jobs),
     };
     let progress =
         Progress::new(!global.quiet && global.output == Format::Text && global.verbose == 0);
@@ -64,7 +74,6 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
         .iter()
         .map(|spec| authority::spawn(ServerConfig::from_spec(spec, None), 0, ctx.clone()))
         .collect();
-    let jobs = args.jobs.map_or_else(default_jobs, |j| j as usize);
     tracing::info!(servers = handles.len(), jobs, "check: starting");
 
     progress.stage("starting", handles.len());
@@ -251,12 +260,6 @@ fn server_report(
         teardown,
         exit_code: code.as_i32(),
     }
-}
-
-/// Four starts per core: starting is mostly waiting on the server, but 50 servers
-/// started at once on two cores all miss their deadlines together.
-fn default_jobs() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get()) * 4
 }
 
 /// A scope for process tags that no other run shares.

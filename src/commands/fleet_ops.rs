@@ -48,6 +48,16 @@ fn wait_ms(w: WaitArgs) -> Option<u64> {
 }
 
 pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> {
+    // The supervisor inherits this process's limits: say now if they are too low.
+    let files = crate::process::limits::raise_open_files();
+    let starting = if args.servers.is_empty() {
+        t.fleet.enabled().count()
+    } else {
+        args.servers.len()
+    };
+    if let Some(warning) = files.shortfall(starting) {
+        tracing::warn!("{warning}");
+    }
     if args.foreground {
         return foreground(t, args, g).await;
     }
@@ -135,6 +145,7 @@ fn offline_lines(
 ) -> Result<Vec<ServerReport>, CliError> {
     let scope = crate::supervisor::tag_scope(&t.dir);
     let mut lines = Vec::new();
+    let table = procfs::Table::scan();
     for spec in &t.fleet.servers {
         if !names.is_empty() && !names.contains(&spec.name) {
             continue;
@@ -149,13 +160,8 @@ fn offline_lines(
         let mut code = Code::Ok;
         let mut error = None;
         if let Some(live) = &rec.live {
-            let entry = format!(
-                "{}={scope}:{}:{}",
-                crate::process::spawn::TAG_VAR,
-                spec.name,
-                live.generation
-            );
-            let alive = procfs::tagged(entry.as_bytes());
+            let tag = format!("{scope}:{}:{}", spec.name, live.generation);
+            let alive = table.tagged(&tag);
             if !alive.is_empty() {
                 state = Phase::Running;
                 pid = Some(live.pid);

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use rmcp::service::{Peer, RoleClient};
 use serde::{Deserialize, Serialize};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -399,6 +399,20 @@ pub struct Context {
     pub tracker: TaskTracker,
     /// Distinguishes this host's generations from any other's in process tags.
     pub tag_scope: String,
+    /// Handshakes that may run at once, across all servers (see [`default_start_slots`]).
+    pub start_slots: Arc<Semaphore>,
+}
+
+/// Four handshakes per core may run at once: starting is mostly waiting on the
+/// server, but 50 servers that all start at once on two cores share the CPU so
+/// thinly that they all miss their connect deadlines together. A server waits for
+/// a slot in state `starting`; its connect timeout counts from its spawn.
+pub fn default_start_slots() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get()) * 4
+}
+
+pub fn start_slots(n: usize) -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(n.max(1)))
 }
 
 /// Starts the authority task of one server that keeps no durable notes. `last_generation`
@@ -702,13 +716,14 @@ impl Actor {
         let Some(tag) = self.quarantine_tag.clone() else {
             return Done::ok();
         };
-        let entry = format!("{}={tag}", spawn::TAG_VAR).into_bytes();
-        let mut alive: Vec<i32> = crate::process::procfs::tagged(&entry)
+        let mut alive: Vec<i32> = crate::process::procfs::fresh(std::time::Instant::now())
+            .await
+            .tagged(&tag)
             .iter()
             .map(|p| p.pid)
             .collect();
         if kill && !alive.is_empty() {
-            alive = teardown::kill_tagged(&entry, Duration::from_secs(5)).await;
+            alive = teardown::kill_tagged(&tag, Duration::from_secs(5)).await;
         }
         if !alive.is_empty() {
             let error = ServerError::new(
@@ -734,7 +749,7 @@ impl Actor {
             return Done::err(error);
         }
         self.quarantine_tag = None;
-        self.ledger.ended(&self.config.name, generation, None);
+        self.note_end(generation, None).await;
         self.set(State::Stopped, cause, started.elapsed(), waited, None);
         Done::ok()
     }
@@ -786,7 +801,7 @@ impl Actor {
             State::Quarantined { error, .. } => Some(error.clone()),
             _ => None,
         };
-        self.record_end(generation, &next, tag);
+        self.record_end(generation, &next, tag).await;
         self.set(
             next,
             cause,
@@ -895,7 +910,7 @@ impl Actor {
         let started = Instant::now();
         // The generation is taken before anything is spawned, so that it is never
         // given twice, whatever happens next.
-        if let Err(e) = self.ledger.reserve(&self.config.name, generation) {
+        if let Err(e) = self.ledger.reserve(&self.config.name, generation).await {
             return Done::err(ServerError::new(
                 ErrorKind::SpawnFailed,
                 ErrorPhase::Spawn,
@@ -911,6 +926,19 @@ impl Actor {
             None,
         );
 
+        // Held until the handshake has ended, one way or the other.
+        let slot = tokio::select! {
+            biased;
+            _ = self.ctx.interrupt.cancelled() => None,
+            _ = self.ctx.shutdown.cancelled() => None,
+            slot = self.ctx.start_slots.clone().acquire_owned() => slot.ok(),
+        };
+        let Some(_slot) = slot else {
+            let error = ServerError::cancelled("the start");
+            let next = state::after_start(generation, Err(error.clone()), Vec::new());
+            self.set(next, cause, started.elapsed(), waited, Some(error.clone()));
+            return Done::err(error);
+        };
         let connect_timeout = options
             .connect_timeout
             .unwrap_or(self.config.connect_timeout);
@@ -939,7 +967,9 @@ impl Actor {
                         return Done::err(error);
                     }
                 };
-                self.ledger.spawned(
+                // Written while the handshake runs: until it is on disk, a new
+                // supervisor still finds the process by its tag.
+                let durable = self.ledger.spawned(
                     &self.config.name,
                     LiveRecord {
                         generation,
@@ -950,6 +980,12 @@ impl Actor {
                         tag: spawned.tag.value().to_owned(),
                     },
                 );
+                let server = self.config.name.clone();
+                self.ctx.tracker.spawn(async move {
+                    if let Err(e) = durable.await {
+                        tracing::error!(server, error = %e, "cannot write state.json (spawned)");
+                    }
+                });
                 let init: Init = match (spawned.stdout.take(), spawned.stdin.take()) {
                     (Some(stdout), Some(stdin)) => Box::pin(Session::initialize(stdout, stdin)),
                     _ => Box::pin(async {
@@ -1043,7 +1079,7 @@ impl Actor {
                     Err(error.clone()),
                     report.leftover_pids.clone(),
                 );
-                self.record_end(generation, &next, tag);
+                self.record_end(generation, &next, tag).await;
                 let cause = if error.kind == ErrorKind::Cancelled {
                     Cause::Interrupt
                 } else {
@@ -1068,7 +1104,7 @@ impl Actor {
 
     /// Tells the ledger how a generation ended, and keeps the tag of a quarantined
     /// one so that its leftovers can be found again.
-    fn record_end(&mut self, generation: Generation, next: &State, tag: String) {
+    async fn record_end(&mut self, generation: Generation, next: &State, tag: String) {
         let quarantine = match next {
             State::Quarantined {
                 error,
@@ -1085,7 +1121,16 @@ impl Actor {
             }
             _ => None,
         };
-        self.ledger.ended(&self.config.name, generation, quarantine);
+        self.note_end(generation, quarantine).await;
+    }
+
+    /// Notes that a generation ended and waits until the note is on disk, so that
+    /// a quarantine is never reported before it is kept.
+    async fn note_end(&self, generation: Generation, quarantine: Option<QuarantineRecord>) {
+        let durable = self.ledger.ended(&self.config.name, generation, quarantine);
+        if let Err(e) = durable.await {
+            tracing::error!(server = %self.config.name, error = %e, "cannot write state.json (ended)");
+        }
     }
 
     /// Changes state and records the transition.
@@ -1155,7 +1200,7 @@ impl Actor {
             state::after_teardown(generation, report.leftover_pids.clone(), None)
         };
         self.last_teardown = Some(TeardownSummary::new(generation, &report));
-        self.record_end(generation, &next, tag);
+        self.record_end(generation, &next, tag).await;
         self.set(
             next,
             Cause::Exited,
@@ -1419,6 +1464,21 @@ fn spawn_error(program: &str, e: &std::io::Error) -> ServerError {
         }
         std::io::ErrorKind::PermissionDenied => {
             format!("cannot run `{program}`: permission denied")
+        }
+        _ if matches!(
+            e.raw_os_error(),
+            Some(nix::libc::EMFILE | nix::libc::ENFILE)
+        ) =>
+        {
+            let limit = crate::process::limits::raise_open_files();
+            format!(
+                "cannot run `{program}`: too many open files (limit {}, hard limit {}); \
+                 each running server holds about {} descriptors: raise the hard limit \
+                 (ulimit -Hn) or run fewer servers",
+                limit.soft,
+                limit.hard,
+                crate::process::limits::PER_SERVER
+            )
         }
         _ => format!("cannot run `{program}`: {e}"),
     };

@@ -3,6 +3,9 @@
 //! each live generation, and quarantines. `check` keeps nothing (`NoLedger`); the
 //! supervisor keeps `state.json`.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use serde::{Deserialize, Serialize};
 
 use super::state::Generation;
@@ -29,25 +32,47 @@ pub struct QuarantineRecord {
     pub tag: String,
 }
 
-/// Durable notes of an authority. Called from the authority task, in order.
+/// Resolves once a note is durable, or with the error that kept it from being so.
+pub type Durable = Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>>;
+
+/// Durable notes of an authority. Called from the authority task, in order: each
+/// note takes effect in the ledger's order when the method is called, and the
+/// returned future says when it has reached the disk.
 pub trait Ledger: Send + Sync {
-    /// Records that `generation` is taken, before anything is spawned for it. An
-    /// error refuses the start: a generation must never be given twice.
-    fn reserve(&self, server: &str, generation: Generation) -> std::io::Result<()>;
+    /// Records that `generation` is taken; awaited before anything is spawned for
+    /// it. An error refuses the start: a generation must never be given twice.
+    fn reserve(&self, server: &str, generation: Generation) -> Durable;
     /// Records the process of a generation right after it was spawned.
-    fn spawned(&self, server: &str, record: LiveRecord);
+    fn spawned(&self, server: &str, record: LiveRecord) -> Durable;
     /// Records that a generation ended: confirmed gone (`None`), or quarantined.
-    fn ended(&self, server: &str, generation: Generation, quarantine: Option<QuarantineRecord>);
+    fn ended(
+        &self,
+        server: &str,
+        generation: Generation,
+        quarantine: Option<QuarantineRecord>,
+    ) -> Durable;
 }
 
 /// Keeps nothing: for `check`, whose authorities live and die with one process.
 pub struct NoLedger;
 
+fn nothing_to_keep() -> Durable {
+    Box::pin(std::future::ready(Ok(())))
+}
+
 impl Ledger for NoLedger {
-    fn reserve(&self, _server: &str, _generation: Generation) -> std::io::Result<()> {
-        Ok(())
+    fn reserve(&self, _server: &str, _generation: Generation) -> Durable {
+        nothing_to_keep()
     }
-    fn spawned(&self, _server: &str, _record: LiveRecord) {}
-    fn ended(&self, _server: &str, _generation: Generation, _quarantine: Option<QuarantineRecord>) {
+    fn spawned(&self, _server: &str, _record: LiveRecord) -> Durable {
+        nothing_to_keep()
+    }
+    fn ended(
+        &self,
+        _server: &str,
+        _generation: Generation,
+        _quarantine: Option<QuarantineRecord>,
+    ) -> Durable {
+        nothing_to_keep()
     }
 }

@@ -10,6 +10,7 @@
 //! functions and owns what they return.
 
 pub mod exit_watch;
+pub mod limits;
 pub mod procfs;
 pub mod remote;
 pub mod session;

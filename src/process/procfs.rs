@@ -5,8 +5,13 @@
 //! with what it finds. Every read tolerates the process vanishing midway, which is
 //! the normal case while a group is being torn down.
 
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use super::spawn::TAG_VAR;
 
 /// One line of `/proc/PID/stat`, reduced to what teardown and identity need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,64 +76,141 @@ pub fn pids() -> Vec<i32> {
         .collect()
 }
 
-/// Living members of a process group (zombies excluded).
-pub fn group_members(pgid: i32) -> Vec<ProcStat> {
-    pids()
-        .into_iter()
-        .filter_map(stat)
-        .filter(|s| s.pgid == pgid && s.is_alive())
-        .collect()
+/// A process as one scan saw it, with the value of its `MCPFLEET_TAG` when its
+/// environment carries one (only read for living processes).
+#[derive(Debug, Clone)]
+pub struct Proc {
+    pub stat: ProcStat,
+    pub tag: Option<Arc<str>>,
 }
 
-/// Whether the environment of `pid` contains exactly the entry `entry` (`NAME=VALUE`).
-/// Unreadable environments (another user's process, a zombie) do not match.
-pub fn environ_contains(pid: i32, entry: &[u8]) -> bool {
-    let Ok(environ) = fs::read(format!("/proc/{pid}/environ")) else {
-        return false;
-    };
-    environ.split(|b| *b == 0).any(|e| e == entry)
+/// One pass over the whole process table. Teardown asks three questions of the
+/// table (who is left in a group, who carries a generation's tag, which dead
+/// children to reap); with many servers torn down at once, one pass answers all of
+/// them instead of one pass per question per server (see [`fresh`]).
+#[derive(Debug)]
+pub struct Table {
+    /// When the pass began: it saw every process that existed before this instant.
+    pub started: Instant,
+    procs: Vec<Proc>,
 }
 
-/// Living processes whose environment carries `entry`: every descendant of a server
-/// inherits its tag, including one that left the process group with `setsid`.
-pub fn tagged(entry: &[u8]) -> Vec<ProcStat> {
-    let me = std::process::id() as i32;
-    pids()
-        .into_iter()
-        .filter(|pid| *pid != me)
-        .filter_map(stat)
-        .filter(|s| s.is_alive() && environ_contains(s.pid, entry))
-        .collect()
-}
-
-/// Living processes with a `NAME=VALUE` entry that starts with `prefix`, each with
-/// the rest of that entry: how a supervisor finds every generation of its own scope.
-pub fn tagged_with_prefix(prefix: &[u8]) -> Vec<(ProcStat, String)> {
-    let me = std::process::id() as i32;
-    let mut found = Vec::new();
-    for pid in pids() {
-        if pid == me {
-            continue;
+impl Table {
+    /// Reads the table now, in the calling thread.
+    pub fn scan() -> Table {
+        let started = Instant::now();
+        let me = std::process::id() as i32;
+        let mut guard = TAGS.lock().unwrap_or_else(|p| p.into_inner());
+        let cache = guard.get_or_insert_with(HashMap::new);
+        let mut procs = Vec::new();
+        let mut seen = HashSet::new();
+        for pid in pids() {
+            let Some(stat) = stat(pid) else { continue };
+            let key = (pid, stat.start_time);
+            let tag = if !stat.is_alive() || pid == me {
+                None
+            } else if let Some(known) = cache.get(&key) {
+                known.clone()
+            } else {
+                let tag = read_tag(pid);
+                // A tag, once seen, stays: only a process of the generation can have
+                // had it. "No tag" is only remembered for processes that are not our
+                // own children: a child of ours may not have exec'd its server yet,
+                // and gains its tag when it does.
+                if tag.is_some() || stat.ppid != me {
+                    cache.insert(key, tag.clone());
+                }
+                tag
+            };
+            seen.insert(key);
+            procs.push(Proc { stat, tag });
         }
-        let Some(stat) = stat(pid).filter(ProcStat::is_alive) else {
-            continue;
-        };
-        let Ok(environ) = fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        if let Some(entry) = environ.split(|b| *b == 0).find(|e| e.starts_with(prefix)) {
-            found.push((
-                stat,
-                String::from_utf8_lossy(&entry[prefix.len()..]).into_owned(),
-            ));
-        }
+        cache.retain(|k, _| seen.contains(k));
+        Table { started, procs }
     }
-    found
+
+    pub fn procs(&self) -> &[Proc] {
+        &self.procs
+    }
+
+    /// Living members of a process group (zombies excluded).
+    pub fn group_members(&self, pgid: i32) -> Vec<ProcStat> {
+        self.procs
+            .iter()
+            .filter(|p| p.stat.pgid == pgid && p.stat.is_alive())
+            .map(|p| p.stat)
+            .collect()
+    }
+
+    /// Living processes (other than this one) whose `MCPFLEET_TAG` is `value`:
+    /// every descendant of a server inherits its tag, including one that left the
+    /// process group with `setsid`.
+    pub fn tagged(&self, value: &str) -> Vec<ProcStat> {
+        self.procs
+            .iter()
+            .filter(|p| p.tag.as_deref() == Some(value))
+            .map(|p| p.stat)
+            .collect()
+    }
+
+    /// Living processes whose tag starts with `prefix`, each with the rest of the
+    /// tag: how a supervisor finds every generation of its own scope.
+    pub fn tagged_with_prefix(&self, prefix: &str) -> Vec<(ProcStat, String)> {
+        self.procs
+            .iter()
+            .filter_map(|p| {
+                let rest = p.tag.as_deref()?.strip_prefix(prefix)?;
+                Some((p.stat, rest.to_owned()))
+            })
+            .collect()
+    }
+}
+
+/// Tags already read, by (pid, start time): an environment is read once per
+/// process, not once per scan.
+static TAGS: Mutex<Option<TagCache>> = Mutex::new(None);
+
+type TagCache = HashMap<(i32, u64), Option<Arc<str>>>;
+
+/// The last table, shared by everyone who waits for one.
+static LAST: tokio::sync::Mutex<Option<Arc<Table>>> = tokio::sync::Mutex::const_new(None);
+
+/// A table that began after `after`. Callers that ask while a pass is under way
+/// queue for the next one, which then serves them all: N concurrent teardowns
+/// cost a few passes, not N.
+pub async fn fresh(after: Instant) -> Arc<Table> {
+    let mut last = LAST.lock().await;
+    if let Some(table) = last.as_ref()
+        && table.started >= after
+    {
+        return table.clone();
+    }
+    let table = match tokio::task::spawn_blocking(Table::scan).await {
+        Ok(table) => Arc::new(table),
+        Err(_) => Arc::new(Table::scan()),
+    };
+    *last = Some(table.clone());
+    table
+}
+
+/// The value of `MCPFLEET_TAG` in the environment of `pid`. Unreadable
+/// environments (another user's process, a zombie) have none.
+fn read_tag(pid: i32) -> Option<Arc<str>> {
+    let environ = fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{TAG_VAR}=");
+    environ
+        .split(|b| *b == 0)
+        .find_map(|e| e.strip_prefix(prefix.as_bytes()))
+        .map(|v| Arc::from(String::from_utf8_lossy(v).as_ref()))
 }
 
 /// The kernel's boot id: start times are only comparable within one boot.
+/// Read once per process: it cannot change while we run.
 pub fn boot_id() -> Option<String> {
-    read_trimmed(Path::new("/proc/sys/kernel/random/boot_id"))
+    static BOOT_ID: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    BOOT_ID
+        .get_or_init(|| read_trimmed(Path::new("/proc/sys/kernel/random/boot_id")))
+        .clone()
 }
 
 fn read_trimmed(path: &Path) -> Option<String> {

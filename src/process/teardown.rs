@@ -25,7 +25,9 @@ use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::procfs;
+use std::sync::Arc;
+
+use super::procfs::{self, Table};
 use super::spawn::Tag;
 
 /// How teardown ended (DESIGN §4, L5).
@@ -140,30 +142,31 @@ fn leader_exit(pid: i32) -> Option<ExitKind> {
     }
 }
 
-/// True once the leader has exited and its group holds no living process.
-fn group_gone(pid: i32, pgid: i32, exit: &mut Option<ExitKind>) -> bool {
-    if exit.is_none() {
-        *exit = leader_exit(pid);
-    }
-    exit.is_some() && procfs::group_members(pgid).is_empty()
-}
-
-/// Waits until the group is gone or `limit` passes (`None`: no limit).
+/// Waits until the leader has exited and its group holds no living process, or
+/// until `limit` passes (`None`: no limit). Returns the process table that showed
+/// the group empty: it was read after the leader's exit was seen, and the checks
+/// that follow (orphans to reap, escapees by tag) read the same table.
 async fn wait_gone(
     pid: i32,
     pgid: i32,
     exit: &mut Option<ExitKind>,
     limit: Option<Duration>,
-) -> bool {
+) -> Option<Arc<Table>> {
     let deadline = limit.map(|l| Instant::now() + l);
-    let mut interval = Duration::from_millis(2);
+    let mut interval = Duration::from_millis(1);
     loop {
-        if group_gone(pid, pgid, exit) {
-            return true;
+        if exit.is_none() {
+            *exit = leader_exit(pid);
+        }
+        if exit.is_some() {
+            let table = procfs::fresh(Instant::now()).await;
+            if table.group_members(pgid).is_empty() {
+                return Some(table);
+            }
         }
         let now = Instant::now();
         let sleep = match deadline {
-            Some(d) if now >= d => return false,
+            Some(d) if now >= d => return None,
             Some(d) => interval.min(d - now),
             None => interval,
         };
@@ -205,28 +208,31 @@ pub async fn teardown(
     let mut gone = tokio::select! {
         biased;
         gone = wait_gone(pid, pgid, &mut exit, Some(eof_left)) => gone,
-        _ = escalate.cancelled() => false,
+        _ = escalate.cancelled() => None,
     };
-    if !gone && !escalate.is_cancelled() {
+    if gone.is_none() && !escalate.is_cancelled() {
         tracing::debug!(pid, "no exit after stdin closed; SIGTERM to the group");
         signal = Some(TeardownSignal::Term);
         signal_group(pgid, Signal::SIGTERM);
         gone = tokio::select! {
             biased;
             gone = wait_gone(pid, pgid, &mut exit, Some(grace.term)) => gone,
-            _ = escalate.cancelled() => false,
+            _ = escalate.cancelled() => None,
         };
     }
-    if !gone {
+    if gone.is_none() {
         tracing::debug!(pid, "still alive after SIGTERM; SIGKILL to the group");
         signal = Some(TeardownSignal::Kill);
         signal_group(pgid, Signal::SIGKILL);
         gone = wait_gone(pid, pgid, &mut exit, grace.kill).await;
     }
-    let mut leftover: Vec<i32> = if gone {
-        Vec::new()
-    } else {
-        procfs::group_members(pgid).iter().map(|s| s.pid).collect()
+    let (table, mut leftover) = match gone {
+        Some(table) => (table, Vec::new()),
+        None => {
+            let table = procfs::fresh(Instant::now()).await;
+            let members = table.group_members(pgid).iter().map(|s| s.pid).collect();
+            (table, members)
+        }
     };
     if exit.is_some() {
         // The leader is a zombie now: reaping it cannot block.
@@ -234,9 +240,8 @@ pub async fn teardown(
     } else if !leftover.contains(&pid) {
         leftover.push(pid);
     }
-    reap_orphans(|s| s.pgid == pgid && s.pid != pid);
-    let entry = tag.environ_entry();
-    for escaped in procfs::tagged(&entry) {
+    reap_orphans(&table, |s| s.pgid == pgid && s.pid != pid);
+    for escaped in table.tagged(tag.value()) {
         if !leftover.contains(&escaped.pid) {
             leftover.push(escaped.pid);
         }
@@ -264,27 +269,23 @@ pub async fn teardown(
 /// they die, nobody else will collect them. They are reaped one by one by pid, never
 /// with `waitpid(-1)`, which would steal the exit status of the servers that tokio
 /// waits on.
-pub fn reap_orphans(which: impl Fn(&procfs::ProcStat) -> bool) {
+pub fn reap_orphans(table: &Table, which: impl Fn(&procfs::ProcStat) -> bool) {
     let me = std::process::id() as i32;
-    for pid in procfs::pids() {
-        if let Some(s) = procfs::stat(pid)
-            && s.ppid == me
-            && !s.is_alive()
-            && which(&s)
-        {
-            let _ = nix::sys::wait::waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+    for s in table.procs().iter().map(|p| &p.stat) {
+        if s.ppid == me && !s.is_alive() && which(s) {
+            let _ = nix::sys::wait::waitpid(Pid::from_raw(s.pid), Some(WaitPidFlag::WNOHANG));
         }
     }
 }
 
-/// SIGKILLs every living process whose environment carries `entry` and waits up to
-/// `limit` for all of them to be gone. Returns the pids still alive after that.
+/// SIGKILLs every living process whose tag is `tag` and waits up to `limit` for
+/// all of them to be gone. Returns the pids still alive after that.
 /// For what is left of a quarantined or recovered generation: its processes are no
 /// longer anyone's children, so they are found by their tag, not by a group leader.
-pub async fn kill_tagged(entry: &[u8], limit: Duration) -> Vec<i32> {
+pub async fn kill_tagged(tag: &str, limit: Duration) -> Vec<i32> {
     let deadline = Instant::now() + limit;
     loop {
-        let alive = procfs::tagged(entry);
+        let alive = procfs::fresh(Instant::now()).await.tagged(tag);
         if alive.is_empty() {
             return Vec::new();
         }

@@ -82,7 +82,8 @@ pub async fn tools(shared: &Shared, server: Option<String>, options: CallOptions
         },
         None => shared.handles.iter().collect(),
     };
-    let mut servers = Vec::new();
+    // Peers are taken in fleet order; the lists are then asked for all at once.
+    let mut peers = Vec::new();
     for handle in handles {
         let peer = if server.is_some() {
             match ensure_running("tools", handle, options).await {
@@ -92,17 +93,39 @@ pub async fn tools(shared: &Shared, server: Option<String>, options: CallOptions
         } else {
             handle.peer().await.ok().flatten()
         };
-        let Some((generation, peer)) = peer else {
-            continue;
-        };
-        let listed = tokio::time::timeout(DEFAULT_CALL_TIMEOUT, session::list_tools(&peer)).await;
-        match listed.unwrap_or_else(|_| {
-            Err(SessionError::Protocol(
-                "tools/list did not answer in time".into(),
-            ))
-        }) {
+        if let Some((generation, peer)) = peer {
+            peers.push((handle.name().to_owned(), generation, peer));
+        }
+    }
+    let mut set = tokio::task::JoinSet::new();
+    for (i, (_, _, peer)) in peers.iter().enumerate() {
+        let peer = peer.clone();
+        set.spawn(async move {
+            let listed =
+                tokio::time::timeout(DEFAULT_CALL_TIMEOUT, session::list_tools(&peer)).await;
+            (
+                i,
+                listed.unwrap_or_else(|_| {
+                    Err(SessionError::Protocol(
+                        "tools/list did not answer in time".into(),
+                    ))
+                }),
+            )
+        });
+    }
+    let mut lists: Vec<Option<Result<_, SessionError>>> = peers.iter().map(|_| None).collect();
+    while let Some(joined) = set.join_next().await {
+        if let Ok((i, listed)) = joined {
+            lists[i] = Some(listed);
+        }
+    }
+    let mut servers = Vec::new();
+    for ((name, generation, _), listed) in peers.iter().zip(lists) {
+        let listed =
+            listed.unwrap_or_else(|| Err(SessionError::Protocol("tools/list was lost".into())));
+        match listed {
             Ok(tools) => servers.push(json!({
-                "name": handle.name(),
+                "name": name,
                 "generation": generation,
                 "tools": tools.iter().map(|t| json!({
                     "name": t.name,
@@ -114,7 +137,7 @@ pub async fn tools(shared: &Shared, server: Option<String>, options: CallOptions
                 return failure(
                     "tools",
                     Code::StartFailed,
-                    handle.name(),
+                    name,
                     "protocol",
                     format!("tools/list failed: {e}"),
                 );

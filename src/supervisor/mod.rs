@@ -154,6 +154,10 @@ pub async fn run(
     if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
         tracing::warn!(error = %e, "cannot become a child subreaper");
     }
+    let files = crate::process::limits::raise_open_files();
+    if let Some(warning) = files.shortfall(fleet.servers.len()) {
+        tracing::warn!("{warning}");
+    }
 
     let doc = Persisted::load(&dir.state())?;
     let state = Arc::new(StateFile::new(dir.state(), doc));
@@ -204,6 +208,9 @@ pub async fn run(
         escalate: CancellationToken::new(),
         tracker: tracker.clone(),
         tag_scope: scope,
+        start_slots: crate::lifecycle::authority::start_slots(
+            crate::lifecycle::authority::default_start_slots(),
+        ),
     };
     let persisted = state.snapshot();
     let handles = fleet

@@ -19,7 +19,6 @@ use crate::lifecycle::error::pid_list;
 use crate::lifecycle::ledger::QuarantineRecord;
 use crate::lifecycle::state::Generation;
 use crate::process::procfs;
-use crate::process::spawn::TAG_VAR;
 use crate::process::teardown::{Grace, Outcome};
 
 /// What recovery did with one generation it found.
@@ -111,8 +110,8 @@ pub async fn recover(
 /// Every living process of the scope, by (server, generation).
 fn find(scope: &str, state: &StateFile) -> BTreeMap<(String, Generation), Vec<(i32, u64)>> {
     let mut found: BTreeMap<(String, Generation), Vec<(i32, u64)>> = BTreeMap::new();
-    let prefix = format!("{TAG_VAR}={scope}:");
-    for (stat, rest) in procfs::tagged_with_prefix(prefix.as_bytes()) {
+    let prefix = format!("{scope}:");
+    for (stat, rest) in procfs::Table::scan().tagged_with_prefix(&prefix) {
         let Some((server, generation)) = rest.rsplit_once(':') else {
             continue;
         };

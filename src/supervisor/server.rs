@@ -128,7 +128,8 @@ const ORPHAN_SWEEP: Duration = Duration::from_secs(2);
 /// reaps those, so they are left alone.
 fn sweep_orphans() {
     let my_sid = nix::unistd::getsid(None).map_or(-1, |s| s.as_raw());
-    crate::process::teardown::reap_orphans(|s| s.pgid != s.pid || s.sid != my_sid);
+    let table = crate::process::procfs::Table::scan();
+    crate::process::teardown::reap_orphans(&table, |s| s.pgid != s.pid || s.sid != my_sid);
 }
 
 /// Binds the control socket, private to this user.

@@ -1,0 +1,84 @@
+//! The open-files limit. Every running stdio server holds a few descriptors in the
+//! process that manages it (its stdin, stdout and stderr pipes, and a pidfd), so a
+//! large fleet needs more than the usual soft limit of 1024. The soft limit is
+//! raised as far as the hard limit allows, and a fleet that needs more than that is
+//! told so, with numbers, before anything is started.
+
+use nix::sys::resource::{Resource, getrlimit, setrlimit};
+
+/// Descriptors held per running stdio server, with room to spare: three pipes, a
+/// pidfd, a stderr log being appended to, and a socket of a caller.
+pub const PER_SERVER: u64 = 6;
+/// Descriptors of the manager itself: runtime, control socket, logs, state files.
+pub const BASE: u64 = 64;
+
+/// The open-files limit after raising it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenFiles {
+    pub soft: u64,
+    pub hard: u64,
+}
+
+impl OpenFiles {
+    /// How many descriptors `servers` stdio servers need at most.
+    pub fn needed(servers: usize) -> u64 {
+        BASE + PER_SERVER * servers as u64
+    }
+
+    /// A warning when `servers` servers running at once could exceed the limit.
+    pub fn shortfall(&self, servers: usize) -> Option<String> {
+        let needed = Self::needed(servers);
+        (self.soft < needed).then(|| {
+            format!(
+                "the open-files limit is {} (hard limit {}), but {servers} servers may need about {needed}: \
+                 servers beyond the limit will fail to start with \"too many open files\"; \
+                 raise the hard limit (ulimit -Hn, or LimitNOFILE= in a systemd unit)",
+                self.soft, self.hard
+            )
+        })
+    }
+}
+
+/// Raises the soft open-files limit to the hard limit and returns both.
+pub fn raise_open_files() -> OpenFiles {
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) => {
+            if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+                return OpenFiles { soft: hard, hard };
+            }
+            OpenFiles { soft, hard }
+        }
+        Err(_) => OpenFiles {
+            soft: u64::MAX,
+            hard: u64::MAX,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_soft_limit_is_raised_to_the_hard_one() {
+        let raised = raise_open_files();
+        let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+        assert_eq!((raised.soft, raised.hard), (soft, hard));
+        assert_eq!(soft, hard);
+    }
+
+    #[test]
+    fn a_fleet_larger_than_the_limit_is_told_with_numbers() {
+        let limit = OpenFiles {
+            soft: 1024,
+            hard: 1024,
+        };
+        assert_eq!(limit.shortfall(100), None);
+        let warning = limit.shortfall(1000).expect("1000 servers need more");
+        assert!(warning.contains("1024"), "{warning}");
+        assert!(
+            warning.contains(&OpenFiles::needed(1000).to_string()),
+            "{warning}"
+        );
+    }
+}
