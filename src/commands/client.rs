@@ -47,6 +47,7 @@ pub async fn connect(
     // Held while this client starts a supervisor and waits for it, so that of many
     // clients arriving together one starts it and the others find it serving.
     let mut spawn_lock: Option<std::fs::File> = None;
+    let mut poll = Duration::from_millis(1);
     loop {
         match UnixStream::connect(&socket).await {
             Ok(s) => return Ok(s),
@@ -92,7 +93,9 @@ pub async fn connect(
                         dir.supervisor_log().display()
                     )));
                 }
-                tokio::time::sleep(Duration::from_millis(20)).await;
+                // A supervisor starts in a few milliseconds: look often at first.
+                tokio::time::sleep(poll).await;
+                poll = (poll * 2).min(Duration::from_millis(20));
             }
         }
     }

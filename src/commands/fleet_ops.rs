@@ -163,8 +163,15 @@ fn offline_lines(
             let tag = format!("{scope}:{}:{}", spec.name, live.generation);
             let alive = table.tagged(&tag);
             if !alive.is_empty() {
-                state = Phase::Running;
-                pid = Some(live.pid);
+                // Running only while its main process is: what is left of a server
+                // whose main process is gone (a grandchild, say) is a leftover.
+                let leader = alive.iter().any(|p| p.pid == live.pid);
+                state = if leader {
+                    Phase::Running
+                } else {
+                    Phase::Quarantined
+                };
+                pid = leader.then_some(live.pid);
                 let pids: Vec<String> = alive.iter().map(|p| p.pid.to_string()).collect();
                 error = Some(report::ErrorReport {
                     kind: crate::lifecycle::error::ErrorKind::Quarantined,
