@@ -291,22 +291,25 @@ fn finish(
             Err(CliError::Usage(m["usage: ".len()..].to_owned()))
         }
         Err(ClientError::Refused(m)) => Err(CliError::Internal(anyhow::anyhow!(m))),
-        Err(e @ ClientError::Unreachable(_)) => {
-            eprintln!("mcpfleet {command}: {e}");
-            if g.output != Format::Text {
-                // Scripts reading JSON get a document for this outcome too.
-                let doc = serde_json::json!({
-                    "schema_version": report::SCHEMA_VERSION,
-                    "command": command,
-                    "exit_code": Code::Unreachable.as_i32(),
-                    "servers": [],
-                    "error": {"kind": "unreachable", "message": e.to_string()},
-                });
-                let _ = report::write_stdout(&format!("{doc}\n"));
-            }
-            Ok(Code::Unreachable)
-        }
+        Err(e @ ClientError::Unreachable(_)) => Ok(unreachable(command, &e, g)),
     }
+}
+
+/// Reports a supervisor that could not be reached (or was lost mid-request) on
+/// stderr and, for scripts reading JSON, as a document on stdout. Returns 8.
+pub(super) fn unreachable(command: &str, e: &ClientError, g: &Global) -> Code {
+    eprintln!("mcpfleet {command}: {e}");
+    if g.output != Format::Text {
+        let doc = serde_json::json!({
+            "schema_version": report::SCHEMA_VERSION,
+            "command": command,
+            "exit_code": Code::Unreachable.as_i32(),
+            "servers": [],
+            "error": {"kind": "unreachable", "message": e.to_string()},
+        });
+        let _ = report::write_stdout(&format!("{doc}\n"));
+    }
+    Code::Unreachable
 }
 
 fn emit(report: Report, g: &Global) -> Result<Code, CliError> {

@@ -22,7 +22,7 @@ pub async fn tools(t: Target, args: &ToolsArgs, g: &Global) -> Result<Code, CliE
         server: args.server.clone(),
         deadlines: Deadlines::default(),
     };
-    let doc = match exchange(&t, op, args.server.is_some()).await? {
+    let doc = match exchange(&t, op, args.server.is_some(), "tools", g).await? {
         Ok(doc) => doc,
         Err(code) => return Ok(code),
     };
@@ -74,7 +74,7 @@ pub async fn call(t: Target, args: &CallArgs, g: &Global) -> Result<Code, CliErr
             .map(|t| t.as_duration().map_or(u64::MAX, |d| d.as_millis() as u64)),
         deadlines: Deadlines::default(),
     };
-    let doc = match exchange(&t, op, true).await? {
+    let doc = match exchange(&t, op, true, "call", g).await? {
         Ok(doc) => doc,
         Err(code) => return Ok(code),
     };
@@ -101,13 +101,16 @@ pub async fn call(t: Target, args: &CallArgs, g: &Global) -> Result<Code, CliErr
 
 /// Sends `op`; `Err(code)` when the supervisor could not be reached or the
 /// caller was interrupted (already reported on stderr).
-async fn exchange(t: &Target, op: Op, start: bool) -> Result<Result<Value, Code>, CliError> {
+async fn exchange(
+    t: &Target,
+    op: Op,
+    start: bool,
+    command: &str,
+    g: &Global,
+) -> Result<Result<Value, Code>, CliError> {
     let stream = match client::connect(&t.dir, &t.fleet.file, start).await {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("mcpfleet: {e}");
-            return Ok(Err(Code::Unreachable));
-        }
+        Err(e) => return Ok(Err(super::fleet_ops::unreachable(command, &e, g))),
     };
     match client::request(stream, op, |_| {}).await {
         Ok(doc) => Ok(Ok(doc)),
@@ -119,10 +122,7 @@ async fn exchange(t: &Target, op: Op, start: bool) -> Result<Result<Value, Code>
             eprintln!("mcpfleet: interrupted");
             Ok(Err(Code::Interrupted))
         }
-        Err(e) => {
-            eprintln!("mcpfleet: {e}");
-            Ok(Err(Code::Unreachable))
-        }
+        Err(e) => Ok(Err(super::fleet_ops::unreachable(command, &e, g))),
     }
 }
 

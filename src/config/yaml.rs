@@ -100,7 +100,20 @@ pub(crate) fn parse(text: &str) -> Result<Node, SyntaxError> {
         guarded(|| Build { state: &state }.deserialize(serde_yaml::Deserializer::from_str(text)));
     let mut node = match built {
         Some(Ok(node)) => node,
-        Some(Err(err)) => return Err(syntax_error(text, &err)),
+        Some(Err(err)) => {
+            let mut error = syntax_error(text, &err);
+            if error.line.is_none() && err.to_string() == "repetition limit exceeded" {
+                // serde_yaml's own limit on alias repetition has no position.
+                // Building again with our node limit just below the count reached
+                // fails at the same node, through an error that gets one.
+                let reached = MAX_NODES - state.remaining.get();
+                if let Some((line, column)) = place_of_node(text, reached) {
+                    error.line = Some(line);
+                    error.column = Some(column);
+                }
+            }
+            return Err(error);
+        }
         None => {
             return Err(SyntaxError {
                 message: "the YAML parser failed on this file".into(),
@@ -117,6 +130,18 @@ pub(crate) fn parse(text: &str) -> Result<Node, SyntaxError> {
         });
     }
     Ok(node)
+}
+
+/// Where the `count`-th node built (counting from 1) is, as its parent's position.
+fn place_of_node(text: &str, count: usize) -> Option<(usize, usize)> {
+    let state = BuildState {
+        remaining: Cell::new(count.checked_sub(1)?),
+        has_typed_scalars: Cell::new(false),
+    };
+    let built =
+        guarded(|| Build { state: &state }.deserialize(serde_yaml::Deserializer::from_str(text)))?;
+    let location = built.err()?.location()?;
+    Some((location.line(), location.column()))
 }
 
 /// Line and column (1-based) of the node at `steps`, or `None` when the document
@@ -161,6 +186,9 @@ fn syntax_error(text: &str, err: &serde_yaml::Error) -> SyntaxError {
         }
         "unknown anchor" => "alias to an anchor that is not defined above it".to_string(),
         m if m.starts_with("deserializing from YAML containing more than one document") => {
+            // serde_yaml gives this error no position; without one the user has
+            // to hunt for the stray `---` in the file.
+            position = position.or_else(|| second_document(text));
             "the file holds more than one YAML document; a fleet file is one document".to_string()
         }
         m if m.contains(TOO_BIG) => m[m.find(TOO_BIG).unwrap_or(0)..].to_string(),
@@ -171,6 +199,14 @@ fn syntax_error(text: &str, err: &serde_yaml::Error) -> SyntaxError {
         line: position.map(|p| p.0),
         column: position.map(|p| p.1),
     }
+}
+
+/// Where the second document of `text` starts: the position of its first node,
+/// which a visit that fails on purpose (as in [`locate`]) gets stamped with.
+fn second_document(text: &str) -> Option<(usize, usize)> {
+    let second = guarded(|| serde_yaml::Deserializer::from_str(text).nth(1))??;
+    let err = guarded(|| Seek { steps: &[] }.deserialize(second))?.err()?;
+    err.location().map(|l| (l.line(), l.column()))
 }
 
 /// Counts brackets without regard to quotes or comments: an upper bound on the
@@ -601,6 +637,9 @@ mod tests {
         assert!(err.message.contains("control characters"), "{err:?}");
         let err = parse("a: 1\n---\nb: 2\n").unwrap_err();
         assert!(err.message.contains("more than one YAML document"));
+        assert_eq!((err.line, err.column), (Some(3), Some(1)), "{err:?}");
+        let err = parse("a: 1\n--- [x]\n").unwrap_err();
+        assert_eq!((err.line, err.column), (Some(2), Some(5)), "{err:?}");
         let err = parse("a: *nope\n").unwrap_err();
         assert_eq!((err.line, err.column), (Some(1), Some(4)));
     }
@@ -672,6 +711,8 @@ mod tests {
             err.message.contains("aliases") || err.message.contains(TOO_BIG),
             "{err:?}"
         );
+        // serde_yaml's repetition limit has no position of its own.
+        assert!(err.line.is_some(), "{err:?}");
     }
 
     #[test]

@@ -168,20 +168,149 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
     }
 }
 
-/// Parses a request line; the error says what is wrong with it, for the error reply.
+/// The most JSON values a request may hold, counted as the `[`, `{`, `,` and `:`
+/// outside strings. A request names a few servers; without a bound, decoding an
+/// 8 MiB line of `[0,0,0,…` builds trees of 30 bytes or more per byte of it
+/// (about 300 MB) before any field is checked.
+pub const MAX_REQUEST_VALUES: usize = 100_000;
+
+/// Parses a request line; the error says what is wrong with it, and where, for
+/// the error reply.
 pub fn parse_request(line: &str) -> Result<Request, String> {
+    // serde quotes unknown keys and ops as decoded: an escaped line break in one
+    // would break the message (and the supervisor's log line) in two.
+    decode(line).map_err(|message| match message.contains(char::is_control) {
+        false => message,
+        true => message
+            .chars()
+            .map(|c| match c.is_control() {
+                true => c.escape_default().to_string(),
+                false => c.to_string(),
+            })
+            .collect(),
+    })
+}
+
+fn decode(line: &str) -> Result<Request, String> {
+    check_value_count(line)?;
     let value: serde_json::Value =
         serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
-    match value.get("v").and_then(|v| v.as_u64()) {
-        Some(v) if v == u64::from(PROTOCOL_VERSION) => {}
-        Some(v) => {
+    let Some(object) = value.as_object() else {
+        return Err(format!(
+            "invalid request: expected a JSON object, found {}",
+            json_kind(&value)
+        ));
+    };
+    match object.get("v") {
+        Some(v) if v.as_u64() == Some(u64::from(PROTOCOL_VERSION)) => {}
+        Some(v) if v.is_u64() => {
             return Err(format!(
                 "protocol version {v} is not supported (this supervisor speaks {PROTOCOL_VERSION})"
             ));
         }
+        Some(v) => {
+            let found = match v {
+                serde_json::Value::Number(n) => format!("`{n}`"),
+                other => json_kind(other).to_owned(),
+            };
+            return Err(format!(
+                "invalid protocol version `v`: expected the number {PROTOCOL_VERSION}, found {found}"
+            ));
+        }
         None => return Err("missing protocol version `v`".to_owned()),
     }
-    serde_json::from_value(value).map_err(|e| format!("invalid request: {e}"))
+    // serde would take a number as the index of a variant: `"op": 0` would be `up`.
+    if let Some(op) = object.get("op").filter(|op| !op.is_string()) {
+        return Err(format!(
+            "invalid request: `op` must be a string, found {}",
+            json_kind(op)
+        ));
+    }
+    // ... and a sequence as a struct's fields in order: `[1, 2, 3]` would be
+    // three deadlines.
+    if let Some(deadlines) = object.get("deadlines").filter(|d| d.is_array()) {
+        return Err(format!(
+            "invalid request: `deadlines` must be an object, found {}",
+            json_kind(deadlines)
+        ));
+    }
+    // `deny_unknown_fields` does not reach a variant without fields.
+    if object.get("op").is_some_and(|op| op == "ping")
+        && let Some(extra) = object.keys().find(|k| *k != "v" && *k != "op")
+    {
+        return Err(format!(
+            "invalid request: unknown field `{extra}`; `ping` has no fields"
+        ));
+    }
+    Request::deserialize(&value).map_err(|e| {
+        let e = e.to_string();
+        match culprit(object, &e) {
+            Some(field) => format!("invalid request: `{field}`: {e}"),
+            None => format!("invalid request: {e}"),
+        }
+    })
+}
+
+/// Refuses a line with more than [`MAX_REQUEST_VALUES`] values, naming the column
+/// where the count passed the limit.
+fn check_value_count(line: &str) -> Result<(), String> {
+    let (mut count, mut in_string, mut escaped) = (0usize, false, false);
+    for (i, byte) in line.bytes().enumerate() {
+        match (in_string, byte) {
+            (true, _) if escaped => escaped = false,
+            (true, b'\\') => escaped = true,
+            (_, b'"') => in_string = !in_string,
+            (false, b'[' | b'{' | b',' | b':') => {
+                count += 1;
+                if count > MAX_REQUEST_VALUES {
+                    let column = line[..i].chars().count() + 1;
+                    return Err(format!(
+                        "invalid request: more than {MAX_REQUEST_VALUES} JSON values \
+                         at line 1 column {column}; a request is small"
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// serde says what it expected but not of which field; a request has a handful
+/// of fields, so for a wrong type or value the field is found by decoding each
+/// one alone (errors about a field's presence name it already).
+fn culprit<'o>(
+    object: &'o serde_json::Map<String, serde_json::Value>,
+    error: &str,
+) -> Option<&'o str> {
+    if !error.starts_with("invalid type")
+        && !error.starts_with("invalid value")
+        && !error.starts_with("invalid length")
+    {
+        return None;
+    }
+    let op = object.get("op")?;
+    object
+        .iter()
+        .filter(|(key, _)| *key != "v" && *key != "op")
+        .find(|(key, field)| {
+            let alone = serde_json::json!({"v": PROTOCOL_VERSION, "op": op, *key: field});
+            // Only the missing fields that `alone` leaves out may be wrong with it.
+            Request::deserialize(&alone).is_err_and(|e| !e.to_string().starts_with("missing field"))
+        })
+        .map(|(key, _)| key.as_str())
+}
+
+/// The type of a JSON value, worded for "found X".
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
 }
 
 /// Encodes a message as one line, newline included.
@@ -241,6 +370,57 @@ mod tests {
             parse_request(r#"{"v":1,"op":"status","bogus":1}"#).is_err(),
             "unknown fields are refused"
         );
+        assert!(
+            parse_request(r#"{"v":1,"op":"ping","bogus":1}"#)
+                .unwrap_err()
+                .contains("unknown field `bogus`"),
+            "by ops without fields too"
+        );
+        // Not an object, or a version that is not a whole number.
+        let err = parse_request("[1]").unwrap_err();
+        assert!(err.contains("expected a JSON object"), "{err}");
+        let err = parse_request(r#"{"v":"1","op":"status"}"#).unwrap_err();
+        assert!(
+            err.contains("invalid protocol version") && err.contains("string"),
+            "{err}"
+        );
+        let err = parse_request(r#"{"v":1.5,"op":"status"}"#).unwrap_err();
+        assert!(err.contains("`1.5`"), "{err}");
+        // A number is not an op, though serde would take it for a variant's index.
+        for op in ["0", "3", "5", "true", "null", "[\"up\"]"] {
+            let err = parse_request(&format!(r#"{{"v":1,"op":{op}}}"#)).unwrap_err();
+            assert!(err.contains("`op` must be a string"), "{op}: {err}");
+        }
+        // What the message quotes stays on one line.
+        let err = parse_request(r#"{"v":1,"op":"dé\nwn"}"#).unwrap_err();
+        assert!(err.contains("unknown variant `dé\\nwn`"), "{err}");
+        // Nor is a sequence a struct.
+        let err = parse_request(r#"{"v":1,"op":"up","deadlines":[1,2,3]}"#).unwrap_err();
+        assert!(err.contains("`deadlines` must be an object"), "{err}");
+        // A wrong type names its field.
+        let err = parse_request(r#"{"v":1,"op":"up","servers":["a"],"force":"yes"}"#).unwrap_err();
+        assert!(err.contains("`force`: invalid type"), "{err}");
+        let err = parse_request(r#"{"v":1,"op":"reset","server":7}"#).unwrap_err();
+        assert!(err.contains("`server`: invalid type"), "{err}");
+        let err = parse_request(r#"{"v":1,"op":"up","deadlines":{"wait_ms":-1}}"#).unwrap_err();
+        assert!(err.contains("`deadlines`: invalid value"), "{err}");
+    }
+
+    #[test]
+    fn requests_with_too_many_values_are_refused_before_decoding() {
+        let many = vec!["0"; MAX_REQUEST_VALUES].join(",");
+        let err =
+            parse_request(&format!(r#"{{"v":1,"op":"status","servers":[{many}]}}"#)).unwrap_err();
+        assert!(err.contains("more than 100000 JSON values"), "{err}");
+        assert!(err.contains("line 1 column"), "{err}");
+        // Structure inside strings does not count.
+        let text = "[,{:".repeat(MAX_REQUEST_VALUES);
+        let line = format!(r#"{{"v":1,"op":"reset","server":"{text}\"{text}"}}"#);
+        assert!(parse_request(&line).is_ok());
+        // Just under the limit is decoded as usual.
+        let names = vec!["\"a\""; MAX_REQUEST_VALUES - 10].join(",");
+        let line = format!(r#"{{"v":1,"op":"status","servers":[{names}]}}"#);
+        assert!(parse_request(&line).is_ok());
     }
 
     #[tokio::test]
