@@ -629,3 +629,36 @@ servers:
     }
     fleet.assert_no_leftovers();
 }
+
+/// A secret in a remote server's `url:` (its query) appears in no output and no
+/// log, also when the connection fails and the HTTP client reports the error.
+#[test]
+fn a_secret_in_a_url_stays_out_of_errors_and_logs() {
+    let secret = "url-secret-4242";
+    let fleet = TestFleet::raw(
+        "url-secret",
+        "version: 1\nservers:\n  remote:\n    url: http://127.0.0.1:9/mcp?key=${env:URL_SECRET}\n    connect_timeout: 2s\n",
+    );
+    for args in [
+        &["check"][..],
+        &["--output", "json", "check"],
+        &["-vv", "check"],
+    ] {
+        let out = run_bounded(
+            {
+                let mut c = fleet.command(args);
+                c.env("URL_SECRET", secret);
+                c
+            },
+            Duration::from_secs(60),
+        );
+        assert_code(&out, 3);
+        let all = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(all.contains("remote"), "{all}");
+        assert!(
+            !all.contains(secret),
+            "the secret leaked with {args:?}:\n{all}"
+        );
+    }
+    fleet.assert_no_leftovers();
+}

@@ -57,6 +57,15 @@ impl ObservedClient {
 type Headers = HashMap<HeaderName, HeaderValue>;
 type Error = StreamableHttpError<reqwest::Error>;
 
+/// Takes the URL out of an HTTP client error: a `url:` may carry a secret from
+/// `${env:}` in its query, and rmcp logs these errors as they are.
+fn scrub<T>(result: Result<T, Error>) -> Result<T, Error> {
+    result.map_err(|e| match e {
+        StreamableHttpError::Client(e) => StreamableHttpError::Client(e.without_url()),
+        other => other,
+    })
+}
+
 impl StreamableHttpClient for ObservedClient {
     type Error = reqwest::Error;
 
@@ -68,8 +77,10 @@ impl StreamableHttpClient for ObservedClient {
         auth_header: Option<String>,
         custom_headers: Headers,
     ) -> impl Future<Output = Result<StreamableHttpPostResponse, Error>> + Send + '_ {
-        self.inner
-            .post_message(uri, message, session_id, auth_header, custom_headers)
+        let call = self
+            .inner
+            .post_message(uri, message, session_id, auth_header, custom_headers);
+        async move { scrub(call.await) }
     }
 
     fn post_message_with_max_sse_event_size(
@@ -81,14 +92,15 @@ impl StreamableHttpClient for ObservedClient {
         custom_headers: Headers,
         max_sse_event_size: usize,
     ) -> impl Future<Output = Result<StreamableHttpPostResponse, Error>> + Send + '_ {
-        self.inner.post_message_with_max_sse_event_size(
+        let call = self.inner.post_message_with_max_sse_event_size(
             uri,
             message,
             session_id,
             auth_header,
             custom_headers,
             max_sse_event_size,
-        )
+        );
+        async move { scrub(call.await) }
     }
 
     fn post_message_with_response_limits(
@@ -100,14 +112,15 @@ impl StreamableHttpClient for ObservedClient {
         custom_headers: Headers,
         limits: StreamableHttpResponseLimits,
     ) -> impl Future<Output = Result<StreamableHttpPostResponse, Error>> + Send + '_ {
-        self.inner.post_message_with_response_limits(
+        let call = self.inner.post_message_with_response_limits(
             uri,
             message,
             session_id,
             auth_header,
             custom_headers,
             limits,
-        )
+        );
+        async move { scrub(call.await) }
     }
 
     async fn delete_session(
@@ -117,10 +130,11 @@ impl StreamableHttpClient for ObservedClient {
         auth_header: Option<String>,
         custom_headers: Headers,
     ) -> Result<(), Error> {
-        let result = self
-            .inner
-            .delete_session(uri, session_id, auth_header, custom_headers)
-            .await;
+        let result = scrub(
+            self.inner
+                .delete_session(uri, session_id, auth_header, custom_headers)
+                .await,
+        );
         self.probe.record(match &result {
             Ok(()) | Err(StreamableHttpError::ServerDoesNotSupportDeleteSession) => Ok(()),
             Err(e) => Err(e.to_string()),
@@ -137,8 +151,10 @@ impl StreamableHttpClient for ObservedClient {
         custom_headers: Headers,
     ) -> impl Future<Output = Result<BoxStream<'static, Result<Sse, SseError>>, Error>> + Send + '_
     {
-        self.inner
-            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+        let call =
+            self.inner
+                .get_stream(uri, session_id, last_event_id, auth_header, custom_headers);
+        async move { scrub(call.await) }
     }
 
     fn get_stream_with_max_sse_event_size(
@@ -151,13 +167,14 @@ impl StreamableHttpClient for ObservedClient {
         max_sse_event_size: usize,
     ) -> impl Future<Output = Result<BoxStream<'static, Result<Sse, SseError>>, Error>> + Send + '_
     {
-        self.inner.get_stream_with_max_sse_event_size(
+        let call = self.inner.get_stream_with_max_sse_event_size(
             uri,
             session_id,
             last_event_id,
             auth_header,
             custom_headers,
             max_sse_event_size,
-        )
+        );
+        async move { scrub(call.await) }
     }
 }
