@@ -422,7 +422,24 @@ fn check_answer(args: &[String], out: &Output, doc: Option<&Value>, tally: &mut 
 }
 
 /// Invariant 4: `status` agrees with the processes alive.
+///
+/// Right after a round the fleet may still be settling (a server that lost its
+/// killed supervisor exits on stdin EOF a moment later), so a disagreement counts
+/// only when it is still there after three looks, 300 ms apart.
 fn check_status(fleet: &TestFleet, tally: &mut Tally, round: usize) {
+    let mut found = Vec::new();
+    for _ in 0..3 {
+        found = status_disagreements(fleet, tally, round);
+        if found.is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    tally.violations.extend(found);
+}
+
+fn status_disagreements(fleet: &TestFleet, tally: &mut Tally, round: usize) -> Vec<String> {
+    let mut found = Vec::new();
     let (out, doc) = fleet.run_json(&["status"]);
     tally.commands += 1;
     check_answer(&["status".into()], &out, Some(&doc), tally, "status");
@@ -442,19 +459,20 @@ fn check_status(fleet: &TestFleet, tally: &mut Tally, round: usize) {
                     is_alive(p) && mine.iter().any(|(g, q)| Some(*g) == generation && *q == p)
                 });
                 if !ok {
-                    tally.violations.push(format!(
+                    found.push(format!(
                         "round {round}: status says {name} running (gen {generation:?}, pid {pid:?}) but its processes are {mine:?}"
                     ));
                 }
             }
             "stopped" | "failed" if !mine.is_empty() => {
-                tally.violations.push(format!(
+                found.push(format!(
                     "round {round}: status says {name} {state} but {mine:?} are alive"
                 ));
             }
             _ => {}
         }
     }
+    found
 }
 
 /// Invariant 3: in the event log, each server's generations never go down.

@@ -363,6 +363,10 @@ fn a_line_that_never_ends_ends_the_session_at_the_limit() {
     eprintln!("the flooder after its 200 MiB line: {s}");
     assert_eq!(s["state"], "failed", "{s}");
     assert_eq!(s["pid"], Value::Null, "{s}");
+    // Reported as what happened: its session was cut off at the limit.
+    assert_eq!(s["error"]["kind"], "protocol", "{s}");
+    let message = s["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(LIMIT_TEXT), "{s}");
     assert!(!is_alive(flooder), "the flooder {flooder} still runs");
     let log = supervisor_log(&fleet);
     assert!(

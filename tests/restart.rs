@@ -143,6 +143,38 @@ fn with_policy_never_an_exited_server_stays_failed_with_its_stderr() {
     fleet.assert_no_leftovers();
 }
 
+/// A server that closes its stdout but runs on no longer serves: its session's
+/// end is noticed like an exit, its process is torn down (it ignores stdin EOF, so
+/// with a signal), and it is reported as a protocol failure, not left `running`.
+#[test]
+fn a_server_whose_session_ends_while_it_runs_is_torn_down_and_reported() {
+    let fleet = TestFleet::fixtures(
+        "session-ends",
+        &[(
+            "mute",
+            &["--close-stdout-after-ms", "400", "--ignore-eof"],
+            "cleanup_timeout: 2s",
+        )],
+    );
+    assert_code(&fleet.run(&["up"]), 0);
+    let pid = status_of(&fleet, "mute")["pid"].as_i64().unwrap() as i32;
+    let s = wait_status(&fleet, "mute", Duration::from_secs(10), |s| {
+        s["state"] == "failed"
+    });
+    assert_eq!(s["error"]["kind"], "protocol", "{s}");
+    assert!(
+        s["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("closed its stdout"),
+        "{s}"
+    );
+    assert_eq!(s["teardown"]["signal"], "SIGTERM", "{s}");
+    assert!(!is_alive(pid), "the muted server {pid} still runs");
+    assert_code(&fleet.run(&["down"]), 0);
+    fleet.assert_no_leftovers();
+}
+
 #[test]
 fn a_down_during_backoff_cancels_the_pending_restart() {
     let fleet = TestFleet::fixtures(

@@ -549,11 +549,26 @@ async fn until(at: Option<tokio::time::Instant>) {
 
 async fn exited(live: &Option<Live>) {
     match live {
-        // A remote server has no process to watch: its health check notices it.
+        // The main process exited, or its session ended while it runs on (its
+        // stdout closed, or cut off for exceeding a limit): either way the server
+        // no longer serves, and must be torn down and reported.
         Some(Live {
             kind: LiveKind::Process(p),
+            session,
             ..
-        }) => p.exit.exited().await,
+        }) => {
+            let session_ended = async {
+                match session {
+                    Some(s) => s.ended().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = p.exit.exited() => {}
+                _ = session_ended => {}
+            }
+        }
+        // A remote server has no process to watch: its health check notices it.
         Some(_) => std::future::pending().await,
         None => std::future::pending().await,
     }
@@ -1179,6 +1194,13 @@ impl Actor {
         let up_for = live.ready_at.map_or(Duration::ZERO, |t| t.elapsed());
         let stderr = live.stderr_lines();
         let tag = live.tag_value();
+        // Looked at before teardown: whether the process was still running when
+        // its session ended, and why the session was cut off.
+        let violation = live.session.as_ref().and_then(Session::violation);
+        let process_exited = match &live.kind {
+            LiveKind::Process(p) => p.exit.has_exited(),
+            LiveKind::Remote(_) => true,
+        };
         let started = Instant::now();
         let report = self
             .tear_down(live, self.config.cleanup_timeout, started)
@@ -1186,11 +1208,25 @@ impl Actor {
         let how = report
             .exit
             .map_or_else(|| "exit status unknown".to_owned(), |e| e.to_string());
-        let error = ServerError::new(
-            ErrorKind::Exited,
-            ErrorPhase::Running,
-            format!("generation {generation} exited while running ({how})"),
-        )
+        let error = match violation {
+            Some(why) => ServerError::new(
+                ErrorKind::Protocol,
+                ErrorPhase::Running,
+                format!("generation {generation}'s session was ended: {why}"),
+            ),
+            None if !process_exited => ServerError::new(
+                ErrorKind::Protocol,
+                ErrorPhase::Running,
+                format!(
+                    "generation {generation} closed its stdout while running; it was torn down ({how})"
+                ),
+            ),
+            None => ServerError::new(
+                ErrorKind::Exited,
+                ErrorPhase::Running,
+                format!("generation {generation} exited while running ({how})"),
+            ),
+        }
         .with_stderr(stderr);
         self.history
             .forget_if_stable(&self.config.supervision.restart, up_for);

@@ -148,6 +148,15 @@ impl Session {
         })
     }
 
+    /// Resolves once the session has ended on its own: the server closed its
+    /// stdout, or it was cut off for exceeding a limit. rmcp offers no event for
+    /// this, so it is looked at four times a second.
+    pub async fn ended(&self) {
+        while !self.service.peer().is_transport_closed() {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
     /// Why the session was cut off by a limit on what the server writes, if it was.
     pub fn violation(&self) -> Option<String> {
         self.violation.get()
