@@ -481,3 +481,51 @@ fn a_second_ctrl_c_during_check_sigkills_instead_of_waiting() {
     assert_eq!(t["leftover_pids"], serde_json::json!([]));
     fleet.assert_no_leftovers();
 }
+
+/// With an open-files limit too low for the fleet, `check` says so before it
+/// starts anything (with the numbers), servers beyond the limit fail with a message
+/// that names the limit, and nothing is left.
+#[test]
+fn an_open_files_limit_too_low_for_the_fleet_is_named() {
+    use std::os::unix::process::CommandExt;
+    let servers: Vec<(String, Vec<&str>, &str)> = (0..40)
+        .map(|i| (format!("s{i:02}"), Vec::new(), ""))
+        .collect();
+    let specs: Vec<(&str, &[&str], &str)> = servers
+        .iter()
+        .map(|(n, a, e)| (n.as_str(), a.as_slice(), *e))
+        .collect();
+    let fleet = TestFleet::fixtures("nofile", &specs);
+    let mut cmd = fleet.command(&["--output", "json", "check", "--jobs", "40"]);
+    // SAFETY: setrlimit(2) only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, 64, 64)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let out = run_bounded(cmd, Duration::from_secs(120));
+    let err = stderr(&out);
+    assert!(
+        err.contains("open-files limit is 64 (hard limit 64)") && err.contains("304"),
+        "{err}"
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("a JSON document");
+    let failed: Vec<&Value> = doc["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["error"]["kind"] == "spawn_failed")
+        .collect();
+    assert!(
+        !failed.is_empty(),
+        "40 servers fit in 64 descriptors? {doc}"
+    );
+    let message = failed[0]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("too many open files (limit 64"),
+        "{message}"
+    );
+    assert_code(&out, 3);
+    fleet.assert_no_leftovers();
+}

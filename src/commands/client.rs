@@ -95,7 +95,7 @@ pub async fn connect(
                 }
                 // A supervisor starts in a few milliseconds: look often at first.
                 tokio::time::sleep(poll).await;
-                poll = (poll * 2).min(Duration::from_millis(20));
+                poll = (poll * 2).min(Duration::from_millis(5));
             }
         }
     }
