@@ -355,6 +355,12 @@ fn planted_symlinks_are_never_followed() {
     let out = fleet.run(&["reconnect", "one"]);
     eprintln!("reconnect over a planted log: {}", stdout(&out));
     victim.assert_untouched("by a reconnect");
+    // And the refusal names the log, not the program.
+    assert!(
+        stdout(&out).contains("cannot open the server's log"),
+        "{}",
+        stdout(&out)
+    );
     let (out, _) = json(&fleet, &["down"]);
     victim.assert_untouched("by down");
     assert_code(&out, 0);

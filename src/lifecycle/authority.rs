@@ -1494,6 +1494,12 @@ fn describe_start_error(
 }
 
 fn spawn_error(program: &str, e: &std::io::Error) -> ServerError {
+    if let Some(log) = e
+        .get_ref()
+        .and_then(|r| r.downcast_ref::<spawn::LogOpenError>())
+    {
+        return ServerError::new(ErrorKind::SpawnFailed, ErrorPhase::Spawn, log.to_string());
+    }
     let message = match e.kind() {
         std::io::ErrorKind::NotFound => {
             format!("cannot run `{program}`: command not found (or `cwd` does not exist)")

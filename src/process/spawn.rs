@@ -92,6 +92,27 @@ pub struct Spawned {
     pub tag: Tag,
 }
 
+/// The server's stderr log could not be opened: nothing was spawned, and the
+/// program is not to blame.
+#[derive(Debug)]
+pub struct LogOpenError {
+    pub path: std::path::PathBuf,
+    pub error: std::io::Error,
+}
+
+impl std::fmt::Display for LogOpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot open the server's log {}: {}",
+            self.path.display(),
+            self.error
+        )
+    }
+}
+
+impl std::error::Error for LogOpenError {}
+
 /// Spawns `launch` as the leader of a new process group. Its stderr is kept as a
 /// tail and, with `stderr_log`, also appended to that file.
 pub fn spawn(
@@ -100,7 +121,16 @@ pub fn spawn(
     server: &str,
     stderr_log: Option<&Path>,
 ) -> std::io::Result<Spawned> {
-    let log = stderr_log.map(LogFile::open).transpose()?;
+    let log = stderr_log
+        .map(|path| {
+            LogFile::open(path).map_err(|e| {
+                std::io::Error::other(LogOpenError {
+                    path: path.to_owned(),
+                    error: e,
+                })
+            })
+        })
+        .transpose()?;
     let mut cmd = Command::new(&launch.program);
     cmd.args(&launch.args)
         .envs(launch.env.iter().map(|(k, v)| (k, v)))

@@ -98,12 +98,15 @@ pub async fn recover(
             duration,
         });
     }
-    // Live records whose processes are all gone are simply closed.
-    let _ = state.update(|doc| {
-        for rec in doc.servers.values_mut() {
-            rec.live = None;
-        }
-    });
+    // Live records whose processes are all gone are simply closed (no write when
+    // there is none: a clean predecessor left none).
+    if state.snapshot().servers.values().any(|r| r.live.is_some()) {
+        let _ = state.update(|doc| {
+            for rec in doc.servers.values_mut() {
+                rec.live = None;
+            }
+        });
+    }
     out
 }
 
