@@ -720,6 +720,43 @@ fn assert_consistent(log: &[Value]) {
 // ---------------------------------------------------------------------------------
 // 4. SIGKILL of the supervisor, then recovery
 
+/// Recovery signals the processes it found; one of them may leave a new process
+/// behind as it dies (here: it forks on SIGTERM). Recovery looks again by the
+/// generation's tag and ends that one too, so nothing of the fleet survives it.
+#[test]
+fn recovery_also_ends_what_a_leftover_forks_as_it_dies() {
+    let fleet = TestFleet::fixtures(
+        "sv-recovery-fork",
+        &[(
+            "forker",
+            &["--ignore-eof", "--fork-on-sigterm"],
+            "cleanup_timeout: 2s",
+        )],
+    );
+    within(Duration::from_secs(60), fleet, move |fleet| {
+        let (out, up) = json(fleet, &["up"]);
+        assert_code(&out, 0);
+        let forker = pid_of(server(&up, "forker"));
+        let supervisor = supervisor_pid(fleet);
+        signal(supervisor, Signal::SIGKILL);
+        wait_for(Duration::from_secs(5), "the supervisor dies", || {
+            (!is_alive(supervisor)).then_some(())
+        });
+        assert!(is_alive(forker), "the forker left with its supervisor");
+        // A new supervisor recovers before it stops anything: SIGTERM makes the
+        // forker leave a child, which must not outlive the recovery.
+        let (out, _) = json(fleet, &["down"]);
+        assert_code(&out, 0);
+        assert!(!is_alive(forker));
+        let left: Vec<i32> = fleet
+            .alive()
+            .into_iter()
+            .filter(|p| !cmdline(*p).iter().any(|a| a == "supervise"))
+            .collect();
+        assert!(left.is_empty(), "left after recovery and down: {left:?}");
+    });
+}
+
 #[test]
 fn a_killed_supervisor_leaves_leftovers_that_status_reports_and_up_recovers() {
     let scratch = tempfile::tempdir().unwrap();

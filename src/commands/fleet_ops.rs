@@ -159,31 +159,35 @@ fn offline_lines(
         let mut pid = None;
         let mut code = Code::Ok;
         let mut error = None;
-        if let Some(live) = &rec.live {
-            let tag = format!("{scope}:{}:{}", spec.name, live.generation);
-            let alive = table.tagged(&tag);
-            if !alive.is_empty() {
-                // Running only while its main process is: what is left of a server
-                // whose main process is gone (a grandchild, say) is a leftover.
-                let leader = alive.iter().any(|p| p.pid == live.pid);
-                state = if leader {
-                    Phase::Running
-                } else {
-                    Phase::Quarantined
-                };
-                pid = leader.then_some(live.pid);
-                let pids: Vec<String> = alive.iter().map(|p| p.pid.to_string()).collect();
-                error = Some(report::ErrorReport {
-                    kind: crate::lifecycle::error::ErrorKind::Quarantined,
-                    phase: crate::lifecycle::error::ErrorPhase::Request,
-                    message: format!(
-                        "left running by a supervisor that is gone (pids {}); the next `up` or `down` recovers it",
-                        pids.join(", ")
-                    ),
-                    stderr_tail: Vec::new(),
-                });
-                code = Code::TeardownNotClean;
-            }
+        // Every living process of any generation of this server, found by its tag:
+        // also one whose generation's record never reached state.json (a
+        // supervisor killed right after a spawn).
+        let alive = table.tagged_with_prefix(&format!("{scope}:{}:", spec.name));
+        if !alive.is_empty() {
+            // Running only while the main process of its recorded generation is:
+            // anything else (a grandchild, say) is a leftover.
+            let leader = rec
+                .live
+                .as_ref()
+                .filter(|live| alive.iter().any(|(p, _)| p.pid == live.pid))
+                .map(|live| live.pid);
+            state = if leader.is_some() {
+                Phase::Running
+            } else {
+                Phase::Quarantined
+            };
+            pid = leader;
+            let pids: Vec<String> = alive.iter().map(|(p, _)| p.pid.to_string()).collect();
+            error = Some(report::ErrorReport {
+                kind: crate::lifecycle::error::ErrorKind::Quarantined,
+                phase: crate::lifecycle::error::ErrorPhase::Request,
+                message: format!(
+                    "left running by a supervisor that is gone (pids {}); the next `up` or `down` recovers it",
+                    pids.join(", ")
+                ),
+                stderr_tail: Vec::new(),
+            });
+            code = Code::TeardownNotClean;
         }
         if let Some(q) = &rec.quarantine {
             state = Phase::Quarantined;

@@ -46,9 +46,10 @@ pub async fn recover(
     let mut set = tokio::task::JoinSet::new();
     for ((server, generation), ids) in found {
         let grace = Grace::from_cleanup(cleanup(&server));
+        let tag = format!("{scope}:{server}:{generation}");
         set.spawn(async move {
             let started = Instant::now();
-            let (signal, leftover) = terminate(&ids, grace).await;
+            let (signal, leftover, ids) = terminate_all(&tag, ids, grace).await;
             (server, generation, ids, signal, leftover, started.elapsed())
         });
     }
@@ -143,6 +144,52 @@ fn find(scope: &str, state: &StateFile) -> BTreeMap<(String, Generation), Vec<(i
         }
     }
     found
+}
+
+/// Tears down the processes found of one generation, then looks again by its tag:
+/// a process that one of them forked just after the first look (a server killed
+/// in the middle of starting its helpers) is found once its parent is gone, and
+/// torn down in turn. Returns the strongest signal sent, what is left, and every
+/// process that was found.
+async fn terminate_all(
+    tag: &str,
+    mut ids: Vec<(i32, u64)>,
+    grace: Grace,
+) -> (Option<&'static str>, Vec<i32>, Vec<(i32, u64)>) {
+    let (mut signal, mut leftover) = terminate(&ids, grace).await;
+    // The late ones have had no stdin of ours: no EOF grace, SIGTERM at once.
+    let late_grace = Grace {
+        eof: Duration::ZERO,
+        ..grace
+    };
+    for _ in 0..5 {
+        if !leftover.is_empty() {
+            break;
+        }
+        let late: Vec<(i32, u64)> = procfs::fresh(Instant::now())
+            .await
+            .tagged(tag)
+            .iter()
+            .map(|s| (s.pid, s.start_time))
+            .collect();
+        if late.is_empty() {
+            break;
+        }
+        ids.extend(late.iter().copied());
+        let (late_signal, late_left) = terminate(&late, late_grace).await;
+        signal = strongest(signal, late_signal);
+        leftover = late_left;
+    }
+    (signal, leftover, ids)
+}
+
+fn strongest(a: Option<&'static str>, b: Option<&'static str>) -> Option<&'static str> {
+    let rank = |s: Option<&str>| match s {
+        None => 0,
+        Some("SIGTERM") => 1,
+        Some(_) => 2,
+    };
+    if rank(b) > rank(a) { b } else { a }
 }
 
 /// SIGTERM, wait, SIGKILL, wait. Returns the strongest signal sent and what is left.
