@@ -13,7 +13,7 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
 use crate::protocol::{self, Line, MAX_LINE_BYTES, Op, PROTOCOL_VERSION, Request, Response};
-use crate::supervisor::state_dir::{StateDir, open_append};
+use crate::supervisor::state_dir::{StateDir, open_supervisor_log};
 
 /// How long the CLI waits for a supervisor to come up and accept the connection.
 const CONNECT_WAIT: Duration = Duration::from_secs(30);
@@ -141,7 +141,7 @@ fn last_line(path: &Path) -> String {
 /// stdout closed, stderr to `supervisor.log`.
 fn spawn_supervisor(dir: &StateDir, fleet_file: &Path) -> std::io::Result<std::process::Child> {
     let exe = std::env::current_exe()?;
-    let log = open_append(&dir.supervisor_log())?;
+    let log = open_supervisor_log(&dir.supervisor_log())?;
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("-f")
         .arg(fleet_file)

@@ -48,7 +48,8 @@ impl Persisted {
     /// Reads `state.json`; a missing file is an empty state. A file that cannot be
     /// read or parsed is an error: starting over would reuse generation ids.
     pub fn load(path: &Path) -> io::Result<Persisted> {
-        match std::fs::read(path) {
+        // Never through a symlink planted in its place (ELOOP is an error here).
+        match super::state_dir::read_nofollow(path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
                 io::Error::other(format!(
                     "{} is damaged ({e}); move it away to start over, knowing that generation ids may then repeat",
@@ -59,7 +60,10 @@ impl Persisted {
                 version: STATE_VERSION,
                 ..Persisted::default()
             }),
-            Err(e) => Err(e),
+            Err(e) => Err(io::Error::new(
+                e.kind(),
+                format!("cannot read {}: {e}", path.display()),
+            )),
         }
     }
 }

@@ -133,6 +133,33 @@ pub fn open_append(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
+/// Reads a whole file of the state directory, never following a symlink planted in
+/// its place.
+pub fn read_nofollow(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(path)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The supervisor's own log is kept to about this size: when a new supervisor
+/// starts and finds it larger, it is moved to `supervisor.log.1` (replacing an
+/// older one) and a new one begins.
+pub const SUPERVISOR_LOG_MAX: u64 = 16 * 1024 * 1024;
+
+/// Opens `supervisor.log` for a new supervisor, rotating it first when it has grown
+/// past [`SUPERVISOR_LOG_MAX`].
+pub fn open_supervisor_log(path: &Path) -> io::Result<File> {
+    if fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() > SUPERVISOR_LOG_MAX) {
+        let _ = fs::rename(path, path.with_extension("log.1"));
+    }
+    open_append(path)
+}
+
 /// Opens a file for reading and writing (created 0600), never following a symlink.
 pub fn open_rw(path: &Path) -> io::Result<File> {
     OpenOptions::new()
@@ -199,6 +226,38 @@ pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn state_files_are_never_read_through_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.json");
+        fs::write(&outside, b"{\"planted\": true}").unwrap();
+        let link = dir.path().join("state.json");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        let err = read_nofollow(&link).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(nix::libc::ELOOP), "{err}");
+        fs::remove_file(&link).unwrap();
+        fs::write(&link, b"{}").unwrap();
+        assert_eq!(read_nofollow(&link).unwrap(), b"{}");
+    }
+
+    #[test]
+    fn a_supervisor_log_past_its_size_is_rotated_for_a_new_supervisor() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("supervisor.log");
+        drop(open_supervisor_log(&log).unwrap());
+        fs::write(&log, b"small\n").unwrap();
+        drop(open_supervisor_log(&log).unwrap());
+        assert_eq!(fs::read(&log).unwrap(), b"small\n", "a small log is kept");
+        // A sparse file past the limit: no need to write 16 MiB.
+        let big = OpenOptions::new().write(true).open(&log).unwrap();
+        big.set_len(SUPERVISOR_LOG_MAX + 1).unwrap();
+        drop(big);
+        drop(open_supervisor_log(&log).unwrap());
+        assert_eq!(fs::metadata(&log).unwrap().len(), 0, "a new log begins");
+        let old = dir.path().join("supervisor.log.1");
+        assert_eq!(fs::metadata(&old).unwrap().len(), SUPERVISOR_LOG_MAX + 1);
+    }
 
     #[test]
     fn the_key_is_stable_and_safe() {
