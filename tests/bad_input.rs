@@ -28,50 +28,16 @@ use serde_json::Value;
 /// The seed when `MCPFLEET_FUZZ_SEED` is not set.
 const BASE_SEED: u64 = 0x6d63_7066_6c65_6574;
 
-/// splitmix64: tiny, fast, and every seed gives a good stream.
-#[derive(Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed)
+/// The generator (`common::Rng`) of case `index` of a test, independent of the
+/// cases before it.
+fn rng_for_case(test: &str, index: usize) -> Rng {
+    let mut name = 0xcbf2_9ce4_8422_2325u64;
+    for b in test.bytes() {
+        name = (name ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
     }
-
-    /// The generator of case `index` of a test, independent of the cases before it.
-    fn for_case(test: &str, index: usize) -> Rng {
-        let mut name = 0xcbf2_9ce4_8422_2325u64;
-        for b in test.bytes() {
-            name = (name ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-        }
-        let mut rng = Rng::new(seed() ^ name ^ (index as u64).wrapping_mul(0x9e37_79b9));
-        rng.next();
-        rng
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
+    let mut rng = Rng::new(seed() ^ name ^ (index as u64).wrapping_mul(0x9e37_79b9));
+    rng.next();
+    rng
 }
 
 /// The seed of this run: `MCPFLEET_FUZZ_SEED` when set, else [`BASE_SEED`].
@@ -167,7 +133,8 @@ fn fuzz_env(name: &str) -> Option<String> {
     }
 }
 
-/// Pieces of YAML and of the format that mutations insert.
+/// Pieces of YAML and of the format that mutations insert: these, and every key
+/// and restart policy of the format, taken from the parser's own lists.
 const TOKENS: &[&str] = &[
     ":",
     ": ",
@@ -225,35 +192,6 @@ const TOKENS: &[&str] = &[
     "none",
     "0ms",
     "1.5s",
-    "version",
-    "servers",
-    "defaults",
-    "name",
-    "command",
-    "args",
-    "env",
-    "cwd",
-    "shell",
-    "url",
-    "headers",
-    "enabled",
-    "connect_timeout",
-    "cleanup_timeout",
-    "restart",
-    "health",
-    "idle_timeout",
-    "policy",
-    "backoff",
-    "initial",
-    "max",
-    "max_restarts",
-    "window",
-    "interval",
-    "timeout",
-    "failures",
-    "on-failure",
-    "always",
-    "never",
     "..",
     "../x",
     "/etc",
@@ -265,6 +203,33 @@ const TOKENS: &[&str] = &[
     "http://",
     "https://[::1]:0/",
 ];
+
+fn tokens() -> &'static [&'static str] {
+    static ALL: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        use mcpfleet::config::{
+            BACKOFF_KEYS, DEFAULTS_KEYS, HEALTH_KEYS, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS,
+            TOP_KEYS,
+        };
+        let mut all = TOKENS.to_vec();
+        for list in [
+            TOP_KEYS,
+            DEFAULTS_KEYS,
+            SERVER_KEYS,
+            RESTART_KEYS,
+            BACKOFF_KEYS,
+            HEALTH_KEYS,
+            RESTART_POLICIES,
+        ] {
+            for key in list {
+                if !all.contains(key) {
+                    all.push(key);
+                }
+            }
+        }
+        all
+    })
+}
 
 /// Values of every type and edge that mutations put after a `key: `.
 const VALUES: &[&str] = &[
@@ -382,7 +347,7 @@ fn mutate(rng: &mut Rng, text: &mut Vec<u8>) {
         }
         // Insert a token.
         3 | 4 => {
-            let token = rng.pick(TOKENS).as_bytes().to_vec();
+            let token = rng.pick(tokens()).as_bytes().to_vec();
             let i = at(rng);
             text.splice(i..i, token);
         }
@@ -530,7 +495,7 @@ fn mutated_fleet_files_load_or_fail_with_a_place() {
     let mut slowest = Duration::ZERO;
     let started = Instant::now();
     for case in 0..cases(400) {
-        let mut rng = Rng::for_case(replay.test, case);
+        let mut rng = rng_for_case(replay.test, case);
         let mut text = rng.pick(SEEDS).as_bytes().to_vec();
         for _ in 0..1 + rng.below(4) {
             mutate(&mut rng, &mut text);
@@ -1065,7 +1030,7 @@ fn mutated_fleet_files_through_the_cli_exit_0_or_2() {
     let mut replay = Replay::new("mutated_fleet_files_through_the_cli_exit_0_or_2");
     let (mut valid, mut invalid) = (0, 0);
     for case in 0..cases(12) {
-        let mut rng = Rng::for_case(replay.test, case);
+        let mut rng = rng_for_case(replay.test, case);
         let mut text = rng.pick(SEEDS).as_bytes().to_vec();
         for _ in 0..1 + rng.below(3) {
             mutate(&mut rng, &mut text);
@@ -1443,7 +1408,7 @@ fn expected_lines(input: &[u8], limit: usize) -> Vec<Line> {
 fn random_bytes_through_the_line_reader_match_a_model() {
     let mut replay = Replay::new("random_bytes_through_the_line_reader_match_a_model");
     for case in 0..cases(300) {
-        let mut rng = Rng::for_case(replay.test, case);
+        let mut rng = rng_for_case(replay.test, case);
         let limit = 1 + rng.below(64);
         let mut input = Vec::new();
         for _ in 0..rng.below(12) {
@@ -1674,7 +1639,7 @@ fn random_and_mutated_requests_decode_or_fail_with_a_clear_error() {
     let mut replay = Replay::new("random_and_mutated_requests_decode_or_fail_with_a_clear_error");
     let (mut ok, mut failed) = (0, 0);
     for case in 0..cases(3000) {
-        let mut rng = Rng::for_case(replay.test, case);
+        let mut rng = rng_for_case(replay.test, case);
         let bytes = if case % 5 == 0 {
             let n = rng.below(64);
             rng.bytes(n)
@@ -2027,7 +1992,7 @@ fn a_live_supervisor_answers_bad_requests_and_keeps_serving() {
         );
     };
     let max = u64::MAX;
-    let mut rng = Rng::for_case("a_live_supervisor_answers_bad_requests", 0);
+    let mut rng = rng_for_case("a_live_supervisor_answers_bad_requests", 0);
     let mut refused: Vec<(String, Vec<u8>, &str)> = vec![
         ("an empty line".into(), b"\n".to_vec(), "not JSON: EOF while parsing a value at line 1 column 0"),
         ("truncated JSON".into(), b"{\"v\":1,\"op\":\"sta\n".to_vec(), "not JSON: "),

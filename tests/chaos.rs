@@ -41,29 +41,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use serde_json::Value;
 
-/// A small deterministic generator (splitmix64): the harness's choices replay
-/// from a seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-}
-
 const SERVERS: &[&str] = &[
     "plain", "slow", "stubborn", "crashy", "hangs", "family", "escapee",
 ];
@@ -135,7 +112,7 @@ fn chaos_rounds_keep_every_invariant() {
                 .as_nanos() as u64
         });
     eprintln!("chaos: seed={seed} rounds={rounds}");
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let fleet = fleet();
     let mut tally = Tally::default();
 
@@ -225,22 +202,20 @@ fn chaos_rounds_keep_every_invariant() {
 }
 
 fn run_round(fleet: &TestFleet, rng: &mut Rng, tally: &mut Tally, round: usize) {
-    let n = 3 + rng.below(5) as usize;
+    let n = 3 + rng.below(5);
     let mut callers = Vec::new();
     let round_start = Instant::now();
     // The supervisor may be killed once per round, at a random moment.
-    let kill_supervisor_at = rng
-        .chance(45)
-        .then(|| Duration::from_millis(rng.below(900)));
+    let kill_supervisor_at = rng.chance(45).then(|| rng.millis_below(900));
     let mut plan: Vec<(Duration, Vec<String>)> = (0..n)
-        .map(|_| (Duration::from_millis(rng.below(400)), command(rng)))
+        .map(|_| (rng.millis_below(400), command(rng)))
         .collect();
     plan.sort_by_key(|(at, _)| *at);
     // Callers interrupted (SIGINT) or killed (SIGKILL) later in the round.
     let mut signals: Vec<(Duration, usize, bool)> = Vec::new();
     for (i, (start, _)) in plan.iter().enumerate() {
         if rng.chance(20) {
-            let at = *start + Duration::from_millis(20 + rng.below(500));
+            let at = *start + Duration::from_millis(20) + rng.millis_below(500);
             signals.push((at, i, rng.chance(40)));
         }
     }

@@ -50,14 +50,7 @@ fn json_env(fleet: &TestFleet, args: &[&str], env: &[(&str, &str)]) -> (Output, 
     let mut cmd = fleet.command(&all);
     cmd.envs(env.iter().copied());
     let out = run_bounded(cmd, Duration::from_secs(60));
-    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}); exit {:?}\nstdout:\n{}\nstderr:\n{}",
-            out.status.code(),
-            stdout(&out),
-            stderr(&out)
-        )
-    });
+    let doc = parse_doc(&out);
     (out, doc)
 }
 

@@ -115,22 +115,6 @@ fn the_socket_is_private_and_other_users_are_refused() {
 // ---------------------------------------------------------------------------------
 // A peer that never writes
 
-/// `mcpfleet --output json ARGS`, bounded, with its parsed document.
-fn json(fleet: &TestFleet, args: &[&str]) -> (Output, Value) {
-    let mut all = vec!["--output", "json"];
-    all.extend_from_slice(args);
-    let out = run_bounded(fleet.command(&all), Duration::from_secs(60));
-    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}); exit {:?}\nstdout:\n{}\nstderr:\n{}",
-            out.status.code(),
-            stdout(&out),
-            stderr(&out)
-        )
-    });
-    (out, doc)
-}
-
 /// Peers that connect and then say nothing (or half a line) are left waiting on
 /// their own: while they stay connected, other clients are served as promptly as
 /// ever, again and again, including a `down`.
@@ -150,11 +134,11 @@ fn peers_that_connect_and_never_write_block_nobody() {
     let mut slowest = Duration::ZERO;
     for i in 0..5 {
         let started = Instant::now();
-        let (out, doc) = json(&fleet, &["status"]);
+        let (out, doc) = fleet.run_json(&["status"]);
         assert_code(&out, 0);
         assert_eq!(server(&doc, "one")["state"], "running");
         let args = format!(r#"{{"i":{i}}}"#);
-        let (out, doc) = json(&fleet, &["call", "one", "echo", "--args", &args]);
+        let (out, doc) = fleet.run_json(&["call", "one", "echo", "--args", &args]);
         assert_code(&out, 0);
         assert_eq!(doc["result"]["content"][0]["text"], args);
         slowest = slowest.max(started.elapsed());
@@ -188,7 +172,7 @@ fn peers_that_connect_and_never_write_block_nobody() {
 
     // `down` is not held up either, and tears everything down.
     let started = Instant::now();
-    let (out, doc) = json(&fleet, &["down"]);
+    let (out, doc) = fleet.run_json(&["down"]);
     assert_code(&out, 0);
     assert_eq!(server(&doc, "one")["state"], "stopped");
     assert!(started.elapsed() < Duration::from_secs(10));
@@ -329,7 +313,7 @@ fn planted_symlinks_are_never_followed() {
 
     // Before anything runs: the rotated log of `chatty` is a planted link.
     victim.plant(&state.join("logs/chatty.log.1"));
-    let (out, doc) = json(&fleet, &["up"]);
+    let (out, doc) = fleet.run_json(&["up"]);
     assert_code(&out, 0);
     assert_eq!(server(&doc, "chatty")["state"], "running");
     let rotated = state.join("logs/chatty.log.1");
@@ -361,7 +345,7 @@ fn planted_symlinks_are_never_followed() {
         "{}",
         stdout(&out)
     );
-    let (out, _) = json(&fleet, &["down"]);
+    let (out, _) = fleet.run_json(&["down"]);
     victim.assert_untouched("by down");
     assert_code(&out, 0);
     let meta = std::fs::symlink_metadata(state.join("state.json")).unwrap();
@@ -593,7 +577,7 @@ servers:
         )),
     );
     let fleet = TestFleet::raw("security-no-shell", &body);
-    let (out, doc) = json(&fleet, &["check"]);
+    let (out, doc) = fleet.run_json(&["check"]);
     assert_code(&out, 3);
     for name in ["semicolon", "subst", "piped"] {
         let s = server(&doc, name);
@@ -617,7 +601,7 @@ servers:
     );
 
     // Under the supervisor too, and the argument arrived verbatim.
-    let (out, _) = json(&fleet, &["up", "literal-args"]);
+    let (out, _) = fleet.run_json(&["up", "literal-args"]);
     assert_code(&out, 0);
     let deadline = Instant::now() + Duration::from_secs(5);
     let log = fleet.state_dir().join("logs/literal-args.log");

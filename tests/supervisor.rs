@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex, mpsc};
 use std::thread;
@@ -65,27 +65,6 @@ fn json(fleet: &TestFleet, args: &[&str]) -> (Output, Value) {
     let out = run_bounded(fleet.command(&all), COMMAND_LIMIT);
     let doc = parse_doc(&out);
     (out, doc)
-}
-
-fn parse_doc(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}); exit {:?}\nstdout:\n{}\nstderr:\n{}",
-            out.status.code(),
-            stdout(out),
-            stderr(out)
-        )
-    })
-}
-
-/// Starts `mcpfleet ARGS` without waiting for it.
-fn spawn(fleet: &TestFleet, args: &[&str]) -> Child {
-    fleet
-        .command(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn mcpfleet")
 }
 
 /// Waits for a spawned command, bounded.
@@ -981,7 +960,7 @@ fn ctrl_c_of_down_leaves_the_supervisor_to_finish_the_teardown() {
         let slow = pid_of(server(&up, "slow"));
 
         let spawned = Instant::now();
-        let down = spawn(fleet, &["down", "slow"]);
+        let down = fleet.spawn(&["down", "slow"]);
         // The request has reached the authority once `stopping` is logged.
         wait_for(Duration::from_secs(10), "slow is stopping", || {
             events_of(fleet, "slow")
@@ -1315,7 +1294,7 @@ fn a_request_that_misses_its_wait_timeout_is_withdrawn_and_never_runs() {
         &[("slow", &["--init-delay-ms", "3000"], "connect_timeout: 10s")],
     );
     within(Duration::from_secs(60), fleet, |fleet| {
-        let first = spawn(fleet, &["--output", "json", "up", "slow"]);
+        let first = fleet.spawn(&["--output", "json", "up", "slow"]);
         wait_for(Duration::from_secs(10), "slow is starting", || {
             events_of(fleet, "slow")
                 .iter()
@@ -1495,7 +1474,7 @@ fn status_during_a_slow_start_answers_at_once_and_shows_starting() {
     within(Duration::from_secs(60), fleet, |fleet| {
         let (out, _) = json(fleet, &["up", "keeper"]);
         assert_code(&out, 0);
-        let first = spawn(fleet, &["--output", "json", "up", "slow"]);
+        let first = fleet.spawn(&["--output", "json", "up", "slow"]);
         let began = Instant::now();
         wait_for(Duration::from_secs(10), "slow is starting", || {
             events_of(fleet, "slow")

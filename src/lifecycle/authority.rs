@@ -403,6 +403,9 @@ pub struct Context {
     pub start_slots: Arc<Semaphore>,
 }
 
+/// How long a process whose session ended is given to be seen exiting.
+const EXIT_AFTER_EOF: Duration = Duration::from_millis(200);
+
 /// Four handshakes per core may run at once: starting is mostly waiting on the
 /// server, but 50 servers that all start at once on two cores share the CPU so
 /// thinly that they all miss their connect deadlines together. A server waits for
@@ -950,9 +953,7 @@ impl Actor {
         };
         let Some(_slot) = slot else {
             let error = ServerError::cancelled("the start");
-            let next = state::after_start(generation, Err(error.clone()), Vec::new());
-            self.set(next, cause, started.elapsed(), waited, Some(error.clone()));
-            return Done::err(error);
+            return self.nothing_spawned(generation, error, cause, started, waited);
         };
         let connect_timeout = options
             .connect_timeout
@@ -971,15 +972,13 @@ impl Actor {
                     Ok(s) => s,
                     Err(e) => {
                         let error = spawn_error(&self.config.command_shown, &e);
-                        let next = state::after_start(generation, Err(error.clone()), Vec::new());
-                        self.set(
-                            next,
+                        return self.nothing_spawned(
+                            generation,
+                            error,
                             cause,
-                            started.elapsed(),
+                            started,
                             Duration::ZERO,
-                            Some(error.clone()),
                         );
-                        return Done::err(error);
                     }
                 };
                 // Written while the handshake runs: until it is on disk, a new
@@ -1117,6 +1116,20 @@ impl Actor {
         }
     }
 
+    /// Ends a start that failed before anything was spawned for its generation.
+    fn nothing_spawned(
+        &mut self,
+        generation: Generation,
+        error: ServerError,
+        cause: Cause,
+        started: Instant,
+        waited: Duration,
+    ) -> Done {
+        let next = state::after_start(generation, Err(error.clone()), Vec::new());
+        self.set(next, cause, started.elapsed(), waited, Some(error.clone()));
+        Done::err(error)
+    }
+
     /// Tells the ledger how a generation ended, and keeps the tag of a quarantined
     /// one so that its leftovers can be found again.
     async fn record_end(&mut self, generation: Generation, next: &State, tag: String) {
@@ -1197,8 +1210,13 @@ impl Actor {
         // Looked at before teardown: whether the process was still running when
         // its session ended, and why the session was cut off.
         let violation = live.session.as_ref().and_then(Session::violation);
+        // A process that exits closes its stdout a moment before it is seen to
+        // have exited: give the exit that moment before calling it a process
+        // that runs on without its session.
         let process_exited = match &live.kind {
-            LiveKind::Process(p) => p.exit.has_exited(),
+            LiveKind::Process(p) => tokio::time::timeout(EXIT_AFTER_EOF, p.exit.exited())
+                .await
+                .is_ok(),
             LiveKind::Remote(_) => true,
         };
         let started = Instant::now();

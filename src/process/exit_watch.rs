@@ -48,13 +48,6 @@ impl ExitWatch {
     }
 }
 
-impl ExitWatch {
-    /// Whether the process has exited by now (without waiting or reaping).
-    pub fn has_exited(&self) -> bool {
-        has_exited(self.pid)
-    }
-}
-
 fn has_exited(pid: i32) -> bool {
     let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
     !matches!(

@@ -29,6 +29,7 @@ use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, ServiceExt};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio_util::sync::CancellationToken;
 
 /// mcpfleet's side of an MCP session. rmcp's default handlers answer `ping` and
 /// `roots/list` (with no roots), and refuse sampling and elicitation.
@@ -63,6 +64,9 @@ pub struct Session {
     service: RunningService<RoleClient, FleetClient>,
     /// Why the server's stdout was cut off, once a limit has been exceeded.
     violation: Violation,
+    /// Cancelled when rmcp lets go of the server's stdout: its service loop has
+    /// ended (stdio sessions only).
+    ended: CancellationToken,
 }
 
 impl Session {
@@ -76,7 +80,12 @@ impl Session {
     {
         use rmcp::service::ClientInitializeError as E;
         let violation = Violation::default();
+        let ended = CancellationToken::new();
         let output = StdoutGuard::new(output, MAX_MESSAGE_BYTES, violation.clone());
+        let output = EndSignal {
+            inner: output,
+            ended: ended.clone(),
+        };
         // rmcp's own line limit sits above ours, so that an oversized line always
         // ends the session here rather than being dropped silently by rmcp.
         let transport = AsyncRwTransport::new_client(output, input)
@@ -86,7 +95,11 @@ impl Session {
             return Err(SessionError::Protocol(why));
         }
         match result {
-            Ok(service) => Ok(Session { service, violation }),
+            Ok(service) => Ok(Session {
+                service,
+                violation,
+                ended,
+            }),
             Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
                 Err(SessionError::Closed(e.to_string()))
             }
@@ -124,6 +137,9 @@ impl Session {
             Ok(service) => Ok(Session {
                 service,
                 violation: Violation::default(),
+                // Over HTTP there is no stream to lose; health checks notice an
+                // unreachable server.
+                ended: CancellationToken::new(),
             }),
             Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
                 Err(SessionError::Closed(e.to_string()))
@@ -148,13 +164,11 @@ impl Session {
         })
     }
 
-    /// Resolves once the session has ended on its own: the server closed its
-    /// stdout, or it was cut off for exceeding a limit. rmcp offers no event for
-    /// this, so it is looked at four times a second.
+    /// Resolves once a stdio session has ended on its own: the server closed its
+    /// stdout, or it was cut off for exceeding a limit. (rmcp's service loop drops
+    /// the transport when it ends, and with it the reader that signals this.)
     pub async fn ended(&self) {
-        while !self.service.peer().is_transport_closed() {
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
+        self.ended.cancelled().await;
     }
 
     /// Why the session was cut off by a limit on what the server writes, if it was.
@@ -333,6 +347,29 @@ impl DroppedLines {
         self.lines = 0;
         self.bytes = 0;
         self.last_report = Some(now);
+    }
+}
+
+/// The server's stdout as handed to rmcp: says when rmcp drops it, which it does
+/// when its service loop ends for whatever reason.
+struct EndSignal<R> {
+    inner: R,
+    ended: CancellationToken,
+}
+
+impl<R> Drop for EndSignal<R> {
+    fn drop(&mut self) {
+        self.ended.cancel();
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for EndSignal<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
     }
 }
 

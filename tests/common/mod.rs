@@ -146,13 +146,7 @@ impl TestFleet {
         let mut all = vec!["--output", "json"];
         all.extend_from_slice(args);
         let out = self.run(&all);
-        let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
+        let doc = parse_doc(&out);
         (out, doc)
     }
 
@@ -298,6 +292,19 @@ fn describe(pid: i32) -> String {
     format!("{pid} ({})", cmdline.trim())
 }
 
+/// The JSON document a command printed; a test fails, showing both streams, when
+/// there is none.
+pub fn parse_doc(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}); exit {:?}\nstdout:\n{}\nstderr:\n{}",
+            out.status.code(),
+            stdout(out),
+            stderr(out)
+        )
+    })
+}
+
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -350,5 +357,46 @@ pub fn read_pid_file(path: &Path) -> (i32, Vec<i32>) {
             path.display()
         );
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// splitmix64: a tiny deterministic generator, so that randomized tests replay
+/// from a seed. Every seed gives a good stream.
+#[derive(Clone)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`0` when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    /// A duration of up to `ms` milliseconds (exclusive).
+    pub fn millis_below(&mut self, ms: usize) -> Duration {
+        Duration::from_millis(self.below(ms) as u64)
+    }
+
+    pub fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
     }
 }
