@@ -535,12 +535,7 @@ fn two_generations(entry: &str) -> Option<String> {
 }
 
 fn supervisor_pid(fleet: &TestFleet) -> Option<i32> {
-    let pid: i32 = std::fs::read_to_string(fleet.state_dir().join("supervisor.lock"))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    is_alive(pid).then_some(pid)
+    fleet.lock_pid().filter(|pid| is_alive(*pid))
 }
 
 /// The leftover pids that `state.json` records for quarantined servers.

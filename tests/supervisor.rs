@@ -96,20 +96,10 @@ fn wait_for<T>(limit: Duration, what: &str, mut probe: impl FnMut() -> Option<T>
     }
 }
 
-/// The pid on the first line of `supervisor.lock`.
-fn lock_pid(fleet: &TestFleet) -> Option<i32> {
-    lock_pid_in(&fleet.state_dir())
-}
-
-fn lock_pid_in(state_dir: &Path) -> Option<i32> {
-    let text = std::fs::read_to_string(state_dir.join("supervisor.lock")).ok()?;
-    text.lines().next()?.trim().parse().ok()
-}
-
 /// The pid of the running supervisor (lock file pid, alive).
 #[track_caller]
 fn supervisor_pid(fleet: &TestFleet) -> i32 {
-    let pid = lock_pid(fleet).expect("supervisor.lock names a pid");
+    let pid = fleet.lock_pid().expect("supervisor.lock names a pid");
     assert!(is_alive(pid), "the supervisor {pid} is not alive");
     assert!(
         cmdline(pid).iter().any(|a| a == "supervise"),

@@ -150,6 +150,12 @@ impl TestFleet {
         (out, doc)
     }
 
+    /// The pid the supervisor wrote on the first line of `supervisor.lock`, if any
+    /// (it may have exited since).
+    pub fn lock_pid(&self) -> Option<i32> {
+        lock_pid_in(&self.state_dir())
+    }
+
     /// Living processes that carry this test's id.
     pub fn alive(&self) -> Vec<i32> {
         processes_with(&format!("{TEST_ID_VAR}={}", self.test_id))
@@ -290,6 +296,12 @@ fn describe(pid: i32) -> String {
         .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
         .unwrap_or_default();
     format!("{pid} ({})", cmdline.trim())
+}
+
+/// The pid on the first line of `supervisor.lock` in `state_dir`.
+pub fn lock_pid_in(state_dir: &Path) -> Option<i32> {
+    let text = std::fs::read_to_string(state_dir.join("supervisor.lock")).ok()?;
+    text.lines().next()?.trim().parse().ok()
 }
 
 /// The JSON document a command printed; a test fails, showing both streams, when
