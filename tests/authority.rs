@@ -16,7 +16,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{TEST_ID_VAR, TestFleet, fixture_bin, is_alive, kill_all, read_pid_file};
+use common::{Freezer, TEST_ID_VAR, TestFleet, fixture_bin, is_alive, kill_all, read_pid_file};
 use mcpfleet::lifecycle::authority::{
     self, CallOptions, Context, Endpoint, Handle, Reply, RequestError, ServerConfig,
 };
@@ -791,10 +791,17 @@ async fn l6_a_teardown_outlives_the_caller_that_asked_for_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn l7_a_failed_teardown_quarantines_and_start_is_refused() {
     let h = Harness::new("authority-l7-quarantine");
-    // On failure, dropping the harness kills the escaped grandchild with the rest.
+    // A grandchild that no signal ends until it is thawed: the teardown cannot
+    // confirm it gone. On failure, dropping the freezer thaws and kills it.
     within(async {
+        let freezer = Freezer::new("authority-l7");
         let pid_file = h.pid_file("leaky");
-        let args = ["--escape-grandchild", "--pid-file", &pid_file];
+        let args = [
+            "--frozen-grandchild",
+            freezer.path(),
+            "--pid-file",
+            &pid_file,
+        ];
         let server = h.spawn(Server::new("leaky", &args));
         let started = request(&server, Intent::Start).await;
         h.assert_recorded(&started);
@@ -841,7 +848,7 @@ async fn l7_a_failed_teardown_quarantines_and_start_is_refused() {
             !std::path::Path::new(&pid_file).exists(),
             "a refused start spawned a server"
         );
-        assert_eq!(h.alive(), vec![gc], "only the escaped grandchild lives");
+        assert_eq!(h.alive(), vec![gc], "only the frozen grandchild lives");
         use Phase::{Quarantined, Running, Stopping};
         let quarantined = Some(ErrorKind::Quarantined);
         assert_eq!(
@@ -865,8 +872,8 @@ async fn l7_a_failed_teardown_quarantines_and_start_is_refused() {
                 ),
             ]
         );
-        // The grandchild escaped the authority on purpose; it is ours to end.
-        kill_all(&[gc]);
+        // The grandchild was frozen on purpose; it is ours to end.
+        drop(freezer);
     })
     .await;
     h.finish().await;
@@ -929,11 +936,13 @@ async fn l8_a_start_that_times_out_is_torn_down_before_the_reply() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn l8_a_half_start_whose_teardown_fails_is_quarantined() {
     let h = Harness::new("authority-l8-quarantine");
-    // On failure, dropping the harness kills the escaped grandchild with the rest.
+    // On failure, dropping the freezer thaws and kills the frozen grandchild.
     within(async {
+        let freezer = Freezer::new("authority-l8");
         let pid_file = h.pid_file("leaky");
         let args = [
-            "--escape-grandchild",
+            "--frozen-grandchild",
+            freezer.path(),
             "--exit-during-init",
             "3",
             "--pid-file",
@@ -980,7 +989,7 @@ async fn l8_a_half_start_whose_teardown_fails_is_quarantined() {
             ]
         );
         assert_eq!(h.alive(), vec![gc], "the refused start spawned something");
-        kill_all(&[gc]);
+        drop(freezer);
     })
     .await;
     h.finish().await;

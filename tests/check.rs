@@ -220,7 +220,7 @@ fn a_grandchild_in_the_process_group_is_gone_after_teardown() {
 }
 
 #[test]
-fn a_grandchild_that_escaped_with_setsid_is_reported_not_ignored() {
+fn a_grandchild_that_escaped_with_setsid_is_ended_and_reported() {
     let fleet = TestFleet::raw("escape", "");
     let pid_file = fleet.dir.path().join("pids.json");
     let body = format!(
@@ -239,21 +239,15 @@ fn a_grandchild_that_escaped_with_setsid_is_reported_not_ignored() {
     let (out, doc) = fleet.run_json(&["check"]);
     let (_, grandchildren) = read_pid_file(&pid_file);
     let escaped = grandchildren[0];
-    assert!(is_alive(escaped), "the escaped grandchild should still run");
-    assert_code(&out, 5);
+    // It left the group and the session: the group's signal did not reach it, so
+    // it was signalled on its own, and the teardown is not clean (L13).
+    assert_code(&out, 0);
     let s = server(&doc, "leaky");
-    assert_eq!(s["teardown"]["outcome"], "failed", "{s}");
-    assert_eq!(s["teardown"]["leftover_pids"], serde_json::json!([escaped]));
-    assert_eq!(s["state"], "quarantined");
-    assert_eq!(s["error"]["kind"], "teardown_failed");
-    assert!(
-        s["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains(&escaped.to_string())
-    );
-    // The test cleans up what escaped, then proves nothing else is left.
-    kill_all(&[escaped]);
+    assert_eq!(s["teardown"]["outcome"], "escalated", "{s}");
+    assert_eq!(s["teardown"]["escaped_pids"], serde_json::json!([escaped]));
+    assert_eq!(s["teardown"]["leftover_pids"], serde_json::json!([]));
+    assert_eq!(s["state"], "stopped");
+    assert!(!is_alive(escaped), "the escaped grandchild still runs");
     fleet.assert_no_leftovers();
 }
 

@@ -1018,13 +1018,16 @@ fn ctrl_c_of_down_leaves_the_supervisor_to_finish_the_teardown() {
 fn a_quarantined_server_is_refused_until_forced_and_reset_waits_for_its_processes() {
     let scratch = tempfile::tempdir().unwrap();
     let pid_file = scratch.path().join("esc.pid");
+    // Each generation leaves a grandchild that no signal ends until it is thawed.
+    let freezer = Freezer::new("sv-quarantine");
     let fleet = TestFleet::fixtures(
         "sv-quarantine",
         &[
             (
                 "esc",
                 &[
-                    "--escape-grandchild",
+                    "--frozen-grandchild",
+                    freezer.path(),
                     "--pid-file",
                     pid_file.to_str().unwrap(),
                 ],
@@ -1035,6 +1038,7 @@ fn a_quarantined_server_is_refused_until_forced_and_reset_waits_for_its_processe
     );
     within(Duration::from_secs(60), fleet, move |fleet| {
         let _scratch = scratch;
+        let freezer = Arc::new(freezer);
         let (out, up) = json(fleet, &["up"]);
         assert_code(&out, 0);
         assert_eq!(server(&up, "esc")["generation"], 1);
@@ -1082,8 +1086,15 @@ fn a_quarantined_server_is_refused_until_forced_and_reset_waits_for_its_processe
         assert_code(&out, 5);
         assert_eq!(server(&status, "esc")["state"], "quarantined");
 
-        // `up --force` SIGKILLs it, confirms, and starts generation 2.
+        // `up --force` SIGKILLs it, confirms, and starts generation 2. The
+        // process is thawed a moment after --force began: only then can it die.
+        let thawing = freezer.clone();
+        let thaw = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(500));
+            thawing.thaw();
+        });
         let (out, up) = json(fleet, &["up", "esc", "--force"]);
+        thaw.join().unwrap();
         assert_code(&out, 0);
         let s = server(&up, "esc");
         assert_eq!(s["state"], "running", "{s}");
@@ -1102,6 +1113,7 @@ fn a_quarantined_server_is_refused_until_forced_and_reset_waits_for_its_processe
         let (out, down) = json(fleet, &["down", "esc"]);
         assert_code(&out, 5);
         assert_eq!(server(&down, "esc")["state"], "quarantined");
+        freezer.thaw();
         kill_all(&[escaped2]);
         wait_for(Duration::from_secs(5), "the escaped pid dies", || {
             (!is_alive(escaped2)).then_some(())

@@ -38,6 +38,11 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
     if let Some(warning) = files.shortfall(specs.len()) {
         tracing::warn!("{warning}");
     }
+    // Orphans of the servers come back to this process, which keeps every
+    // server's lineage current while they run (L13).
+    crate::process::lineage::become_subreaper();
+    let sweeping = CancellationToken::new();
+    tokio::spawn(crate::process::lineage::keep_current(sweeping.clone()));
     let options = CallOptions {
         connect_timeout: args.connect_timeout.map(|t| t.as_duration()),
         cleanup_timeout: args.cleanup_timeout.map(|t| t.as_duration()),
@@ -88,6 +93,9 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
     ctx.tracker.close();
     ctx.tracker.wait().await;
     signals.abort();
+    sweeping.cancel();
+    // The last dead orphans are collected before the report.
+    crate::process::lineage::sweep().await;
 
     let interrupted = ctx.interrupt.is_cancelled();
     let servers: Vec<ServerReport> = specs

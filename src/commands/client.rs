@@ -49,7 +49,11 @@ pub async fn connect(
     let mut spawn_lock: Option<std::fs::File> = None;
     let mut poll = Duration::from_millis(1);
     loop {
-        match UnixStream::connect(&socket).await {
+        let attempt = match dir.socket_path() {
+            Ok(short) => UnixStream::connect(short.as_path()).await,
+            Err(e) => Err(e),
+        };
+        match attempt {
             Ok(s) => return Ok(s),
             Err(e) if !start => {
                 return Err(ClientError::Unreachable(format!(

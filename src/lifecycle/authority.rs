@@ -36,6 +36,7 @@ use super::policy::{self, RestartHistory, Supervision};
 use super::state::{self, Generation, Intent, Phase, Plan, State};
 use crate::config::Timeout;
 use crate::process::exit_watch::ExitWatch;
+use crate::process::lineage::{Lineage, ProcId};
 use crate::process::remote::{DeleteProbe, Remote};
 use crate::process::session::{self, Session, SessionError};
 use crate::process::spawn::{self, Launch, Tag};
@@ -150,6 +151,10 @@ pub struct TeardownSummary {
     pub signal: Option<String>,
     pub duration_ms: u64,
     pub leftover_pids: Vec<i32>,
+    /// Processes of the generation that had left its process group (L13): each was
+    /// signalled on its own, so the teardown was at best `escalated`.
+    #[serde(default)]
+    pub escaped_pids: Vec<i32>,
     /// How the server's main process ended, e.g. "exit code 0", "killed by SIGKILL".
     pub exit: Option<String>,
 }
@@ -162,6 +167,7 @@ impl TeardownSummary {
             signal: report.signal.map(|s| s.name().to_owned()),
             duration_ms: millis(report.duration),
             leftover_pids: report.leftover_pids.clone(),
+            escaped_pids: report.escaped_pids.clone(),
             exit: report.exit.map(|e| e.to_string()),
         }
     }
@@ -350,6 +356,12 @@ struct LiveProcess {
     stderr_task: tokio::task::JoinHandle<()>,
     /// Fires when the main process exits on its own.
     exit: ExitWatch,
+    /// Every descendant of the main process (L13), kept current by the passes over
+    /// the process table, and written to the ledger as it changes.
+    lineage: Lineage,
+    /// Ends the reading of the server's stdout that goes on after its session was
+    /// closed (L5: a server that writes while it shuts down must not die of EPIPE).
+    stdout_drain: CancellationToken,
 }
 
 impl Live {
@@ -450,14 +462,14 @@ pub fn spawn_with(
     // Bounded: a caller that floods the queue waits on `send`, under its own deadline.
     let (tx, rx) = mpsc::channel(64);
     let name: Arc<str> = config.name.as_str().into();
-    let (state, quarantine_tag) = match initial.quarantine {
+    let (state, quarantine_left) = match initial.quarantine {
         Some(q) => (
             State::Quarantined {
                 generation: q.generation,
                 error: ServerError::new(ErrorKind::TeardownFailed, ErrorPhase::Teardown, q.message),
                 leftover_pids: q.leftover_pids,
             },
-            Some(q.tag),
+            Some((q.tag, q.leftover)),
         ),
         None => (State::Stopped, None),
     };
@@ -484,7 +496,7 @@ pub fn spawn_with(
         last_generation: initial.last_generation,
         live: None,
         last_teardown: None,
-        quarantine_tag,
+        quarantine_left,
         ledger,
         publish,
         publish_peer,
@@ -512,8 +524,9 @@ struct Actor {
     /// `Some` exactly while the state is `Running`.
     live: Option<Live>,
     last_teardown: Option<TeardownSummary>,
-    /// The environment tag of the quarantined generation, to find what is left of it.
-    quarantine_tag: Option<String>,
+    /// The environment tag of the quarantined generation and the identities of
+    /// what was left of it, to find those processes again.
+    quarantine_left: Option<(String, Vec<ProcId>)>,
     ledger: Arc<dyn Ledger>,
     /// Where the state is published for `Handle::snapshot`.
     publish: watch::Sender<Snapshot>,
@@ -540,6 +553,8 @@ enum Wake {
     Retry,
     Ping,
     Idle,
+    /// The running generation's lineage changed: its members go to the ledger.
+    Lineage,
 }
 
 /// Sleeps until `at`, or forever when there is nothing to wait for.
@@ -574,6 +589,16 @@ async fn exited(live: &Option<Live>) {
         // A remote server has no process to watch: its health check notices it.
         Some(_) => std::future::pending().await,
         None => std::future::pending().await,
+    }
+}
+
+async fn lineage_changed(live: &Option<Live>) {
+    match live {
+        Some(Live {
+            kind: LiveKind::Process(p),
+            ..
+        }) => p.lineage.changed().await,
+        _ => std::future::pending().await,
     }
 }
 
@@ -617,6 +642,7 @@ impl Actor {
                 _ = until(self.retry_at) => Wake::Retry,
                 _ = until(self.ping_at) => Wake::Ping,
                 _ = until(idle_at) => Wake::Idle,
+                _ = lineage_changed(&self.live) => Wake::Lineage,
             };
             match wake {
                 Wake::Closed => break,
@@ -625,6 +651,7 @@ impl Actor {
                 Wake::Retry => self.on_retry().await,
                 Wake::Ping => self.on_ping().await,
                 Wake::Idle => self.on_idle().await,
+                Wake::Lineage => self.note_lineage(),
             }
             self.publish();
         }
@@ -731,17 +758,16 @@ impl Actor {
         waited: Duration,
     ) -> Done {
         let started = Instant::now();
-        let Some(tag) = self.quarantine_tag.clone() else {
+        let Some((tag, ids)) = self.quarantine_left.clone() else {
             return Done::ok();
         };
-        let mut alive: Vec<i32> = crate::process::procfs::fresh(std::time::Instant::now())
+        let mut alive: Vec<i32> = teardown::leftovers_alive(&tag, &ids)
             .await
-            .tagged(&tag)
             .iter()
             .map(|p| p.pid)
             .collect();
         if kill && !alive.is_empty() {
-            alive = teardown::kill_tagged(&tag, Duration::from_secs(5)).await;
+            alive = teardown::kill_leftovers(&tag, &ids, Duration::from_secs(5)).await;
         }
         if !alive.is_empty() {
             let error = ServerError::new(
@@ -766,7 +792,7 @@ impl Actor {
             );
             return Done::err(error);
         }
-        self.quarantine_tag = None;
+        self.quarantine_left = None;
         self.note_end(generation, None).await;
         self.set(State::Stopped, cause, started.elapsed(), waited, None);
         Done::ok()
@@ -819,7 +845,8 @@ impl Actor {
             State::Quarantined { error, .. } => Some(error.clone()),
             _ => None,
         };
-        self.record_end(generation, &next, tag).await;
+        self.record_end(generation, &next, tag, &report.leftover_ids)
+            .await;
         self.set(
             next,
             cause,
@@ -846,6 +873,10 @@ impl Actor {
         let grace = Grace::from_cleanup(cleanup);
         let report = match &mut live.kind {
             LiveKind::Process(process) => {
+                // The lineage as it is while the server still runs: once its stdin
+                // closes it may exit, and its children become orphans whose
+                // parentage is no longer there to read (L13).
+                let _ = crate::process::procfs::fresh(started).await;
                 if let Some(session) = live.session.take() {
                     session.close(grace.eof).await;
                 }
@@ -855,12 +886,16 @@ impl Actor {
                         pid: process.pid,
                         pgid: process.pgid,
                         tag: &process.tag,
+                        lineage: &process.lineage,
                     },
                     grace,
                     started,
                     &self.ctx.escalate,
                 )
                 .await;
+                // The server's processes are gone (or given up on): nothing more
+                // worth reading will come from its stdout.
+                process.stdout_drain.cancel();
                 // Every holder of the stderr pipe is gone unless something escaped;
                 // give the drain a moment to read the last lines, then stop it.
                 let drain = &mut process.stderr_task;
@@ -890,18 +925,7 @@ impl Actor {
                     }
                     (true, _) => None,
                 };
-                TeardownReport {
-                    outcome: if failure.is_some() {
-                        Outcome::Failed
-                    } else {
-                        Outcome::Clean
-                    },
-                    signal: None,
-                    duration: started.elapsed(),
-                    leftover_pids: Vec::new(),
-                    exit: None,
-                    failure,
-                }
+                TeardownReport::without_processes(started.elapsed(), failure)
             }
         };
         tracing::debug!(
@@ -992,6 +1016,7 @@ impl Actor {
                         start_time: spawned.start_time,
                         boot_id: crate::process::procfs::boot_id(),
                         tag: spawned.tag.value().to_owned(),
+                        lineage: Vec::new(),
                     },
                 );
                 let server = self.config.name.clone();
@@ -1000,15 +1025,24 @@ impl Actor {
                         tracing::error!(server, error = %e, "cannot write state.json (spawned)");
                     }
                 });
+                let stdout_drain = CancellationToken::new();
                 let init: Init = match (spawned.stdout.take(), spawned.stdin.take()) {
-                    (Some(stdout), Some(stdin)) => Box::pin(Session::initialize(stdout, stdin)),
+                    (Some(stdout), Some(stdin)) => {
+                        Box::pin(Session::initialize(stdout, stdin, stdout_drain.clone()))
+                    }
                     _ => Box::pin(async {
                         Err(SessionError::Closed(
                             "the server's pipes were not set up".into(),
                         ))
                     }),
                 };
+                let root = ProcId {
+                    pid: spawned.pid,
+                    start_time: spawned.start_time.unwrap_or(0),
+                };
                 let process = LiveProcess {
+                    lineage: Lineage::track(root, spawned.pgid, spawned.tag.value(), &[]),
+                    stdout_drain,
                     exit: ExitWatch::new(spawned.pid),
                     child: spawned.child,
                     pid: spawned.pid,
@@ -1093,7 +1127,8 @@ impl Actor {
                     Err(error.clone()),
                     report.leftover_pids.clone(),
                 );
-                self.record_end(generation, &next, tag).await;
+                self.record_end(generation, &next, tag, &report.leftover_ids)
+                    .await;
                 let cause = if error.kind == ErrorKind::Cancelled {
                     Cause::Interrupt
                 } else {
@@ -1132,24 +1167,50 @@ impl Actor {
 
     /// Tells the ledger how a generation ended, and keeps the tag of a quarantined
     /// one so that its leftovers can be found again.
-    async fn record_end(&mut self, generation: Generation, next: &State, tag: String) {
+    async fn record_end(
+        &mut self,
+        generation: Generation,
+        next: &State,
+        tag: String,
+        leftover: &[ProcId],
+    ) {
         let quarantine = match next {
             State::Quarantined {
                 error,
                 leftover_pids,
                 ..
             } => {
-                self.quarantine_tag = Some(tag.clone());
+                self.quarantine_left = Some((tag.clone(), leftover.to_vec()));
                 Some(QuarantineRecord {
                     generation,
                     message: error.message.clone(),
                     leftover_pids: leftover_pids.clone(),
                     tag,
+                    leftover: leftover.to_vec(),
                 })
             }
             _ => None,
         };
         self.note_end(generation, quarantine).await;
+    }
+
+    /// Writes the running generation's lineage to the ledger, so that a supervisor
+    /// that starts after a crash finds its members by identity (L10, L13).
+    fn note_lineage(&self) {
+        let Some(live) = &self.live else { return };
+        let Some(process) = live.process() else {
+            return;
+        };
+        let members = process.lineage.members().iter().map(|m| m.id).collect();
+        let durable = self
+            .ledger
+            .lineage(&self.config.name, live.generation, members);
+        let server = self.config.name.clone();
+        self.ctx.tracker.spawn(async move {
+            if let Err(e) = durable.await {
+                tracing::error!(server, error = %e, "cannot write state.json (lineage)");
+            }
+        });
     }
 
     /// Notes that a generation ended and waits until the note is on disk, so that
@@ -1254,7 +1315,8 @@ impl Actor {
             state::after_teardown(generation, report.leftover_pids.clone(), None)
         };
         self.last_teardown = Some(TeardownSummary::new(generation, &report));
-        self.record_end(generation, &next, tag).await;
+        self.record_end(generation, &next, tag, &report.leftover_ids)
+            .await;
         self.set(
             next,
             Cause::Exited,

@@ -9,6 +9,7 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 
 use super::state::Generation;
+use crate::process::lineage::ProcId;
 
 /// A spawned generation, as needed to find it again after a crash: never by pid
 /// alone, but with its start time, the boot it belongs to and its environment tag.
@@ -21,6 +22,10 @@ pub struct LiveRecord {
     pub boot_id: Option<String>,
     /// The `MCPFLEET_TAG` value every process of the generation carries.
     pub tag: String,
+    /// The other members of its lineage (L13) when last written: descendants that
+    /// may have left its group, session and environment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lineage: Vec<ProcId>,
 }
 
 /// A generation whose teardown could not be confirmed.
@@ -30,6 +35,9 @@ pub struct QuarantineRecord {
     pub message: String,
     pub leftover_pids: Vec<i32>,
     pub tag: String,
+    /// The leftovers by identity: one that cleared its environment carries no tag.
+    #[serde(default)]
+    pub leftover: Vec<ProcId>,
 }
 
 /// Resolves once a note is durable, or with the error that kept it from being so.
@@ -44,6 +52,9 @@ pub trait Ledger: Send + Sync {
     fn reserve(&self, server: &str, generation: Generation) -> Durable;
     /// Records the process of a generation right after it was spawned.
     fn spawned(&self, server: &str, record: LiveRecord) -> Durable;
+    /// Records the members of a running generation's lineage, replacing those
+    /// recorded before. Ignored once the generation has ended.
+    fn lineage(&self, server: &str, generation: Generation, members: Vec<ProcId>) -> Durable;
     /// Records that a generation ended: confirmed gone (`None`), or quarantined.
     fn ended(
         &self,
@@ -65,6 +76,9 @@ impl Ledger for NoLedger {
         nothing_to_keep()
     }
     fn spawned(&self, _server: &str, _record: LiveRecord) -> Durable {
+        nothing_to_keep()
+    }
+    fn lineage(&self, _server: &str, _generation: Generation, _members: Vec<ProcId>) -> Durable {
         nothing_to_keep()
     }
     fn ended(

@@ -211,6 +211,15 @@ fn render_text(report: &Report) -> String {
             let pids: Vec<String> = t.leftover_pids.iter().map(|p| p.to_string()).collect();
             out.push_str(&format!("  left alive: {}\n", pids.join(", ")));
         }
+        if let Some(t) = &s.teardown
+            && !t.escaped_pids.is_empty()
+        {
+            let pids: Vec<String> = t.escaped_pids.iter().map(|p| p.to_string()).collect();
+            out.push_str(&format!(
+                "  had left the process group and were ended one by one: {}\n",
+                pids.join(", ")
+            ));
+        }
     }
     let failed = report.servers.iter().filter(|s| s.exit_code != 0).count();
     out.push_str(&format!(

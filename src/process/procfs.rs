@@ -1,7 +1,8 @@
 //! Reading the process table from `/proc`: who is in a process group, who carries a
 //! generation's tag, and what identifies a process beyond its pid.
 //!
-//! This module only reads. It never signals or reaps; `teardown` decides what to do
+//! This module only reads. It never signals or reaps (a pass does update the
+//! lineages, see `lineage`); `teardown` decides what to do
 //! with what it finds. Every read tolerates the process vanishing midway, which is
 //! the normal case while a group is being torn down.
 
@@ -126,7 +127,12 @@ impl Table {
             procs.push(Proc { stat, tag });
         }
         cache.retain(|k, _| seen.contains(k));
-        Table { started, procs }
+        drop(guard);
+        let table = Table { started, procs };
+        // Every pass keeps the lineages of running servers current: no pass is
+        // ever made for one server alone.
+        super::lineage::observe(&table);
+        table
     }
 
     pub fn procs(&self) -> &[Proc] {

@@ -72,8 +72,13 @@ pub struct Session {
 impl Session {
     /// Runs the initialize handshake over `output` (the server's stdout) and `input`
     /// (its stdin). Unbounded by itself: the caller wraps it in the connect deadline,
-    /// and dropping the future closes the pipes.
-    pub async fn initialize<R, W>(output: R, input: W) -> Result<Session, SessionError>
+    /// and dropping the future closes stdin. Once the session is over, stdout is
+    /// still read (and discarded) until `drain_until` fires or the server closes it.
+    pub async fn initialize<R, W>(
+        output: R,
+        input: W,
+        drain_until: CancellationToken,
+    ) -> Result<Session, SessionError>
     where
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
@@ -81,11 +86,12 @@ impl Session {
         use rmcp::service::ClientInitializeError as E;
         let violation = Violation::default();
         let ended = CancellationToken::new();
-        let output = StdoutGuard::new(output, MAX_MESSAGE_BYTES, violation.clone());
         let output = EndSignal {
-            inner: output,
+            inner: Some(output),
             ended: ended.clone(),
+            drain_until,
         };
+        let output = StdoutGuard::new(output, MAX_MESSAGE_BYTES, violation.clone());
         // rmcp's own line limit sits above ours, so that an oversized line always
         // ends the session here rather than being dropped silently by rmcp.
         let transport = AsyncRwTransport::new_client(output, input)
@@ -351,25 +357,62 @@ impl DroppedLines {
 }
 
 /// The server's stdout as handed to rmcp: says when rmcp drops it, which it does
-/// when its service loop ends for whatever reason.
-struct EndSignal<R> {
-    inner: R,
+/// when its service loop ends for whatever reason, and then keeps reading it.
+///
+/// The session ends before the server does: closing the session closes the
+/// server's stdin, and a server that writes while it shuts down (a last log line,
+/// an answer in flight) must not die of a broken pipe. So what rmcp lets go of is
+/// read on and discarded until the server's side is closed or `drain_until` fires
+/// (the authority fires it once teardown has ended the server's processes).
+struct EndSignal<R: AsyncRead + Send + Unpin + 'static> {
+    inner: Option<R>,
     ended: CancellationToken,
+    drain_until: CancellationToken,
 }
 
-impl<R> Drop for EndSignal<R> {
+impl<R: AsyncRead + Send + Unpin + 'static> Drop for EndSignal<R> {
     fn drop(&mut self) {
         self.ended.cancel();
+        if let (Some(inner), Ok(runtime)) =
+            (self.inner.take(), tokio::runtime::Handle::try_current())
+        {
+            runtime.spawn(drain_rest(inner, self.drain_until.clone()));
+        }
     }
 }
 
-impl<R: AsyncRead + Unpin> AsyncRead for EndSignal<R> {
+impl<R: AsyncRead + Send + Unpin + 'static> AsyncRead for EndSignal<R> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+        match self.get_mut().inner.as_mut() {
+            Some(inner) => Pin::new(inner).poll_read(cx, buf),
+            None => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+/// Reads and discards the rest of a server's stdout (see [`EndSignal`]).
+async fn drain_rest<R: AsyncRead + Unpin>(mut stdout: R, until: CancellationToken) {
+    use tokio::io::AsyncReadExt;
+    let mut buf = vec![0u8; 8192];
+    let mut discarded = 0u64;
+    loop {
+        tokio::select! {
+            _ = until.cancelled() => break,
+            read = stdout.read(&mut buf) => match read {
+                Ok(0) | Err(_) => break,
+                Ok(n) => discarded += n as u64,
+            },
+        }
+    }
+    if discarded > 0 {
+        tracing::info!(
+            bytes = discarded,
+            "discarded what a server wrote to stdout after its session was closed"
+        );
     }
 }
 

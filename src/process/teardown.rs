@@ -7,16 +7,19 @@
 //!     clean           escalated(TERM)              escalated(KILL)        failed (something left)
 //! ```
 //!
-//! "Gone" means: the group leader has exited *and* no living process is left in its
-//! process group. The leader is only reaped at the very end, so that its pid (and
-//! with it the group id) cannot be reused by an unrelated process while the group is
-//! being signalled. Last, every process that still carries the generation's
-//! environment tag is reported, which catches descendants that escaped the group
-//! with `setsid`: they make the teardown `failed` rather than silently survive.
-//!
-//! `teardown` signals only the group it was given. `kill_tagged` signals single
-//! processes, each found a moment before by its generation's tag.
+//! "Gone" means: the group leader has exited, no living process is left in its
+//! process group, *and* no member of its lineage is alive (see `lineage`: every
+//! descendant by parentage, also one that left the group and session and cleared
+//! its environment). Members outside the group are signalled with the group, one by
+//! one and pinned by pidfd, as systemd's `KillMode=control-group` ends a whole
+//! cgroup; a teardown that had to end one is never `clean`. Once the group is empty
+//! and only such members are left, the EOF grace is not waited out. The leader is
+//! only reaped at the very end, so that its pid (and with it the group id) cannot be
+//! reused by an unrelated process while the group is being signalled. Whatever is
+//! still alive then (a member, or any process carrying the generation's tag) makes
+//! the teardown `failed`.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
@@ -27,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use std::sync::Arc;
 
+use super::lineage::{self, Lineage, Member, ProcId};
 use super::procfs::{self, Table};
 use super::spawn::Tag;
 
@@ -115,10 +119,36 @@ pub struct TeardownReport {
     pub duration: Duration,
     /// Processes of the generation still alive when teardown gave up or finished.
     pub leftover_pids: Vec<i32>,
+    /// Members of the lineage that had left the server's process group (a new
+    /// session or group), seen alive while teardown ran: a signal to the group did
+    /// not reach them, so they were signalled one by one.
+    pub escaped_pids: Vec<i32>,
+    /// Identities of the leftovers, to find them again (a quarantine).
+    pub leftover_ids: Vec<ProcId>,
     /// How the group leader ended, if it was seen to end.
     pub exit: Option<ExitKind>,
     /// Why a teardown without processes (a remote session) failed.
     pub failure: Option<String>,
+}
+
+impl TeardownReport {
+    /// A teardown that had no process to end (a remote session).
+    pub fn without_processes(duration: Duration, failure: Option<String>) -> TeardownReport {
+        TeardownReport {
+            outcome: if failure.is_some() {
+                Outcome::Failed
+            } else {
+                Outcome::Clean
+            },
+            signal: None,
+            duration,
+            leftover_pids: Vec::new(),
+            escaped_pids: Vec::new(),
+            leftover_ids: Vec::new(),
+            exit: None,
+            failure,
+        }
+    }
 }
 
 /// The process side of a generation that teardown works on.
@@ -127,6 +157,8 @@ pub struct Target<'a> {
     pub pid: i32,
     pub pgid: i32,
     pub tag: &'a Tag,
+    /// Every descendant of the leader, in the group or not.
+    pub lineage: &'a Lineage,
 }
 
 /// Polls whether the leader exited, without reaping it.
@@ -142,45 +174,94 @@ fn leader_exit(pid: i32) -> Option<ExitKind> {
     }
 }
 
-/// Waits until the leader has exited and its group holds no living process, or
-/// until `limit` passes (`None`: no limit). Returns the process table that showed
-/// the group empty: it was read after the leader's exit was seen, and the checks
-/// that follow (orphans to reap, escapees by tag) read the same table.
-async fn wait_gone(
-    pid: i32,
-    pgid: i32,
-    exit: &mut Option<ExitKind>,
-    limit: Option<Duration>,
-) -> Option<Arc<Table>> {
-    let deadline = limit.map(|l| Instant::now() + l);
-    let mut interval = Duration::from_millis(1);
-    loop {
-        if exit.is_none() {
-            *exit = leader_exit(pid);
-        }
-        if exit.is_some() {
-            let table = procfs::fresh(Instant::now()).await;
-            if table.group_members(pgid).is_empty() {
-                return Some(table);
-            }
-        }
-        let now = Instant::now();
-        let sleep = match deadline {
-            Some(d) if now >= d => return None,
-            Some(d) => interval.min(d - now),
-            None => interval,
-        };
-        tokio::time::sleep(sleep).await;
-        interval = (interval * 2).min(Duration::from_millis(50));
-    }
+/// What one wait of teardown saw at its end.
+enum Wait {
+    /// The leader exited, its group is empty and no member of its lineage is
+    /// alive; the table that showed it.
+    Gone(Arc<Table>),
+    /// The leader and its group are gone, but members that left the group live on:
+    /// waiting for them to end by themselves is pointless.
+    OnlyEscapees,
+    /// The limit passed.
+    TimedOut,
 }
 
-fn signal_group(pgid: i32, signal: Signal) {
-    // ESRCH means the group is already empty: nothing to do.
-    if let Err(e) = killpg(Pid::from_raw(pgid), signal)
-        && e != nix::errno::Errno::ESRCH
-    {
-        tracing::warn!(pgid, signal = signal.as_str(), error = %e, "could not signal process group");
+/// One teardown in progress: what it has seen and sent so far.
+struct Run<'a> {
+    pid: i32,
+    pgid: i32,
+    lineage: &'a Lineage,
+    exit: Option<ExitKind>,
+    /// Pids of members seen outside the group.
+    escaped: BTreeSet<i32>,
+    /// Members outside the group already sent the current signal.
+    signalled: BTreeSet<ProcId>,
+}
+
+impl Run<'_> {
+    /// Waits until the leader has exited and neither its group nor its lineage
+    /// holds a living process, or until `limit` passes (`None`: no limit). With
+    /// `signal`, members that appear outside the group meanwhile are sent it too
+    /// (a group signal reaches new members by itself).
+    async fn wait(&mut self, limit: Option<Duration>, signal: Option<Signal>, early: bool) -> Wait {
+        let deadline = limit.map(|l| Instant::now() + l);
+        let mut interval = Duration::from_millis(1);
+        loop {
+            if self.exit.is_none() {
+                self.exit = leader_exit(self.pid);
+            }
+            if self.exit.is_some() {
+                let table = procfs::fresh(Instant::now()).await;
+                let outside = self.lineage.outside_group();
+                self.escaped.extend(outside.iter().map(|m| m.id.pid));
+                if let Some(signal) = signal {
+                    self.send(&outside, signal);
+                }
+                let group_empty = table.group_members(self.pgid).is_empty();
+                if group_empty && self.lineage.members().is_empty() {
+                    return Wait::Gone(table);
+                }
+                if group_empty && early && !outside.is_empty() {
+                    return Wait::OnlyEscapees;
+                }
+            }
+            let now = Instant::now();
+            let sleep = match deadline {
+                Some(d) if now >= d => return Wait::TimedOut,
+                Some(d) => interval.min(d - now),
+                None => interval,
+            };
+            tokio::time::sleep(sleep).await;
+            interval = (interval * 2).min(Duration::from_millis(50));
+        }
+    }
+
+    /// Signals the group and every member of the lineage outside it.
+    async fn signal_all(&mut self, signal: Signal) {
+        // ESRCH means the group is already empty: nothing to do.
+        if let Err(e) = killpg(Pid::from_raw(self.pgid), signal)
+            && e != nix::errno::Errno::ESRCH
+        {
+            tracing::warn!(pgid = self.pgid, signal = signal.as_str(), error = %e, "could not signal process group");
+        }
+        self.signalled.clear();
+        let _ = procfs::fresh(Instant::now()).await;
+        let outside = self.lineage.outside_group();
+        self.escaped.extend(outside.iter().map(|m| m.id.pid));
+        self.send(&outside, signal);
+    }
+
+    fn send(&mut self, members: &[Member], signal: Signal) {
+        for m in members {
+            if self.signalled.insert(m.id) {
+                tracing::debug!(
+                    pid = m.id.pid,
+                    signal = signal.as_str(),
+                    "signalling a process that left the group"
+                );
+                lineage::signal(m.id, signal);
+            }
+        }
     }
 }
 
@@ -200,53 +281,72 @@ pub async fn teardown(
         pid,
         pgid,
         tag,
+        lineage,
     } = target;
-    let mut exit = None;
+    lineage.begin_ending();
+    // The lineage as it is now, not as the last periodic pass saw it.
+    let _ = procfs::fresh(started).await;
+    let mut run = Run {
+        pid,
+        pgid,
+        lineage,
+        exit: None,
+        escaped: BTreeSet::new(),
+        signalled: BTreeSet::new(),
+    };
     let mut signal = None;
     // Closing the session already took part of the EOF grace.
     let eof_left = grace.eof.saturating_sub(started.elapsed());
     let mut gone = tokio::select! {
         biased;
-        gone = wait_gone(pid, pgid, &mut exit, Some(eof_left)) => gone,
-        _ = escalate.cancelled() => None,
+        gone = run.wait(Some(eof_left), None, true) => gone,
+        _ = escalate.cancelled() => Wait::TimedOut,
     };
-    if gone.is_none() && !escalate.is_cancelled() {
-        tracing::debug!(pid, "no exit after stdin closed; SIGTERM to the group");
+    if !matches!(gone, Wait::Gone(_)) && !escalate.is_cancelled() {
+        tracing::debug!(
+            pid,
+            "not gone after stdin closed; SIGTERM to the group and the lineage"
+        );
         signal = Some(TeardownSignal::Term);
-        signal_group(pgid, Signal::SIGTERM);
+        run.signal_all(Signal::SIGTERM).await;
         gone = tokio::select! {
             biased;
-            gone = wait_gone(pid, pgid, &mut exit, Some(grace.term)) => gone,
-            _ = escalate.cancelled() => None,
+            gone = run.wait(Some(grace.term), Some(Signal::SIGTERM), false) => gone,
+            _ = escalate.cancelled() => Wait::TimedOut,
         };
     }
-    if gone.is_none() {
-        tracing::debug!(pid, "still alive after SIGTERM; SIGKILL to the group");
+    if !matches!(gone, Wait::Gone(_)) {
+        tracing::debug!(
+            pid,
+            "still alive after SIGTERM; SIGKILL to the group and the lineage"
+        );
         signal = Some(TeardownSignal::Kill);
-        signal_group(pgid, Signal::SIGKILL);
-        gone = wait_gone(pid, pgid, &mut exit, grace.kill).await;
+        run.signal_all(Signal::SIGKILL).await;
+        gone = run.wait(grace.kill, Some(Signal::SIGKILL), false).await;
     }
     let (table, mut leftover) = match gone {
-        Some(table) => (table, Vec::new()),
-        None => {
+        Wait::Gone(table) => (table, Vec::new()),
+        _ => {
             let table = procfs::fresh(Instant::now()).await;
-            let members = table.group_members(pgid).iter().map(|s| s.pid).collect();
-            (table, members)
+            let mut left: Vec<ProcId> = table.group_members(pgid).iter().map(ProcId::of).collect();
+            left.extend(lineage.members().iter().map(|m| m.id));
+            (table, left)
         }
     };
+    let exit = run.exit;
     if exit.is_some() {
         // The leader is a zombie now: reaping it cannot block.
         let _ = child.wait().await;
-    } else if !leftover.contains(&pid) {
-        leftover.push(pid);
+    } else if let Some(stat) = procfs::stat(pid) {
+        leftover.push(ProcId::of(&stat));
     }
-    reap_orphans(&table, |s| s.pgid == pgid && s.pid != pid);
-    for escaped in table.tagged(tag.value()) {
-        if !leftover.contains(&escaped.pid) {
-            leftover.push(escaped.pid);
-        }
-    }
+    lineage::reap_orphans(&table);
+    // A process carrying the tag that is no member (not below us at all) is still
+    // the generation's: it is reported, never ignored.
+    leftover.extend(table.tagged(tag.value()).iter().map(ProcId::of));
     leftover.sort_unstable();
+    leftover.dedup();
+    lineage.close();
     let outcome = if !leftover.is_empty() {
         Outcome::Failed
     } else if signal.is_some() {
@@ -258,47 +358,45 @@ pub async fn teardown(
         outcome,
         signal,
         duration: started.elapsed(),
-        leftover_pids: leftover,
+        leftover_pids: leftover.iter().map(|id| id.pid).collect(),
+        escaped_pids: run.escaped.into_iter().collect(),
+        leftover_ids: leftover,
         exit,
         failure: None,
     }
 }
 
-/// Reaps the zombies among our own children that `which` selects. A supervisor is
-/// a child subreaper, so a server's orphaned descendants become its children; when
-/// they die, nobody else will collect them. They are reaped one by one by pid, never
-/// with `waitpid(-1)`, which would steal the exit status of the servers that tokio
-/// waits on.
-pub fn reap_orphans(table: &Table, which: impl Fn(&procfs::ProcStat) -> bool) {
-    let me = std::process::id() as i32;
-    for s in table.procs().iter().map(|p| &p.stat) {
-        if s.ppid == me && !s.is_alive() && which(s) {
-            let _ = nix::sys::wait::waitpid(Pid::from_raw(s.pid), Some(WaitPidFlag::WNOHANG));
-        }
-    }
-}
-
-/// SIGKILLs every living process whose tag is `tag` and waits up to `limit` for
-/// all of them to be gone. Returns the pids still alive after that.
+/// SIGKILLs every living process that carries `tag` or is one of `ids`, and waits
+/// up to `limit` for all of them to be gone. Returns the pids still alive after that.
 /// For what is left of a quarantined or recovered generation: its processes are no
-/// longer anyone's children, so they are found by their tag, not by a group leader.
-pub async fn kill_tagged(tag: &str, limit: Duration) -> Vec<i32> {
+/// longer anyone's children, so they are found by their tag and their identities,
+/// not by a group leader.
+pub async fn kill_leftovers(tag: &str, ids: &[ProcId], limit: Duration) -> Vec<i32> {
     let deadline = Instant::now() + limit;
     loop {
-        let alive = procfs::fresh(Instant::now()).await.tagged(tag);
+        let alive = leftovers_alive(tag, ids).await;
         if alive.is_empty() {
             return Vec::new();
         }
         if Instant::now() >= deadline {
             return alive.iter().map(|p| p.pid).collect();
         }
-        for p in &alive {
-            // The tag was read from this very pid a moment ago: it is ours, not a
-            // reused pid. ESRCH means it is already gone.
-            let _ = nix::sys::signal::kill(Pid::from_raw(p.pid), Signal::SIGKILL);
+        for id in &alive {
+            // Pinned by identity: never a process that took a pid since.
+            lineage::signal(*id, Signal::SIGKILL);
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// The living processes that carry `tag` or are one of `ids`.
+pub async fn leftovers_alive(tag: &str, ids: &[ProcId]) -> Vec<ProcId> {
+    let table = procfs::fresh(Instant::now()).await;
+    let mut alive: Vec<ProcId> = table.tagged(tag).iter().map(ProcId::of).collect();
+    alive.extend(ids.iter().copied().filter(ProcId::is_alive));
+    alive.sort_unstable();
+    alive.dedup();
+    alive
 }
 
 #[cfg(test)]

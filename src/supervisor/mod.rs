@@ -114,7 +114,10 @@ fn take_lock(dir: &StateDir) -> anyhow::Result<Option<File>> {
             Ok(()) => return Ok(Some(lock)),
             Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
                 // Another supervisor is serving: nothing for this one to do.
-                if std::os::unix::net::UnixStream::connect(dir.socket()).is_ok() {
+                let serving = dir
+                    .socket_path()
+                    .and_then(|socket| std::os::unix::net::UnixStream::connect(socket.as_path()));
+                if serving.is_ok() {
                     return Ok(None);
                 }
                 std::thread::sleep(Duration::from_millis(20));
@@ -151,9 +154,7 @@ pub async fn run(
     let _ = writeln!(lock, "{me}");
     // Orphans of our servers are re-parented to us rather than to init, so the tree
     // of every server stays below the supervisor.
-    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
-        tracing::warn!(error = %e, "cannot become a child subreaper");
-    }
+    crate::process::lineage::become_subreaper();
     let files = crate::process::limits::raise_open_files();
     if let Some(warning) = files.shortfall(fleet.servers.len()) {
         tracing::warn!("{warning}");

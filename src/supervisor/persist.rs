@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::state_dir::replace_atomically;
 use crate::lifecycle::ledger::{Durable, Ledger, LiveRecord, QuarantineRecord};
 use crate::lifecycle::state::Generation;
+use crate::process::lineage::ProcId;
 
 pub const STATE_VERSION: u32 = 1;
 
@@ -215,6 +216,19 @@ impl Ledger for StateFile {
         })
     }
 
+    fn lineage(&self, server: &str, generation: Generation, members: Vec<ProcId>) -> Durable {
+        self.note_durably(move |doc| {
+            let live = doc
+                .servers
+                .get_mut(server)
+                .and_then(|rec| rec.live.as_mut())
+                .filter(|live| live.generation == generation);
+            if let Some(live) = live {
+                live.lineage = members;
+            }
+        })
+    }
+
     fn ended(
         &self,
         server: &str,
@@ -250,6 +264,7 @@ mod tests {
                 start_time: Some(5),
                 boot_id: None,
                 tag: "t".into(),
+                lineage: Vec::new(),
             },
         )
         .await

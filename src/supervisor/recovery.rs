@@ -3,21 +3,22 @@
 //!
 //! Every process of a generation carries `MCPFLEET_TAG=<scope>:<server>:<generation>`,
 //! where the scope belongs to the state directory. A process is taken for one of
-//! ours only when it carries that tag, or when its pid, start time and boot id all
-//! match a live record of `state.json` (for a server that scrubbed its environment);
-//! a pid alone is never enough. Leftovers get SIGTERM, then SIGKILL; what is still
-//! alive after that is quarantined.
+//! ours only when it carries that tag, when its pid, start time and boot id all
+//! match a live record of `state.json` or a member of that record's lineage (a
+//! descendant that cleared its environment, L13), or when it descends by parentage
+//! from one of those; a pid alone is never enough. Leftovers get SIGTERM, then
+//! SIGKILL; what is still alive after that is quarantined.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 
 use super::persist::StateFile;
 use crate::lifecycle::error::pid_list;
 use crate::lifecycle::ledger::QuarantineRecord;
 use crate::lifecycle::state::Generation;
+use crate::process::lineage::{self, ProcId};
 use crate::process::procfs;
 use crate::process::teardown::{Grace, Outcome};
 
@@ -50,6 +51,7 @@ pub async fn recover(
         set.spawn(async move {
             let started = Instant::now();
             let (signal, leftover, ids) = terminate_all(&tag, ids, grace).await;
+            let leftover: Vec<ProcId> = leftover;
             (server, generation, ids, signal, leftover, started.elapsed())
         });
     }
@@ -57,21 +59,23 @@ pub async fn recover(
     while let Some(Ok((server, generation, ids, signal, leftover, duration))) =
         set.join_next().await
     {
-        let pids: Vec<i32> = ids.iter().map(|(p, _)| *p).collect();
+        let pids: Vec<i32> = ids.iter().map(|id| id.pid).collect();
         let outcome = match (&signal, leftover.is_empty()) {
             (_, false) => Outcome::Failed,
             (None, true) => Outcome::Clean,
             (Some(_), true) => Outcome::Escalated,
         };
         let tag = format!("{scope}:{server}:{generation}");
+        let leftover_pids: Vec<i32> = leftover.iter().map(|id| id.pid).collect();
         let quarantine = (!leftover.is_empty()).then(|| QuarantineRecord {
             generation,
             message: format!(
                 "left running by a previous supervisor and still alive after SIGKILL: {}",
-                pid_list(&leftover)
+                pid_list(&leftover_pids)
             ),
-            leftover_pids: leftover.clone(),
+            leftover_pids: leftover_pids.clone(),
             tag,
+            leftover: leftover.clone(),
         });
         if let Err(e) = state.update(|doc| {
             let rec = doc.servers.entry(server.clone()).or_default();
@@ -95,7 +99,7 @@ pub async fn recover(
             pids,
             outcome,
             signal,
-            leftover_pids: leftover,
+            leftover_pids,
             duration,
         });
     }
@@ -112,8 +116,8 @@ pub async fn recover(
 }
 
 /// Every living process of the scope, by (server, generation).
-fn find(scope: &str, state: &StateFile) -> BTreeMap<(String, Generation), Vec<(i32, u64)>> {
-    let mut found: BTreeMap<(String, Generation), Vec<(i32, u64)>> = BTreeMap::new();
+fn find(scope: &str, state: &StateFile) -> BTreeMap<(String, Generation), Vec<ProcId>> {
+    let mut found: BTreeMap<(String, Generation), Vec<ProcId>> = BTreeMap::new();
     let prefix = format!("{scope}:");
     for (stat, rest) in procfs::Table::scan().tagged_with_prefix(&prefix) {
         let Some((server, generation)) = rest.rsplit_once(':') else {
@@ -125,21 +129,25 @@ fn find(scope: &str, state: &StateFile) -> BTreeMap<(String, Generation), Vec<(i
         found
             .entry((server.to_owned(), generation))
             .or_default()
-            .push((stat.pid, stat.start_time));
+            .push(ProcId::of(&stat));
     }
     let boot = procfs::boot_id();
     for (server, rec) in state.snapshot().servers {
         let Some(live) = rec.live else { continue };
-        let same_process = procfs::stat(live.pid).is_some_and(|s| {
-            s.is_alive()
-                && Some(s.start_time) == live.start_time
-                && live.boot_id.is_some()
-                && live.boot_id == boot
+        // Start times are only comparable within the boot that recorded them.
+        if live.boot_id.is_none() || live.boot_id != boot {
+            continue;
+        }
+        let root = live.start_time.map(|start_time| ProcId {
+            pid: live.pid,
+            start_time,
         });
-        if let (true, Some(start)) = (same_process, live.start_time) {
-            let ids = found.entry((server, live.generation)).or_default();
-            if !ids.iter().any(|(p, _)| *p == live.pid) {
-                ids.push((live.pid, start));
+        for id in root.iter().chain(&live.lineage) {
+            if id.is_alive() {
+                let ids = found.entry((server.clone(), live.generation)).or_default();
+                if !ids.contains(id) {
+                    ids.push(*id);
+                }
             }
         }
     }
@@ -153,9 +161,9 @@ fn find(scope: &str, state: &StateFile) -> BTreeMap<(String, Generation), Vec<(i
 /// process that was found.
 async fn terminate_all(
     tag: &str,
-    mut ids: Vec<(i32, u64)>,
+    mut ids: Vec<ProcId>,
     grace: Grace,
-) -> (Option<&'static str>, Vec<i32>, Vec<(i32, u64)>) {
+) -> (Option<&'static str>, Vec<ProcId>, Vec<ProcId>) {
     let (mut signal, mut leftover) = terminate(&ids, grace).await;
     // The late ones have had no stdin of ours: no EOF grace, SIGTERM at once.
     let late_grace = Grace {
@@ -166,11 +174,13 @@ async fn terminate_all(
         if !leftover.is_empty() {
             break;
         }
-        let late: Vec<(i32, u64)> = procfs::fresh(Instant::now())
-            .await
+        let table = procfs::fresh(Instant::now()).await;
+        let late: Vec<ProcId> = table
             .tagged(tag)
             .iter()
-            .map(|s| (s.pid, s.start_time))
+            .chain(descendants(&table, &ids).iter())
+            .map(ProcId::of)
+            .filter(|id| !ids.contains(id))
             .collect();
         if late.is_empty() {
             break;
@@ -192,10 +202,30 @@ fn strongest(a: Option<&'static str>, b: Option<&'static str>) -> Option<&'stati
     if rank(b) > rank(a) { b } else { a }
 }
 
+/// Living processes below `ids` by parentage: what one of them forked (before it
+/// died, or while it runs) whatever its group, session or environment.
+fn descendants(table: &procfs::Table, ids: &[ProcId]) -> Vec<procfs::ProcStat> {
+    let mut parents: Vec<ProcId> = ids.to_vec();
+    let mut found = Vec::new();
+    while let Some(parent) = parents.pop() {
+        for p in table.procs() {
+            let s = p.stat;
+            if s.ppid == parent.pid && s.start_time >= parent.start_time && s.is_alive() {
+                let id = ProcId::of(&s);
+                if !ids.contains(&id) && !found.iter().any(|f: &procfs::ProcStat| f.pid == s.pid) {
+                    found.push(s);
+                    parents.push(id);
+                }
+            }
+        }
+    }
+    found
+}
+
 /// SIGTERM, wait, SIGKILL, wait. Returns the strongest signal sent and what is left.
 /// Each process is followed by its pid *and* start time, so a pid that is reused
 /// while this runs is neither waited for nor signalled.
-async fn terminate(ids: &[(i32, u64)], grace: Grace) -> (Option<&'static str>, Vec<i32>) {
+async fn terminate(ids: &[ProcId], grace: Grace) -> (Option<&'static str>, Vec<ProcId>) {
     // Their stdin closed when the old supervisor died: give them the EOF grace first.
     let mut left = wait_gone(ids, grace.eof).await;
     if left.is_empty() {
@@ -208,29 +238,19 @@ async fn terminate(ids: &[(i32, u64)], grace: Grace) -> (Option<&'static str>, V
     }
     send(&left, Signal::SIGKILL);
     left = wait_gone(&left, grace.kill.unwrap_or(Duration::from_secs(10))).await;
-    (Some("SIGKILL"), left.iter().map(|(p, _)| *p).collect())
+    (Some("SIGKILL"), left)
 }
 
-fn same_alive(pid: i32, start_time: u64) -> bool {
-    procfs::stat(pid).is_some_and(|s| s.is_alive() && s.start_time == start_time)
-}
-
-fn send(ids: &[(i32, u64)], signal: Signal) {
-    for (pid, start) in ids {
-        if same_alive(*pid, *start) {
-            let _ = kill(Pid::from_raw(*pid), signal);
-        }
+fn send(ids: &[ProcId], signal: Signal) {
+    for id in ids {
+        lineage::signal(*id, signal);
     }
 }
 
-async fn wait_gone(ids: &[(i32, u64)], limit: Duration) -> Vec<(i32, u64)> {
+async fn wait_gone(ids: &[ProcId], limit: Duration) -> Vec<ProcId> {
     let deadline = Instant::now() + limit;
     loop {
-        let alive: Vec<(i32, u64)> = ids
-            .iter()
-            .copied()
-            .filter(|(p, s)| same_alive(*p, *s))
-            .collect();
+        let alive: Vec<ProcId> = ids.iter().copied().filter(ProcId::is_alive).collect();
         if alive.is_empty() || Instant::now() >= deadline {
             return alive;
         }

@@ -58,12 +58,10 @@ pub async fn serve(
         });
     };
     let mut idle_since: Option<Instant> = None;
-    let mut last_sweep = Instant::now();
+    let stop_sweeping = tokio_util::sync::CancellationToken::new();
+    let _sweeping = stop_sweeping.clone().drop_guard();
+    tokio::spawn(crate::process::lineage::keep_current(stop_sweeping));
     loop {
-        if last_sweep.elapsed() > ORPHAN_SWEEP {
-            sweep_orphans();
-            last_sweep = Instant::now();
-        }
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
@@ -119,22 +117,10 @@ pub async fn serve(
     Ok(connections)
 }
 
-/// How often the supervisor collects dead orphans of its servers.
-const ORPHAN_SWEEP: Duration = Duration::from_secs(2);
-
-/// Reaps dead orphans that were re-parented to the supervisor: descendants of a
-/// server (in its group, not its leader) and processes that left with `setsid`.
-/// Server leaders are in the supervisor's session and lead their own group: tokio
-/// reaps those, so they are left alone.
-fn sweep_orphans() {
-    let my_sid = nix::unistd::getsid(None).map_or(-1, |s| s.as_raw());
-    let table = crate::process::procfs::Table::scan();
-    crate::process::teardown::reap_orphans(&table, |s| s.pgid != s.pid || s.sid != my_sid);
-}
-
 /// Binds the control socket, private to this user.
 fn bind(path: &std::path::Path) -> std::io::Result<UnixListener> {
-    let listener = UnixListener::bind(path)?;
+    let short = super::state_dir::SocketPath::new(path)?;
+    let listener = UnixListener::bind(short.as_path())?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     Ok(listener)
 }

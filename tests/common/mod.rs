@@ -412,3 +412,108 @@ impl Rng {
         (0..n).map(|_| self.next() as u8).collect()
     }
 }
+
+/// A cgroup-v1 freezer cgroup of its own, for a process that no signal can end
+/// until it is thawed (as a process stuck in the kernel would be): how the tests
+/// make a teardown that cannot be confirmed. On drop, whatever is in it is thawed,
+/// killed and waited for, and the cgroup is removed.
+pub struct Freezer {
+    pub dir: PathBuf,
+}
+
+/// Where the cgroup-v1 freezer hierarchy is mounted.
+const FREEZER_ROOT: &str = "/sys/fs/cgroup/freezer";
+
+impl Freezer {
+    pub fn new(label: &str) -> Freezer {
+        assert!(
+            Path::new(FREEZER_ROOT).join("freezer.state").exists()
+                || Path::new(FREEZER_ROOT).join("cgroup.procs").exists(),
+            "these tests freeze a process to make a teardown fail: they need the cgroup-v1 \
+             freezer mounted at {FREEZER_ROOT} and permission to create a cgroup in it (root)"
+        );
+        Freezer {
+            dir: Path::new(FREEZER_ROOT).join(unique_id(label)),
+        }
+    }
+
+    /// The cgroup's path, for the fixture's `--frozen-grandchild`.
+    pub fn path(&self) -> &str {
+        self.dir.to_str().expect("utf-8 path")
+    }
+
+    /// The pids in the cgroup.
+    pub fn pids(&self) -> Vec<i32> {
+        std::fs::read_to_string(self.dir.join("cgroup.procs"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    }
+
+    /// Lets the frozen processes run again: a SIGKILL sent meanwhile takes effect.
+    pub fn thaw(&self) {
+        let _ = std::fs::write(self.dir.join("freezer.state"), "THAWED");
+    }
+}
+
+impl Drop for Freezer {
+    fn drop(&mut self) {
+        if !self.dir.exists() {
+            return;
+        }
+        self.thaw();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let pids = self.pids();
+            kill_all(&pids);
+            if pids.iter().all(|p| !is_alive(*p)) || Instant::now() > deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// The pids that the fixture's `--escape` descendants noted in `PID_FILE.escapees`,
+/// once `n` of them have. Escapees that clear their environment carry no test id:
+/// hold them in an [`Escapees`] so that a failing test still ends them.
+pub fn wait_escapees(pid_file: &Path, n: usize) -> Escapees {
+    let mut path = pid_file.as_os_str().to_owned();
+    path.push(".escapees");
+    let path = PathBuf::from(path);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let pids: Vec<i32> = std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        if pids.len() >= n {
+            return Escapees(pids);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{n} escapees expected in {}, found {pids:?}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Escaped processes of a test, killed when it ends whatever happened.
+pub struct Escapees(pub Vec<i32>);
+
+impl Drop for Escapees {
+    fn drop(&mut self) {
+        // Only a fixture: the pid of an escapee that is long gone may be reused.
+        let ours: Vec<i32> = self
+            .0
+            .iter()
+            .copied()
+            .filter(|p| describe(*p).contains("mcpfleet-fixture"))
+            .collect();
+        kill_all(&ours);
+    }
+}

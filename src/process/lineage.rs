@@ -1,0 +1,522 @@
+//! A generation's lineage: every process descended from the server's first process
+//! by parentage, whatever its process group, session or environment (rule L13 in
+//! `docs/design.md`).
+//!
+//! ```text
+//!   server (leader of its group) ──fork──► helper ──setsid, env -i──► daemon
+//!        │                                   └─ exits: daemon is re-parented to us
+//!        └─ every process seen below the leader, or arriving as our orphan and
+//!           attributed to this generation, is a member until it is gone
+//! ```
+//!
+//! The process group alone misses a descendant that called `setsid` or `setpgid`,
+//! and the environment tag misses one that cleared its environment. Parentage
+//! misses nothing while the parent lives; once the parent dies, the orphan is
+//! re-parented to the nearest child subreaper, which the supervisor and `check`
+//! both are, so it arrives as a child of ours. An arriving orphan is attributed to
+//! the generation that (in this order) already knew it, whose tag it carries, whose
+//! known member leads its session or process group, or that is the only one alive
+//! when the orphan was born. An orphan that fits several generations waits until
+//! only one of them is left running, or all that are left are tearing down; then
+//! each of those takes it as a member (each ends it and reports it, none is called
+//! clean on a guess). It is never signalled while a generation that may own it
+//! still serves.
+//!
+//! Lineages are refreshed by every pass over the process table (`procfs::Table::scan`
+//! calls [`observe`]), so no pass is made per server: while servers run, the
+//! periodic [`sweep`] makes one, and every teardown makes its own. This module
+//! decides membership only; `teardown` signals, and the authority writes members to
+//! the ledger.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
+
+use super::procfs::{self, ProcStat, Table};
+
+/// A process by identity: a pid alone is reused, a pid with its start time (in
+/// clock ticks since boot) is not, within one boot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ProcId {
+    pub pid: i32,
+    pub start_time: u64,
+}
+
+impl ProcId {
+    pub fn of(stat: &ProcStat) -> ProcId {
+        ProcId {
+            pid: stat.pid,
+            start_time: stat.start_time,
+        }
+    }
+
+    /// True while this very process (not a reuse of its pid) is alive.
+    pub fn is_alive(&self) -> bool {
+        procfs::stat(self.pid).is_some_and(|s| s.is_alive() && s.start_time == self.start_time)
+    }
+}
+
+/// A living member as the last pass saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Member {
+    pub id: ProcId,
+    pub pgid: i32,
+    pub sid: i32,
+}
+
+/// How many pids of former members are remembered to attribute orphans by their
+/// session or group leader. A server that runs a short command per call (a `git`
+/// per request) sheds members all its life; the oldest are forgotten first.
+const KNOWN_PIDS: usize = 512;
+
+/// The lineage of one generation. Cheap to clone; all clones are one lineage.
+#[derive(Clone)]
+pub struct Lineage(Arc<Shared>);
+
+struct Shared {
+    root: ProcId,
+    pgid: i32,
+    tag: Arc<str>,
+    inner: Mutex<Inner>,
+    /// Woken when the set of living members changes, for the ledger.
+    changed: Notify,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Living members other than the root, by pid.
+    members: BTreeMap<i32, Member>,
+    /// Pids that members have had (the root's included), newest last.
+    known: VecDeque<i32>,
+    /// Set when teardown begins: an orphan shared with other generations may now
+    /// be given to this one once they have all ended or are ending too.
+    ending: bool,
+    /// Set when teardown is over: the lineage takes no new members.
+    closed: bool,
+}
+
+impl Inner {
+    fn remember(&mut self, pid: i32) {
+        if !self.known.contains(&pid) {
+            if self.known.len() >= KNOWN_PIDS {
+                self.known.pop_front();
+            }
+            self.known.push_back(pid);
+        }
+    }
+}
+
+/// Every lineage of this process, and orphans that fit more than one of them.
+#[derive(Default)]
+struct Registry {
+    lineages: Vec<Weak<Shared>>,
+    undecided: Vec<Undecided>,
+}
+
+/// An orphan that arrived and fits several generations.
+struct Undecided {
+    id: ProcId,
+    candidates: Vec<Weak<Shared>>,
+    since: Instant,
+}
+
+static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+
+fn registry() -> std::sync::MutexGuard<'static, Option<Registry>> {
+    REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn lock(inner: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
+    inner.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Lineage {
+    /// Starts following the descendants of `root`, which leads process group `pgid`
+    /// and whose processes carry `tag`. `known` are members already known by identity
+    /// (from a ledger), followed as long as they are alive.
+    pub fn track(root: ProcId, pgid: i32, tag: &str, known: &[ProcId]) -> Lineage {
+        let mut inner = Inner::default();
+        inner.remember(root.pid);
+        for id in known {
+            inner.members.insert(
+                id.pid,
+                Member {
+                    id: *id,
+                    pgid: -1,
+                    sid: -1,
+                },
+            );
+            inner.remember(id.pid);
+        }
+        let shared = Arc::new(Shared {
+            root,
+            pgid,
+            tag: tag.into(),
+            inner: Mutex::new(inner),
+            changed: Notify::new(),
+        });
+        let mut reg = registry();
+        let reg = reg.get_or_insert_with(Registry::default);
+        reg.lineages.retain(|w| w.strong_count() > 0);
+        reg.lineages.push(Arc::downgrade(&shared));
+        Lineage(shared)
+    }
+
+    pub fn root(&self) -> ProcId {
+        self.0.root
+    }
+
+    /// Living members other than the root, as the last pass saw them.
+    pub fn members(&self) -> Vec<Member> {
+        lock(&self.0.inner).members.values().copied().collect()
+    }
+
+    /// Living members that are not in the server's process group: what a signal to
+    /// the group does not reach.
+    pub fn outside_group(&self) -> Vec<Member> {
+        let pgid = self.0.pgid;
+        lock(&self.0.inner)
+            .members
+            .values()
+            .filter(|m| m.pgid != pgid)
+            .copied()
+            .collect()
+    }
+
+    /// Resolves when the set of living members has changed since the last call.
+    pub async fn changed(&self) {
+        self.0.changed.notified().await
+    }
+
+    /// Teardown has begun.
+    pub fn begin_ending(&self) {
+        lock(&self.0.inner).ending = true;
+    }
+
+    /// Teardown is over: what is still alive stays with the report (and the
+    /// quarantine), and the lineage takes no new members.
+    pub fn close(&self) {
+        lock(&self.0.inner).closed = true;
+    }
+}
+
+/// Brings every lineage of this process up to date with `table`. Called by every
+/// pass over the process table.
+pub fn observe(table: &Table) {
+    let mut guard = registry();
+    let Some(reg) = guard.as_mut() else { return };
+    reg.lineages.retain(|w| w.strong_count() > 0);
+    if reg.lineages.is_empty() && reg.undecided.is_empty() {
+        return;
+    }
+    let lineages: Vec<Arc<Shared>> = reg.lineages.iter().filter_map(Weak::upgrade).collect();
+    let me = std::process::id() as i32;
+    let by_pid: HashMap<i32, &ProcStat> = table
+        .procs()
+        .iter()
+        .map(|p| (p.stat.pid, &p.stat))
+        .collect();
+    let mut children: HashMap<i32, Vec<&ProcStat>> = HashMap::new();
+    for p in table.procs() {
+        children.entry(p.stat.ppid).or_default().push(&p.stat);
+    }
+    let roots: HashSet<ProcId> = lineages.iter().map(|l| l.root).collect();
+    let claimed: HashSet<i32> = lineages
+        .iter()
+        .flat_map(|l| lock(&l.inner).members.keys().copied().collect::<Vec<_>>())
+        .collect();
+
+    // Orphans that arrived at this process: attribute each to its generation.
+    let mut given: Vec<(Arc<Shared>, ProcId)> = Vec::new();
+    for p in table.procs() {
+        let s = &p.stat;
+        if s.ppid != me
+            || !s.is_alive()
+            || roots.contains(&ProcId::of(s))
+            || claimed.contains(&s.pid)
+        {
+            continue;
+        }
+        if reg.undecided.iter().any(|u| u.id == ProcId::of(s)) {
+            continue;
+        }
+        match attribute(s, p.tag.as_deref(), &lineages) {
+            Attribution::One(l) => given.push((l, ProcId::of(s))),
+            Attribution::Several(candidates) => {
+                tracing::warn!(
+                    pid = s.pid,
+                    candidates = candidates.len(),
+                    "an orphan arrived that more than one running generation could have left; \
+                     it is ended once all but the ones tearing down have ended"
+                );
+                reg.undecided.push(Undecided {
+                    id: ProcId::of(s),
+                    candidates: candidates.iter().map(Arc::downgrade).collect(),
+                    since: Instant::now(),
+                })
+            }
+            Attribution::None => {}
+        }
+    }
+    // Undecided orphans: decided once only one candidate is left open, or every
+    // open one is tearing down (the last of them to end owns it).
+    let mut unowned = Vec::new();
+    reg.undecided.retain_mut(|u| {
+        let alive = by_pid
+            .get(&u.id.pid)
+            .is_some_and(|s| s.is_alive() && s.start_time == u.id.start_time);
+        if !alive {
+            return false;
+        }
+        let open: Vec<Arc<Shared>> = u
+            .candidates
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|l| !lock(&l.inner).closed)
+            .collect();
+        let decided = match open.as_slice() {
+            [] => {
+                unowned.push(u.id);
+                return false;
+            }
+            [_] => open,
+            // Each of them may have left it: each ends it and reports it, so
+            // that none of them is called clean on a guess.
+            many if many.iter().all(|l| lock(&l.inner).ending) => open,
+            _ => return true,
+        };
+        tracing::debug!(
+            pid = u.id.pid,
+            owners = decided.len(),
+            waited_ms = u.since.elapsed().as_millis() as u64,
+            "an undecided orphan was attributed"
+        );
+        given.extend(decided.into_iter().map(|l| (l, u.id)));
+        false
+    });
+    drop(guard);
+    for id in unowned {
+        // Every generation that could have left it has ended: it belongs to none
+        // that still runs, and nothing else would ever end it.
+        tracing::warn!(
+            pid = id.pid,
+            "ending an orphan that no running generation owns"
+        );
+        let _ = signal(id, nix::sys::signal::Signal::SIGKILL);
+    }
+
+    for l in &lineages {
+        let mut inner = lock(&l.inner);
+        if inner.closed {
+            continue;
+        }
+        let before: Vec<i32> = inner.members.keys().copied().collect();
+        let mut next: BTreeMap<i32, Member> = BTreeMap::new();
+        let mut queue: Vec<ProcId> = Vec::new();
+        let admit = |s: &ProcStat, next: &mut BTreeMap<i32, Member>, queue: &mut Vec<ProcId>| {
+            if s.is_alive() && !next.contains_key(&s.pid) {
+                next.insert(
+                    s.pid,
+                    Member {
+                        id: ProcId::of(s),
+                        pgid: s.pgid,
+                        sid: s.sid,
+                    },
+                );
+                queue.push(ProcId::of(s));
+            }
+        };
+        let same = |id: &ProcId| {
+            by_pid
+                .get(&id.pid)
+                .filter(|s| s.start_time == id.start_time)
+        };
+        if let Some(root) = same(&l.root) {
+            // The root itself is not a member, but its children are.
+            queue.push(ProcId::of(root));
+        }
+        for m in inner.members.values() {
+            if let Some(s) = same(&m.id) {
+                admit(s, &mut next, &mut queue);
+            }
+        }
+        for (owner, id) in &given {
+            if Arc::ptr_eq(owner, l)
+                && let Some(s) = same(id)
+            {
+                admit(s, &mut next, &mut queue);
+            }
+        }
+        for p in table.procs() {
+            if p.tag.as_deref() == Some(&*l.tag) && ProcId::of(&p.stat) != l.root {
+                admit(&p.stat, &mut next, &mut queue);
+            }
+        }
+        while let Some(parent) = queue.pop() {
+            for child in children.get(&parent.pid).into_iter().flatten() {
+                // A child is never older than its parent: an older one with this
+                // ppid belongs to an earlier holder of the pid.
+                if child.start_time >= parent.start_time && ProcId::of(child) != l.root {
+                    admit(child, &mut next, &mut queue);
+                }
+            }
+        }
+        for pid in next.keys() {
+            inner.remember(*pid);
+        }
+        let after: Vec<i32> = next.keys().copied().collect();
+        inner.members = next;
+        drop(inner);
+        if before != after {
+            l.changed.notify_one();
+        }
+    }
+}
+
+enum Attribution {
+    One(Arc<Shared>),
+    Several(Vec<Arc<Shared>>),
+    None,
+}
+
+/// Which generation an orphan that arrived at this process belongs to.
+fn attribute(s: &ProcStat, tag: Option<&str>, lineages: &[Arc<Shared>]) -> Attribution {
+    let open = || lineages.iter().filter(|l| !lock(&l.inner).closed);
+    if let Some(tag) = tag
+        && let Some(l) = open().find(|l| &*l.tag == tag)
+    {
+        return Attribution::One(l.clone());
+    }
+    let my_sid = nix::unistd::getsid(None).map_or(-1, |s| s.as_raw());
+    let led_by_member = |l: &&Arc<Shared>| {
+        let inner = lock(&l.inner);
+        [s.sid, s.pgid]
+            .into_iter()
+            .any(|id| id != my_sid && (inner.known.contains(&id) || id == l.pgid))
+    };
+    let by_leader: Vec<Arc<Shared>> = open().filter(led_by_member).cloned().collect();
+    if let [one] = by_leader.as_slice() {
+        return Attribution::One(one.clone());
+    }
+    // Born while these generations ran: one of them left it.
+    let candidates: Vec<Arc<Shared>> = open()
+        .filter(|l| l.root.start_time <= s.start_time)
+        .cloned()
+        .collect();
+    match candidates.len() {
+        0 => Attribution::None,
+        1 => Attribution::One(candidates[0].clone()),
+        _ => Attribution::Several(candidates),
+    }
+}
+
+/// Sends `signal` to the process `id`, and to no other that may have taken its pid
+/// since: the process is pinned by a pidfd, and its start time is checked after
+/// pinning. False when it was already gone.
+pub fn signal(id: ProcId, signal: nix::sys::signal::Signal) -> bool {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1; the fd
+    // is owned by the OwnedFd from here on.
+    let raw = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, id.pid, 0) };
+    if raw < 0 {
+        // No pidfds (Linux before 5.3): check, then signal by pid.
+        return id.is_alive()
+            && nix::sys::signal::kill(nix::unistd::Pid::from_raw(id.pid), signal).is_ok();
+    }
+    let fd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
+    if !id.is_alive() {
+        return false;
+    }
+    // SAFETY: the fd is a valid pidfd for the whole call; a null siginfo is allowed.
+    let sent = unsafe {
+        nix::libc::syscall(
+            nix::libc::SYS_pidfd_send_signal,
+            fd.as_raw_fd(),
+            signal as i32,
+            std::ptr::null::<nix::libc::siginfo_t>(),
+            0,
+        )
+    };
+    sent == 0
+}
+
+/// How often the lineages of running servers are refreshed, and dead orphans reaped.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(2);
+
+/// One pass over the process table: refreshes every lineage and reaps the dead
+/// orphans re-parented to this process.
+pub async fn sweep() {
+    let table = procfs::fresh(Instant::now()).await;
+    reap_orphans(&table);
+}
+
+/// Sweeps every [`SWEEP_EVERY`] until `stop` fires: what keeps the lineages of
+/// running servers current between teardowns, in the supervisor and in `check`.
+pub async fn keep_current(stop: tokio_util::sync::CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(SWEEP_EVERY) => sweep().await,
+        }
+    }
+}
+
+/// Makes this process a child subreaper: orphans of its servers are re-parented
+/// to it instead of to init, so no descendant of a server leaves its tree.
+pub fn become_subreaper() {
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        tracing::warn!(error = %e, "cannot become a child subreaper; a descendant of a server that is orphaned may escape teardown");
+    }
+}
+
+/// Reaps the zombies among our own children that are not server leaders. A child
+/// subreaper collects the dead orphans of its servers, and nobody else will. They
+/// are reaped one by one by pid, never with `waitpid(-1)`, which would steal the
+/// exit status of the leaders that tokio waits on. A leader leads its own group in
+/// our session and is registered as a lineage root; anything else is an orphan.
+pub fn reap_orphans(table: &Table) {
+    use nix::sys::wait::{WaitPidFlag, waitpid};
+    let me = std::process::id() as i32;
+    let my_sid = nix::unistd::getsid(None).map_or(-1, |s| s.as_raw());
+    let roots: HashSet<ProcId> = {
+        let guard = registry();
+        guard.as_ref().map_or_else(HashSet::new, |r| {
+            r.lineages
+                .iter()
+                .filter_map(Weak::upgrade)
+                .map(|l| l.root)
+                .collect()
+        })
+    };
+    for s in table.procs().iter().map(|p| &p.stat) {
+        if s.ppid != me || s.is_alive() {
+            continue;
+        }
+        if roots.contains(&ProcId::of(s)) {
+            continue;
+        }
+        // A leader not yet registered looks like this; a former member that made
+        // itself a group leader in our session is known by its pid.
+        let leader_shaped = s.pgid == s.pid && s.sid == my_sid;
+        if !leader_shaped || was_member(s.pid) {
+            let _ = waitpid(
+                nix::unistd::Pid::from_raw(s.pid),
+                Some(WaitPidFlag::WNOHANG),
+            );
+        }
+    }
+}
+
+/// Whether a lineage of this process has had a member with this pid.
+fn was_member(pid: i32) -> bool {
+    let guard = registry();
+    guard.as_ref().is_some_and(|r| {
+        r.lineages
+            .iter()
+            .filter_map(Weak::upgrade)
+            .any(|l| l.root.pid != pid && lock(&l.inner).known.contains(&pid))
+    })
+}
