@@ -14,8 +14,11 @@
 //! `reset` on overlapping servers; SIGKILL of the supervisor at a random moment
 //! (during starts, during teardowns); SIGINT and SIGKILL of callers; servers that
 //! crash (restarted by policy), hang (restarted by their health check), ignore
-//! stdin EOF and SIGTERM, leave a grandchild in their group, or let one escape
-//! with `setsid` (its teardown fails and the server is quarantined).
+//! stdin EOF and SIGTERM, leave a grandchild in their group, leave descendants
+//! outside it (`setsid`, `setsid` with a cleared environment and a child of its
+//! own, a double fork that is an orphan from its first moment, a new process group
+//! only: each must be ended with its generation), or leave a grandchild that no
+//! signal ends (frozen: its teardown fails and the server is quarantined).
 //!
 //! Invariants:
 //! 1. never two live generations of one server (sampled from /proc throughout
@@ -28,7 +31,9 @@
 //! 4. `status` agrees with the processes alive: a running server's pid is alive
 //!    and carries its generation's tag, a stopped one has nothing alive;
 //! 5. after the final `down`, nothing of the fleet is alive but what that `down`
-//!    reported as left (the escapee), and that is killed by the harness, not lost.
+//!    reported as left (the frozen grandchild), and that is killed by the
+//!    harness, not lost; no escapee of any generation (each notes its pid, since
+//!    those that clear their environment carry no tag) is alive.
 
 mod common;
 
@@ -42,7 +47,14 @@ use common::*;
 use serde_json::Value;
 
 const SERVERS: &[&str] = &[
-    "plain", "slow", "stubborn", "crashy", "hangs", "family", "escapee",
+    "plain", "slow", "stubborn", "crashy", "hangs", "family", "escapee", "regroup", "daemon",
+    "dfork", "stuck",
+];
+/// Servers whose descendants leave the group, and the fixture's shape for each.
+const ESCAPING: &[(&str, &str)] = &[
+    ("regroup", "new-group"),
+    ("daemon", "escapee-with-child"),
+    ("dfork", "double-fork"),
 ];
 /// Servers whose state only changes by a command (no restarts on their own).
 const STEADY: &[&str] = &["plain", "slow", "stubborn", "family"];
@@ -51,7 +63,49 @@ const CODES: &[i32] = &[0, 1, 3, 4, 5, 6, 7, 8, 130];
 /// How long any command may take before it counts as a hang.
 const ANSWER_BOUND: Duration = Duration::from_secs(60);
 
-fn fleet() -> TestFleet {
+/// The escapees' notes of `server` (see the fixture's `--escape`).
+fn escapee_note(scratch: &std::path::Path, server: &str) -> std::path::PathBuf {
+    scratch.join(format!("{server}.pid.escapees"))
+}
+
+/// Noted escapees of every generation that are still alive.
+fn escapees_alive(scratch: &std::path::Path) -> Vec<(String, i32)> {
+    let mut alive = Vec::new();
+    for (server, _) in ESCAPING {
+        let note = escapee_note(scratch, server);
+        let text = std::fs::read_to_string(&note).unwrap_or_default();
+        for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+            // The pid of a long-gone escapee may be reused: only one whose
+            // command line names this note is one of ours.
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let ours = String::from_utf8_lossy(&cmdline).contains(note.to_str().unwrap());
+            if ours && is_alive(pid) {
+                alive.push((server.to_string(), pid));
+            }
+        }
+    }
+    alive
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+fn fleet(scratch: &std::path::Path, freezer: &Freezer) -> TestFleet {
+    let pid_file = |server: &str| scratch.join(format!("{server}.pid"));
+    let (regroup, daemon, dfork) = (pid_file("regroup"), pid_file("daemon"), pid_file("dfork"));
+    let escaping = |shape: &'static str, file: &std::path::Path| -> Vec<String> {
+        vec![
+            "--escape".into(),
+            shape.into(),
+            "--pid-file".into(),
+            file.to_str().unwrap().into(),
+        ]
+    };
+    let regroup = escaping(ESCAPING[0].1, &regroup);
+    let daemon = escaping(ESCAPING[1].1, &daemon);
+    let dfork = escaping(ESCAPING[2].1, &dfork);
+    let (regroup, daemon, dfork) = (strs(&regroup), strs(&daemon), strs(&dfork));
     TestFleet::fixtures(
         "chaos",
         &[
@@ -74,6 +128,14 @@ fn fleet() -> TestFleet {
             ),
             ("family", &["--grandchild"], ""),
             ("escapee", &["--escape-grandchild"], "cleanup_timeout: 1s"),
+            ("regroup", &regroup, "cleanup_timeout: 1s"),
+            ("daemon", &daemon, "cleanup_timeout: 1s"),
+            ("dfork", &dfork, "cleanup_timeout: 1s"),
+            (
+                "stuck",
+                &["--frozen-grandchild", freezer.path()],
+                "cleanup_timeout: 1s",
+            ),
         ],
     )
 }
@@ -113,7 +175,9 @@ fn chaos_rounds_keep_every_invariant() {
         });
     eprintln!("chaos: seed={seed} rounds={rounds}");
     let mut rng = Rng::new(seed);
-    let fleet = fleet();
+    let scratch = tempfile::tempdir().unwrap();
+    let freezer = Freezer::new("chaos");
+    let fleet = fleet(scratch.path(), &freezer);
     let mut tally = Tally::default();
 
     // Invariant 1, sampled in the background for the whole run.
@@ -175,8 +239,16 @@ fn chaos_rounds_keep_every_invariant() {
             ));
         }
     }
-    // What was reported is ours to end: kill it, clear the quarantine, and prove
-    // that nothing at all is left.
+    for (server, pid) in escapees_alive(scratch.path()) {
+        tally.leftovers += 1;
+        tally
+            .violations
+            .push(format!("final: escapee {pid} of {server} alive after down"));
+        kill_all(&[pid]);
+    }
+    // What was reported is ours to end: thaw it, kill it, clear the quarantine,
+    // and prove that nothing at all is left.
+    freezer.thaw();
     kill_all(&quarantined_alive);
     for name in SERVERS {
         let _ = fleet.run(&["reset", name]);
@@ -339,8 +411,8 @@ fn command(rng: &mut Rng) -> Vec<String> {
                 r#"{"chaos":true}"#.into(),
             ];
         }
-        86..=92 => return vec!["up".into(), "--force".into(), "escapee".into()],
-        _ => return vec!["reset".into(), "escapee".into()],
+        86..=92 => return vec!["up".into(), "--force".into(), "stuck".into()],
+        _ => return vec!["reset".into(), "stuck".into()],
     };
     if op < 50 && rng.chance(70) {
         args.extend(some(rng));

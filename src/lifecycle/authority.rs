@@ -1087,6 +1087,21 @@ impl Actor {
         };
         match connected.await {
             Ok((session, tools)) => {
+                // What the server started while it got ready (a helper, a daemon)
+                // is on disk before it is reported running: a supervisor killed
+                // from here on still finds it (L10, L13).
+                if let LiveKind::Process(p) = &live.kind {
+                    let _ = crate::process::procfs::fresh(Instant::now()).await;
+                    let members = p.lineage.recorded();
+                    if !members.is_empty()
+                        && let Err(e) = self
+                            .ledger
+                            .lineage(&self.config.name, generation, members)
+                            .await
+                    {
+                        tracing::error!(server = %self.config.name, error = %e, "cannot write state.json (lineage)");
+                    }
+                }
                 live.server_info = session.server_info();
                 live.ready_at = Some(Instant::now());
                 live.session = Some(session);
@@ -1201,7 +1216,7 @@ impl Actor {
         let Some(process) = live.process() else {
             return;
         };
-        let members = process.lineage.members().iter().map(|m| m.id).collect();
+        let members = process.lineage.recorded();
         let durable = self
             .ledger
             .lineage(&self.config.name, live.generation, members);

@@ -186,6 +186,27 @@ impl Lineage {
             .collect()
     }
 
+    /// What a ledger keeps of this lineage: its members, and the orphans still
+    /// undecided between it and other generations. A supervisor that starts after
+    /// a crash tears down every generation its predecessor left, so for it an
+    /// orphan that may be this generation's is one to end.
+    pub fn recorded(&self) -> Vec<ProcId> {
+        let mut ids: Vec<ProcId> = self.members().iter().map(|m| m.id).collect();
+        let guard = registry();
+        if let Some(reg) = guard.as_ref() {
+            for u in &reg.undecided {
+                let mine = u
+                    .candidates
+                    .iter()
+                    .any(|c| std::ptr::eq(c.as_ptr(), Arc::as_ptr(&self.0)));
+                if mine && !ids.contains(&u.id) {
+                    ids.push(u.id);
+                }
+            }
+        }
+        ids
+    }
+
     /// Resolves when the set of living members has changed since the last call.
     pub async fn changed(&self) {
         self.0.changed.notified().await
@@ -252,6 +273,9 @@ pub fn observe(table: &Table) {
                     "an orphan arrived that more than one running generation could have left; \
                      it is ended once all but the ones tearing down have ended"
                 );
+                for l in &candidates {
+                    l.changed.notify_one();
+                }
                 reg.undecided.push(Undecided {
                     id: ProcId::of(s),
                     candidates: candidates.iter().map(Arc::downgrade).collect(),
