@@ -1,6 +1,5 @@
 //! A generation's lineage: every process descended from the server's first process
-//! by parentage, whatever its process group, session or environment (rule L13 in
-//! `docs/design.md`).
+//! by parentage, whatever its process group, session or environment (rule L13).
 //!
 //! ```text
 //!   server (leader of its group) ──fork──► helper ──setsid, env -i──► daemon
