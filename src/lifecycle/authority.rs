@@ -36,7 +36,7 @@ use super::policy::{self, RestartHistory, Supervision};
 use super::state::{self, Generation, Intent, Phase, Plan, State};
 use crate::config::Timeout;
 use crate::process::exit_watch::ExitWatch;
-use crate::process::remote::{DeleteProbe, Remote};
+use crate::process::remote::{DeleteOutcome, DeleteProbe, Remote, lost_session};
 use crate::process::session::{self, Session, SessionError};
 use crate::process::spawn::{self, Launch, Tag};
 use crate::process::stderr::StderrTail;
@@ -150,7 +150,8 @@ pub struct TeardownSummary {
     pub signal: Option<String>,
     pub duration_ms: u64,
     pub leftover_pids: Vec<i32>,
-    /// How the server's main process ended, e.g. "exit code 0", "killed by SIGKILL".
+    /// How the server's main process ended, e.g. "exit code 0", "killed by SIGKILL";
+    /// for a remote server, a note when the server had already ended the session.
     pub exit: Option<String>,
 }
 
@@ -492,6 +493,7 @@ pub fn spawn_with(
         retry_at: None,
         ping_at: None,
         missed_pings: 0,
+        teardown_note: None,
         last_used: tokio::time::Instant::now(),
         ctx: ctx.clone(),
     };
@@ -527,6 +529,9 @@ struct Actor {
     ping_at: Option<tokio::time::Instant>,
     /// Consecutive missed pings.
     missed_pings: u32,
+    /// What the last remote teardown learned about the session's end, for its
+    /// summary.
+    teardown_note: Option<String>,
     /// The last time the server was used (a start or a `tools`/`call`).
     last_used: tokio::time::Instant,
     ctx: Context,
@@ -571,9 +576,14 @@ async fn exited(live: &Option<Live>) {
                 _ = session_ended => {}
             }
         }
-        // A remote server has no process to watch: its health check notices it.
-        Some(_) => std::future::pending().await,
-        None => std::future::pending().await,
+        // A remote server has no process to watch: its session ends when the
+        // server no longer knows it (it restarted, or ended the session).
+        Some(Live {
+            kind: LiveKind::Remote(_),
+            session: Some(session),
+            ..
+        }) => session.ended().await,
+        _ => std::future::pending().await,
     }
 }
 
@@ -809,7 +819,7 @@ impl Actor {
             .unwrap_or(self.config.cleanup_timeout);
         let tag = live.tag_value();
         let report = self.tear_down(live, cleanup, started).await;
-        let summary = TeardownSummary::new(generation, &report);
+        let summary = self.summarize(generation, &report);
         let failure = report
             .failure
             .clone()
@@ -838,7 +848,7 @@ impl Actor {
     /// Closes the session (which closes the server's stdin) and runs the verified
     /// teardown. Never cancelled: cleanup belongs to the resource, not the caller.
     async fn tear_down(
-        &self,
+        &mut self,
         mut live: Live,
         cleanup: Option<Duration>,
         started: Instant,
@@ -876,20 +886,33 @@ impl Actor {
                 // Ending the session is the whole teardown: the DELETE must have
                 // succeeded (or not been needed) within the cleanup deadline.
                 let limit = cleanup.unwrap_or(Duration::from_secs(3600));
+                // A session the server no longer knows has nothing left to end,
+                // whatever becomes of the DELETE that closing it still sends.
+                let lost = live.session.as_ref().and_then(Session::lost);
                 let ended = match live.session.take() {
                     Some(session) => session.close(limit).await,
                     None => true,
                 };
-                let failure = match (ended, probe.outcome()) {
+                let already_lost = lost.is_some();
+                let outcome = match lost {
+                    Some(how) => Some(DeleteOutcome::AlreadyGone(how)),
+                    None => probe.outcome(),
+                };
+                let failure = match (ended || already_lost, &outcome) {
                     (false, _) => Some(format!(
                         "ending the session did not finish within {}",
                         Timeout::After(limit)
                     )),
-                    (true, Some(Err(e))) => {
+                    (true, Some(DeleteOutcome::Failed(e))) => {
                         Some(format!("ending the session (DELETE) failed: {e}"))
                     }
                     (true, _) => None,
                 };
+                if let (None, Some(DeleteOutcome::AlreadyGone(how))) = (&failure, outcome) {
+                    let note = format!("the server had already ended the session ({how})");
+                    tracing::info!(server = %self.config.name, generation = live.generation, "{note}");
+                    self.teardown_note = Some(note);
+                }
                 TeardownReport {
                     outcome: if failure.is_some() {
                         Outcome::Failed
@@ -1085,9 +1108,10 @@ impl Actor {
                 let stderr = live.stderr_lines();
                 let tag = live.tag_value();
                 let report = self.tear_down(live, cleanup, Instant::now()).await;
-                let error =
-                    describe_start_error(error, report.exit, connect_timeout).with_stderr(stderr);
-                let summary = TeardownSummary::new(generation, &report);
+                let remote = matches!(self.config.endpoint, Endpoint::Http(_));
+                let error = describe_start_error(error, report.exit, connect_timeout, remote)
+                    .with_stderr(stderr);
+                let summary = self.summarize(generation, &report);
                 let next = state::after_start(
                     generation,
                     Err(error.clone()),
@@ -1152,6 +1176,16 @@ impl Actor {
         self.note_end(generation, quarantine).await;
     }
 
+    /// A teardown's summary, with what a remote server said about its session's
+    /// end in `exit` (a remote server has no process whose exit it could name).
+    fn summarize(&mut self, generation: Generation, report: &TeardownReport) -> TeardownSummary {
+        let mut summary = TeardownSummary::new(generation, report);
+        if let Some(note) = self.teardown_note.take() {
+            summary.exit.get_or_insert(note);
+        }
+        summary
+    }
+
     /// Notes that a generation ended and waits until the note is on disk, so that
     /// a quarantine is never reported before it is kept.
     async fn note_end(&self, generation: Generation, quarantine: Option<QuarantineRecord>) {
@@ -1210,6 +1244,7 @@ impl Actor {
         // Looked at before teardown: whether the process was still running when
         // its session ended, and why the session was cut off.
         let violation = live.session.as_ref().and_then(Session::violation);
+        let lost = live.session.as_ref().and_then(Session::lost);
         // A process that exits closes its stdout a moment before it is seen to
         // have exited: give the exit that moment before calling it a process
         // that runs on without its session.
@@ -1232,6 +1267,14 @@ impl Actor {
                 ErrorPhase::Running,
                 format!("generation {generation}'s session was ended: {why}"),
             ),
+            None if lost.is_some() => ServerError::new(
+                ErrorKind::SessionLost,
+                ErrorPhase::Running,
+                format!(
+                    "generation {generation}'s session ended: {}; the server may have restarted",
+                    lost_session(lost.as_deref().unwrap_or_default())
+                ),
+            ),
             None if !process_exited => ServerError::new(
                 ErrorKind::Protocol,
                 ErrorPhase::Running,
@@ -1253,7 +1296,7 @@ impl Actor {
         } else {
             state::after_teardown(generation, report.leftover_pids.clone(), None)
         };
-        self.last_teardown = Some(TeardownSummary::new(generation, &report));
+        self.last_teardown = Some(self.summarize(generation, &report));
         self.record_end(generation, &next, tag).await;
         self.set(
             next,
@@ -1475,8 +1518,11 @@ async fn bounded<T>(
     match outcome {
         None => Err(ServerError::new(ErrorKind::ConnectTimeout, phase, "")),
         Some(Ok(v)) => Ok(v),
-        Some(Err(SessionError::Closed(m))) => {
+        Some(Err(SessionError::Closed(m) | SessionError::Http(m) | SessionError::Lost(m))) => {
             Err(ServerError::new(ErrorKind::ConnectFailed, phase, m))
+        }
+        Some(Err(SessionError::Unauthorized(m))) => {
+            Err(ServerError::new(ErrorKind::Unauthorized, phase, m))
         }
         Some(Err(SessionError::Protocol(m))) => {
             Err(ServerError::new(ErrorKind::Protocol, phase, m))
@@ -1489,6 +1535,7 @@ fn describe_start_error(
     mut error: ServerError,
     exit: Option<ExitKind>,
     connect_timeout: Option<Duration>,
+    remote: bool,
 ) -> ServerError {
     let step = match error.phase {
         ErrorPhase::ListTools => "tools/list",
@@ -1499,6 +1546,9 @@ fn describe_start_error(
             "no answer to {step} within the connect timeout of {}",
             connect_timeout.map_or(Timeout::Never, Timeout::After)
         ),
+        // A remote server has no output to close: what went wrong over HTTP is
+        // in the message already.
+        ErrorKind::ConnectFailed if remote => format!("{step} failed: {}", error.message),
         ErrorKind::ConnectFailed => match exit {
             Some(exit) if exit != ExitKind::Code(-1) => {
                 format!("the server exited during {step} ({exit})")
@@ -1506,6 +1556,7 @@ fn describe_start_error(
             _ => format!("the server closed its output during {step}"),
         },
         ErrorKind::Protocol => format!("{step} failed: {}", error.message),
+        ErrorKind::Unauthorized => format!("{step} was refused: {}", error.message),
         _ => return error,
     };
     error
