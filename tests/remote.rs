@@ -369,7 +369,8 @@ enum Stub {
     /// The legacy HTTP+SSE transport: POST is not allowed; GET opens an event
     /// stream whose first event is `endpoint`.
     LegacySse,
-    /// A working session (plain JSON answers); its DELETE gets this status.
+    /// A working session (plain JSON answers); its DELETE gets this status, or
+    /// with 0 no answer at all.
     Session { delete: u16 },
 }
 
@@ -589,6 +590,24 @@ fn stub_answer(
                     "the session store is down\r\n\u{1b}[31mretry later",
                 ),
                 404 => reply(&mut stream, "404 Not Found", "", ""),
+                0 => {
+                    // Never answered: held until the client goes away.
+                    stream.set_read_timeout(Some(Duration::from_millis(100)))?;
+                    let held = Instant::now();
+                    while !stop.load(Ordering::SeqCst) && held.elapsed() < Duration::from_secs(20) {
+                        match stream.read(&mut buf) {
+                            Ok(0) => break,
+                            Ok(_) => {}
+                            Err(e)
+                                if matches!(
+                                    e.kind(),
+                                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                                ) => {}
+                            Err(_) => break,
+                        }
+                    }
+                    Ok(())
+                }
                 _ => reply(&mut stream, "200 OK", "", ""),
             },
             _ => reply(
@@ -719,6 +738,28 @@ fn a_delete_answered_404_is_a_clean_teardown_with_a_note() {
             .any(|l| l.starts_with("DELETE /mcp") && l.contains(STUB_SESSION)),
         "{:?}",
         stub.seen()
+    );
+    fleet.assert_no_leftovers();
+}
+
+#[test]
+fn a_delete_that_gets_no_answer_is_a_failed_teardown() {
+    let stub = StubServer::start(Stub::Session { delete: 0 });
+    let fleet = remote_fleet(
+        "remote-delete-hangs",
+        &stub.url(),
+        "    connect_timeout: 10s\n    cleanup_timeout: 20s\n",
+    );
+    let started = Instant::now();
+    let out = run_with_secret(&fleet, &["--output", "json", "check"]);
+    assert_code(&out, 5);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let s = parse_doc(&out)["servers"][0].clone();
+    assert_eq!(s["teardown"]["outcome"], "failed", "{s}");
+    assert_eq!(s["error"]["kind"], "teardown_failed", "{s}");
+    assert!(
+        s["error"]["message"].as_str().unwrap().contains("DELETE"),
+        "{s}"
     );
     fleet.assert_no_leftovers();
 }

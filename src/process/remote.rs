@@ -538,6 +538,10 @@ impl StreamableHttpClient for ObservedClient {
         for (name, value) in custom_headers {
             request = request.header(name, value);
         }
+        // rmcp gives up on the DELETE after a deadline of its own by dropping this
+        // future: what stays recorded then is that no answer came.
+        self.probe
+            .record(DeleteOutcome::Failed("no answer came in time".into()));
         let outcome = match request.send().await {
             Err(e) => DeleteOutcome::Failed(format!(
                 "the HTTP request failed: {}",
