@@ -366,9 +366,10 @@ enum Stub {
     /// Every request: 401 with a Bearer challenge, and a body that echoes the
     /// credentials it was sent.
     NeedsAuth,
-    /// The legacy HTTP+SSE transport: POST is not allowed; GET opens an event
-    /// stream whose first event is `endpoint`.
-    LegacySse,
+    /// The legacy HTTP+SSE transport: GET opens an event stream whose first event
+    /// is `endpoint`; POST is not allowed (405), or with `json_400` gets a 400
+    /// with a JSON-RPC error that has no id.
+    LegacySse { json_400: bool },
     /// A working session (plain JSON answers); its DELETE gets this status, or
     /// with 0 no answer at all.
     Session { delete: u16 },
@@ -525,7 +526,7 @@ fn stub_answer(
                 header("authorization").unwrap_or_default()
             ),
         ),
-        Stub::LegacySse if method == "GET" => {
+        Stub::LegacySse { .. } if method == "GET" => {
             write!(
                 stream,
                 "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\nevent: endpoint\r\ndata: /messages?sessionId=legacy-1\r\n\r\n"
@@ -548,11 +549,17 @@ fn stub_answer(
             }
             Ok(())
         }
-        Stub::LegacySse => reply(
+        Stub::LegacySse { json_400: false } => reply(
             &mut stream,
             "405 Method Not Allowed",
             "Content-Type: text/plain\r\nAllow: GET\r\n",
             "Method Not Allowed",
+        ),
+        Stub::LegacySse { json_400: true } => reply(
+            &mut stream,
+            "400 Bad Request",
+            "Content-Type: application/json\r\n",
+            r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request"}}"#,
         ),
         Stub::Session { delete } => match method.as_str() {
             "POST" => {
@@ -680,21 +687,23 @@ fn a_server_that_needs_authorization_is_unauthorized_with_realm_and_scope() {
 
 #[test]
 fn a_legacy_http_sse_endpoint_is_named_with_what_to_do_instead() {
-    let stub = StubServer::start(Stub::LegacySse);
-    let (fleet, out, s) = check_remote("remote-legacy", &stub.url());
-    assert_code(&out, 3);
-    let kind = s["error"]["kind"].as_str().unwrap();
-    assert!(kind == "protocol" || kind == "connect_failed", "{s}");
-    let message = s["error"]["message"].as_str().unwrap();
-    assert!(message.contains("legacy HTTP+SSE"), "{message}");
-    assert!(message.contains("streamable HTTP"), "{message}");
-    assert!(message.contains("`url:`"), "{message}");
-    assert!(
-        stub.seen().iter().any(|l| l.starts_with("GET /mcp")),
-        "{:?}",
-        stub.seen()
-    );
-    fleet.assert_no_leftovers();
+    for json_400 in [false, true] {
+        let stub = StubServer::start(Stub::LegacySse { json_400 });
+        let (fleet, out, s) = check_remote("remote-legacy", &stub.url());
+        assert_code(&out, 3);
+        let kind = s["error"]["kind"].as_str().unwrap();
+        assert!(kind == "protocol" || kind == "connect_failed", "{s}");
+        let message = s["error"]["message"].as_str().unwrap();
+        assert!(message.contains("legacy HTTP+SSE"), "{message}");
+        assert!(message.contains("streamable HTTP"), "{message}");
+        assert!(message.contains("`url:`"), "{message}");
+        assert!(
+            stub.seen().iter().any(|l| l.starts_with("GET /mcp")),
+            "{:?}",
+            stub.seen()
+        );
+        fleet.assert_no_leftovers();
+    }
 }
 
 #[test]

@@ -229,6 +229,10 @@ impl ObservedClient {
                 if sent.session && !answers_request && names_unknown_session(&e.error.message) {
                     return Err(self.lost(&format!("it answered \"{said}\"")));
                 }
+                if sent.initialize && !answers_request && self.speaks_legacy_sse(uri, headers).await
+                {
+                    return Err(self.legacy_sse(&format!("the error \"{said}\"")));
+                }
                 if sent.request.is_some() && !answers_request {
                     // No request can be matched to it: the caller would wait for
                     // its deadline.
@@ -257,16 +261,7 @@ impl ObservedClient {
             && status.is_some_and(|s| s.is_client_error())
             && self.speaks_legacy_sse(uri, headers).await
         {
-            return Err(self.failure(
-                FailureKind::LegacySse,
-                format!(
-                    "the server at `url:` speaks the legacy HTTP+SSE transport of protocol \
-                     2024-11-05 (a GET opens an event stream that announces an `endpoint`; \
-                     the POST of initialize got {message}), which mcpfleet does not speak: \
-                     point `url:` at the server's streamable HTTP endpoint (often /mcp), or \
-                     run the server with its streamable HTTP transport"
-                ),
-            ));
+            return Err(self.legacy_sse(&message));
         }
         let message = match (kind, status) {
             (FailureKind::Other, Some(s)) if sent.initialize && matches!(s.as_u16(), 404 | 405) => {
@@ -277,6 +272,21 @@ impl ObservedClient {
             _ => message,
         };
         Err(self.failure(kind, message))
+    }
+
+    /// The URL speaks the legacy HTTP+SSE transport; the POST of initialize `got`
+    /// this answer.
+    fn legacy_sse(&self, got: &str) -> Error {
+        self.failure(
+            FailureKind::LegacySse,
+            format!(
+                "the server at `url:` speaks the legacy HTTP+SSE transport of protocol \
+                 2024-11-05 (a GET opens an event stream that announces an `endpoint`; the \
+                 POST of initialize got {got}), which mcpfleet does not speak: point `url:` \
+                 at the server's streamable HTTP endpoint (often /mcp), or run the server \
+                 with its streamable HTTP transport"
+            ),
+        )
     }
 
     /// What an error of rmcp's client means, in words, with the HTTP status when

@@ -197,8 +197,9 @@ pub async fn call(
             server,
             "session_lost",
             format!(
-                "{m}; the server may have restarted. Generation {generation} has ended: its \
-                 restart policy (`restart:`) or `mcpfleet reconnect {server}` starts a new session"
+                "{m}; the server may have restarted. Generation {generation} has ended; a new \
+                 session starts with the next call, `mcpfleet reconnect {server}` or the \
+                 server's restart policy (`restart: on-failure`)"
             ),
         ),
         Ok(Err(SessionError::Unauthorized(m))) => {
