@@ -176,6 +176,39 @@ fn a_server_whose_session_ends_while_it_runs_is_torn_down_and_reported() {
 }
 
 #[test]
+fn a_backoff_longer_than_the_idle_linger_keeps_the_supervisor_for_the_restart() {
+    // The only server crashes and backs off for longer than an idle supervisor
+    // lingers. Nobody talks to the supervisor meanwhile: it must not take the
+    // pending restart for "every server is down" and exit.
+    let fleet = TestFleet::fixtures(
+        "restart-long-backoff",
+        &[(
+            "crashy",
+            &["--crash-after-ms", "300"],
+            "restart: { policy: on-failure, backoff: { initial: 3500ms, max: 3500ms }, max_restarts: 5, window: 60s }",
+        )],
+    );
+    assert_code(&fleet.run(&["up"]), 0);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let restarted = events(&fleet, "crashy")
+            .iter()
+            .any(|e| e["to"] == "starting" && e["generation"] == 2);
+        if restarted {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "generation 2 never started: {:#?}",
+            events(&fleet, "crashy")
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_code(&fleet.run(&["down"]), 0);
+    fleet.assert_no_leftovers();
+}
+
+#[test]
 fn a_down_during_backoff_cancels_the_pending_restart() {
     let fleet = TestFleet::fixtures(
         "restart-down-in-backoff",

@@ -37,7 +37,7 @@ use super::state::{self, Generation, Intent, Phase, Plan, State};
 use crate::config::Timeout;
 use crate::process::exit_watch::ExitWatch;
 use crate::process::lineage::{Lineage, ProcId};
-use crate::process::remote::{DeleteProbe, Remote};
+use crate::process::remote::{DeleteOutcome, DeleteProbe, Remote, lost_session};
 use crate::process::session::{self, Session, SessionError};
 use crate::process::spawn::{self, Launch, Tag};
 use crate::process::stderr::StderrTail;
@@ -155,7 +155,8 @@ pub struct TeardownSummary {
     /// signalled on its own, so the teardown was at best `escalated`.
     #[serde(default)]
     pub escaped_pids: Vec<i32>,
-    /// How the server's main process ended, e.g. "exit code 0", "killed by SIGKILL".
+    /// How the server's main process ended, e.g. "exit code 0", "killed by SIGKILL";
+    /// for a remote server, a note when the server had already ended the session.
     pub exit: Option<String>,
 }
 
@@ -168,7 +169,10 @@ impl TeardownSummary {
             duration_ms: millis(report.duration),
             leftover_pids: report.leftover_pids.clone(),
             escaped_pids: report.escaped_pids.clone(),
-            exit: report.exit.map(|e| e.to_string()),
+            exit: report
+                .exit
+                .map(|e| e.to_string())
+                .or_else(|| report.note.clone()),
         }
     }
 }
@@ -586,9 +590,14 @@ async fn exited(live: &Option<Live>) {
                 _ = session_ended => {}
             }
         }
-        // A remote server has no process to watch: its health check notices it.
-        Some(_) => std::future::pending().await,
-        None => std::future::pending().await,
+        // A remote server has no process to watch: its session ends when the
+        // server no longer knows it (it restarted, or ended the session).
+        Some(Live {
+            kind: LiveKind::Remote(_),
+            session: Some(session),
+            ..
+        }) => session.ended().await,
+        _ => std::future::pending().await,
     }
 }
 
@@ -865,7 +874,7 @@ impl Actor {
     /// Closes the session (which closes the server's stdin) and runs the verified
     /// teardown. Never cancelled: cleanup belongs to the resource, not the caller.
     async fn tear_down(
-        &self,
+        &mut self,
         mut live: Live,
         cleanup: Option<Duration>,
         started: Instant,
@@ -911,21 +920,35 @@ impl Actor {
                 // Ending the session is the whole teardown: the DELETE must have
                 // succeeded (or not been needed) within the cleanup deadline.
                 let limit = cleanup.unwrap_or(Duration::from_secs(3600));
+                // A session the server no longer knows has nothing left to end,
+                // whatever becomes of the DELETE that closing it still sends.
+                let lost = live.session.as_ref().and_then(Session::lost);
                 let ended = match live.session.take() {
                     Some(session) => session.close(limit).await,
                     None => true,
                 };
-                let failure = match (ended, probe.outcome()) {
+                let already_lost = lost.is_some();
+                let outcome = match lost {
+                    Some(how) => Some(DeleteOutcome::AlreadyGone(how)),
+                    None => probe.outcome(),
+                };
+                let failure = match (ended || already_lost, &outcome) {
                     (false, _) => Some(format!(
                         "ending the session did not finish within {}",
                         Timeout::After(limit)
                     )),
-                    (true, Some(Err(e))) => {
+                    (true, Some(DeleteOutcome::Failed(e))) => {
                         Some(format!("ending the session (DELETE) failed: {e}"))
                     }
                     (true, _) => None,
                 };
-                TeardownReport::without_processes(started.elapsed(), failure)
+                let mut report = TeardownReport::without_processes(started.elapsed(), failure);
+                if let (None, Some(DeleteOutcome::AlreadyGone(how))) = (&report.failure, outcome) {
+                    let note = format!("the server had already ended the session ({how})");
+                    tracing::info!(server = %self.config.name, generation = live.generation, "{note}");
+                    report.note = Some(note);
+                }
+                report
             }
         };
         tracing::debug!(
@@ -1134,8 +1157,9 @@ impl Actor {
                 let stderr = live.stderr_lines();
                 let tag = live.tag_value();
                 let report = self.tear_down(live, cleanup, Instant::now()).await;
-                let error =
-                    describe_start_error(error, report.exit, connect_timeout).with_stderr(stderr);
+                let remote = matches!(self.config.endpoint, Endpoint::Http(_));
+                let error = describe_start_error(error, report.exit, connect_timeout, remote)
+                    .with_stderr(stderr);
                 let summary = TeardownSummary::new(generation, &report);
                 let next = state::after_start(
                     generation,
@@ -1286,6 +1310,7 @@ impl Actor {
         // Looked at before teardown: whether the process was still running when
         // its session ended, and why the session was cut off.
         let violation = live.session.as_ref().and_then(Session::violation);
+        let lost = live.session.as_ref().and_then(Session::lost);
         // A process that exits closes its stdout a moment before it is seen to
         // have exited: give the exit that moment before calling it a process
         // that runs on without its session.
@@ -1307,6 +1332,14 @@ impl Actor {
                 ErrorKind::Protocol,
                 ErrorPhase::Running,
                 format!("generation {generation}'s session was ended: {why}"),
+            ),
+            None if lost.is_some() => ServerError::new(
+                ErrorKind::SessionLost,
+                ErrorPhase::Running,
+                format!(
+                    "generation {generation}'s session ended: {}; the server may have restarted",
+                    lost_session(lost.as_deref().unwrap_or_default())
+                ),
             ),
             None if !process_exited => ServerError::new(
                 ErrorKind::Protocol,
@@ -1552,8 +1585,11 @@ async fn bounded<T>(
     match outcome {
         None => Err(ServerError::new(ErrorKind::ConnectTimeout, phase, "")),
         Some(Ok(v)) => Ok(v),
-        Some(Err(SessionError::Closed(m))) => {
+        Some(Err(SessionError::Closed(m) | SessionError::Http(m) | SessionError::Lost(m))) => {
             Err(ServerError::new(ErrorKind::ConnectFailed, phase, m))
+        }
+        Some(Err(SessionError::Unauthorized(m))) => {
+            Err(ServerError::new(ErrorKind::Unauthorized, phase, m))
         }
         Some(Err(SessionError::Protocol(m))) => {
             Err(ServerError::new(ErrorKind::Protocol, phase, m))
@@ -1566,6 +1602,7 @@ fn describe_start_error(
     mut error: ServerError,
     exit: Option<ExitKind>,
     connect_timeout: Option<Duration>,
+    remote: bool,
 ) -> ServerError {
     let step = match error.phase {
         ErrorPhase::ListTools => "tools/list",
@@ -1576,6 +1613,9 @@ fn describe_start_error(
             "no answer to {step} within the connect timeout of {}",
             connect_timeout.map_or(Timeout::Never, Timeout::After)
         ),
+        // A remote server has no output to close: what went wrong over HTTP is
+        // in the message already.
+        ErrorKind::ConnectFailed if remote => format!("{step} failed: {}", error.message),
         ErrorKind::ConnectFailed => match exit {
             Some(exit) if exit != ExitKind::Code(-1) => {
                 format!("the server exited during {step} ({exit})")
@@ -1583,6 +1623,7 @@ fn describe_start_error(
             _ => format!("the server closed its output during {step}"),
         },
         ErrorKind::Protocol => format!("{step} failed: {}", error.message),
+        ErrorKind::Unauthorized => format!("{step} was refused: {}", error.message),
         _ => return error,
     };
     error

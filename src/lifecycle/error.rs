@@ -24,6 +24,11 @@ pub enum ErrorKind {
     Exited,
     /// A server was restarted too often within its restart window.
     CrashLoop,
+    /// A remote server no longer knows the running generation's session (it
+    /// restarted, or ended the session).
+    SessionLost,
+    /// A remote server wants credentials, or other ones (HTTP 401 or 403).
+    Unauthorized,
 }
 
 /// Where in a server's life the error happened.

@@ -96,7 +96,9 @@ impl Code {
             | ErrorKind::ConnectFailed
             | ErrorKind::Protocol
             | ErrorKind::Exited
-            | ErrorKind::CrashLoop => Code::StartFailed,
+            | ErrorKind::CrashLoop
+            | ErrorKind::SessionLost
+            | ErrorKind::Unauthorized => Code::StartFailed,
             ErrorKind::ConnectTimeout => Code::ConnectTimeout,
             ErrorKind::TeardownFailed => Code::TeardownNotClean,
             ErrorKind::Quarantined | ErrorKind::Fenced => Code::Refused,
@@ -177,5 +179,7 @@ mod tests {
             Code::ConnectTimeout
         );
         assert_eq!(Code::of_error(ErrorKind::ConnectFailed), Code::StartFailed);
+        assert_eq!(Code::of_error(ErrorKind::Unauthorized), Code::StartFailed);
+        assert_eq!(Code::of_error(ErrorKind::SessionLost), Code::StartFailed);
     }
 }

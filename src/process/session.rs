@@ -57,6 +57,31 @@ pub enum SessionError {
     /// The server answered, but not as MCP requires.
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// A remote server no longer knows the session (it restarted, or ended it).
+    #[error("{0}")]
+    Lost(String),
+    /// A remote server wants credentials, or other ones (HTTP 401 or 403).
+    #[error("{0}")]
+    Unauthorized(String),
+    /// A remote server refused a request or could not be reached; the message
+    /// names the HTTP status and the start of the answer's body.
+    #[error("{0}")]
+    Http(String),
+}
+
+impl SessionError {
+    /// A remote server's failure as found in rmcp's error, if it is one.
+    fn of_http(error: &(dyn std::error::Error + 'static)) -> Option<SessionError> {
+        use crate::process::remote::{FailureKind, failure_in};
+        let failure = failure_in(error)?;
+        let message = failure.message.clone();
+        Some(match failure.kind {
+            FailureKind::SessionLost => SessionError::Lost(message),
+            FailureKind::Unauthorized => SessionError::Unauthorized(message),
+            FailureKind::LegacySse => SessionError::Protocol(message),
+            FailureKind::Other => SessionError::Http(message),
+        })
+    }
 }
 
 /// An initialized MCP session.
@@ -67,6 +92,8 @@ pub struct Session {
     /// Cancelled when rmcp lets go of the server's stdout: its service loop has
     /// ended (stdio sessions only).
     ended: CancellationToken,
+    /// Fires when a remote server no longer knows the session (HTTP only).
+    loss: Option<crate::process::remote::SessionLoss>,
 }
 
 impl Session {
@@ -105,6 +132,7 @@ impl Session {
                 service,
                 violation,
                 ended,
+                loss: None,
             }),
             Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
                 Err(SessionError::Closed(e.to_string()))
@@ -119,6 +147,7 @@ impl Session {
         remote: &crate::process::remote::Remote,
         probe: crate::process::remote::DeleteProbe,
     ) -> Result<Session, SessionError> {
+        use crate::process::remote::{ObservedClient, SessionLoss};
         use rmcp::service::ClientInitializeError as E;
         use rmcp::transport::streamable_http_client::{
             StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
@@ -133,19 +162,31 @@ impl Session {
             })?;
             headers.insert(name, value);
         }
+        // A session the server no longer knows ends this generation; the authority
+        // and its restart policy decide what comes next, so rmcp must not open a
+        // new session behind them.
         let config = StreamableHttpClientTransportConfig::with_uri(remote.url.as_str())
-            .custom_headers(headers);
+            .custom_headers(headers)
+            .reinit_on_expired_session(false);
+        let loss = SessionLoss::default();
         let transport = StreamableHttpClientTransport::with_client(
-            crate::process::remote::ObservedClient::new(probe),
+            ObservedClient::new(remote, probe, loss.clone()),
             config,
         );
-        match FleetClient.serve(transport).await {
+        let result = FleetClient.serve(transport).await;
+        if let Err(E::TransportError { error, .. }) = &result
+            && let Some(http) = SessionError::of_http(error.error.as_ref())
+        {
+            return Err(http);
+        }
+        match result {
             Ok(service) => Ok(Session {
                 service,
                 violation: Violation::default(),
-                // Over HTTP there is no stream to lose; health checks notice an
-                // unreachable server.
+                // Over HTTP there is no stream to lose: the session ends when the
+                // server no longer knows it (`loss`).
                 ended: CancellationToken::new(),
+                loss: Some(loss),
             }),
             Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
                 Err(SessionError::Closed(e.to_string()))
@@ -170,11 +211,21 @@ impl Session {
         })
     }
 
-    /// Resolves once a stdio session has ended on its own: the server closed its
-    /// stdout, or it was cut off for exceeding a limit. (rmcp's service loop drops
-    /// the transport when it ends, and with it the reader that signals this.)
+    /// Resolves once the session has ended on its own. Over stdio: the server
+    /// closed its stdout, or it was cut off for exceeding a limit (rmcp's service
+    /// loop drops the transport when it ends, and with it the reader that signals
+    /// this). Over HTTP: the server no longer knows the session.
     pub async fn ended(&self) {
-        self.ended.cancelled().await;
+        match &self.loss {
+            Some(loss) => loss.lost().await,
+            None => self.ended.cancelled().await,
+        }
+    }
+
+    /// How a remote server showed that it no longer knows the session (`HTTP 404`,
+    /// or what it answered), once it has.
+    pub fn lost(&self) -> Option<String> {
+        self.loss.as_ref().and_then(|l| l.how())
     }
 
     /// Why the session was cut off by a limit on what the server writes, if it was.
@@ -231,6 +282,11 @@ pub async fn call_tool(
 }
 
 fn request_error(e: ServiceError) -> SessionError {
+    if let ServiceError::TransportSend(sent) = &e
+        && let Some(http) = SessionError::of_http(sent.error.as_ref())
+    {
+        return http;
+    }
     match e {
         ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
             SessionError::Closed(e.to_string())

@@ -129,6 +129,9 @@ pub struct TeardownReport {
     pub exit: Option<ExitKind>,
     /// Why a teardown without processes (a remote session) failed.
     pub failure: Option<String>,
+    /// What else is worth saying about a teardown without processes (the server
+    /// had already ended the session).
+    pub note: Option<String>,
 }
 
 impl TeardownReport {
@@ -147,6 +150,7 @@ impl TeardownReport {
             leftover_ids: Vec::new(),
             exit: None,
             failure,
+            note: None,
         }
     }
 }
@@ -363,6 +367,7 @@ pub async fn teardown(
         leftover_ids: leftover,
         exit,
         failure: None,
+        note: None,
     }
 }
 

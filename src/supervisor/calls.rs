@@ -134,11 +134,16 @@ pub async fn tools(shared: &Shared, server: Option<String>, options: CallOptions
                 })).collect::<Vec<_>>(),
             })),
             Err(e) => {
+                let kind = match e {
+                    SessionError::Lost(_) => "session_lost",
+                    SessionError::Unauthorized(_) => "unauthorized",
+                    _ => "protocol",
+                };
                 return failure(
                     "tools",
                     Code::StartFailed,
                     name,
-                    "protocol",
+                    kind,
                     format!("tools/list failed: {e}"),
                 );
             }
@@ -186,6 +191,27 @@ pub async fn call(
         Ok(Err(SessionError::Protocol(m))) => {
             failure("call", Code::StartFailed, server, "protocol", m)
         }
+        Ok(Err(SessionError::Lost(m))) => failure(
+            "call",
+            Code::StartFailed,
+            server,
+            "session_lost",
+            format!(
+                "{m}; the server may have restarted. Generation {generation} has ended; a new \
+                 session starts with the next call, `mcpfleet reconnect {server}` or the \
+                 server's restart policy (`restart: on-failure`)"
+            ),
+        ),
+        Ok(Err(SessionError::Unauthorized(m))) => {
+            failure("call", Code::StartFailed, server, "unauthorized", m)
+        }
+        Ok(Err(SessionError::Http(m))) => failure(
+            "call",
+            Code::StartFailed,
+            server,
+            "connect_failed",
+            format!("the call to generation {generation} failed: {m}"),
+        ),
         Ok(Ok(result)) => {
             let is_error = result
                 .get("isError")

@@ -163,7 +163,12 @@ impl Signals {
 async fn all_down(shared: &Shared) -> bool {
     for h in &shared.handles {
         match h.snapshot().await {
-            Ok(s) if matches!(s.state, Phase::Running | Phase::Starting | Phase::Stopping) => {
+            Ok(s)
+                if matches!(
+                    s.state,
+                    Phase::Running | Phase::Starting | Phase::Stopping | Phase::Backoff
+                ) =>
+            {
                 return false;
             }
             _ => {}
