@@ -10,6 +10,13 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    // A detached supervisor gets a guardian above it (see supervisor::guardian),
+    // forked before any thread exists.
+    if let (mcpfleet::cli::Command::Supervise, Some(dir)) = (&cli.command, &cli.state_dir)
+        && let Some(code) = mcpfleet::supervisor::guardian::split(dir)
+    {
+        return std::process::ExitCode::from(code);
+    }
     mcpfleet::logging::init(cli.verbose, cli.quiet);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,

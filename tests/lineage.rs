@@ -133,28 +133,15 @@ fn down_ends_every_escape_shape_of_a_running_fleet() {
         assert_eq!(s["state"], "stopped", "{shape}: {s}");
         assert_eq!(s["teardown"]["outcome"], "escalated", "{shape}: {s}");
         assert_eq!(s["teardown"]["leftover_pids"], serde_json::json!([]));
-        if *shape != "double-fork" {
-            // Seen below its server while it ran: attributed exactly. (The double
-            // fork's escapee is an orphan from its first moment; with four servers
-            // running it may be taken by each teardown that could own it.)
-            let escaped = pids(&s["teardown"]["escaped_pids"]);
-            for p in &escapees.0 {
-                assert!(escaped.contains(p), "{shape}: {p} not in {escaped:?}");
-            }
+        // The double fork's escapee is an orphan from its first moment: with four
+        // servers running it stays undecided between them, and since all of them
+        // are torn down together, each teardown takes it (none is called clean).
+        let escaped = pids(&s["teardown"]["escaped_pids"]);
+        for p in &escapees.0 {
+            assert!(escaped.contains(p), "{shape}: {p} not in {escaped:?}");
         }
         assert_all_gone(escapees, shape);
     }
-    let reported: Vec<i32> = doc["servers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|s| pids(&s["teardown"]["escaped_pids"]))
-        .collect();
-    let (_, double) = &all[1];
-    assert!(
-        double.0.iter().all(|p| reported.contains(p)),
-        "the double fork's escapee is reported by some teardown: {reported:?}"
-    );
     fleet.assert_no_leftovers();
 }
 
@@ -291,5 +278,50 @@ fn a_teardown_that_cannot_end_a_frozen_process_fails_and_quarantines() {
     assert_eq!(pids(&s["teardown"]["leftover_pids"]), frozen, "{s}");
     assert_eq!(s["state"], "quarantined");
     drop(freezer);
+    fleet.assert_no_leftovers();
+}
+
+#[test]
+fn an_escapee_not_yet_recorded_when_the_supervisor_is_killed_is_still_ended() {
+    // The double fork's escapee is an orphan of the supervisor from its first
+    // moment, and the server is still in its handshake (3 s): nothing of the
+    // escapee is in state.json when the supervisor is SIGKILLed. The guardian
+    // above the supervisor adopts it, and the next supervisor's recovery ends it.
+    let (fleet, pid_file) = escaper("lineage-unrecorded", "double-fork", "connect_timeout: 20s");
+    let body = std::fs::read_to_string(&fleet.path).unwrap().replace(
+        "\"double-fork\",",
+        "\"double-fork\", \"--init-delay-ms\", \"3000\",",
+    );
+    std::fs::write(&fleet.path, body).unwrap();
+    let up = fleet.spawn(&["up"]);
+    let escapees = wait_escapees(&pid_file, 1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let supervisor = loop {
+        if let Some(pid) = fleet.lock_pid() {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "no supervisor");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let state = std::fs::read_to_string(fleet.state_dir().join("state.json")).unwrap();
+    assert!(
+        !state.contains(&format!("\"pid\":{}", escapees.0[0])),
+        "the escapee is already recorded; the test would not test the guardian: {state}"
+    );
+    kill_all(&[supervisor]);
+    let out = up.wait_with_output().unwrap();
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "up succeeded with its supervisor killed"
+    );
+    assert!(
+        is_alive(escapees.0[0]),
+        "the escapee outlived its supervisor"
+    );
+    let (out, doc) = fleet.run_json(&["down"]);
+    assert_code(&out, 0);
+    assert_eq!(server(&doc, "esc")["state"], "stopped", "{doc}");
+    assert_all_gone(&escapees, "unrecorded double fork");
     fleet.assert_no_leftovers();
 }

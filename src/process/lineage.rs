@@ -19,7 +19,9 @@
 //! only one of them is left running, or all that are left are tearing down; then
 //! each of those takes it as a member (each ends it and reports it, none is called
 //! clean on a guess). It is never signalled while a generation that may own it
-//! still serves.
+//! still serves, and a teardown that ends while such an orphan is undecided is not
+//! over: it waits for the decision within its deadline, and past it reports the
+//! orphan as left (failed, quarantined), since it may be this generation's.
 //!
 //! Lineages are refreshed by every pass over the process table (`procfs::Table::scan`
 //! calls [`observe`]), so no pass is made per server: while servers run, the
@@ -204,6 +206,27 @@ impl Lineage {
             }
         }
         ids
+    }
+
+    /// Living orphans that may be this generation's but are not decided yet (see
+    /// the module comment). A teardown is not over while there are any: they are
+    /// decided once the other generations that may own them end too, and what is
+    /// still undecided when the teardown's time is up is reported as left.
+    pub fn undecided(&self) -> Vec<ProcId> {
+        let guard = registry();
+        let Some(reg) = guard.as_ref() else {
+            return Vec::new();
+        };
+        reg.undecided
+            .iter()
+            .filter(|u| {
+                u.candidates
+                    .iter()
+                    .any(|c| std::ptr::eq(c.as_ptr(), Arc::as_ptr(&self.0)))
+            })
+            .map(|u| u.id)
+            .filter(ProcId::is_alive)
+            .collect()
     }
 
     /// Resolves when the set of living members has changed since the last call.

@@ -222,7 +222,10 @@ impl Run<'_> {
                     self.send(&outside, signal);
                 }
                 let group_empty = table.group_members(self.pgid).is_empty();
-                if group_empty && self.lineage.members().is_empty() {
+                if group_empty
+                    && self.lineage.members().is_empty()
+                    && self.lineage.undecided().is_empty()
+                {
                     return Wait::Gone(table);
                 }
                 if group_empty && early && !outside.is_empty() {
@@ -334,6 +337,9 @@ pub async fn teardown(
             let table = procfs::fresh(Instant::now()).await;
             let mut left: Vec<ProcId> = table.group_members(pgid).iter().map(ProcId::of).collect();
             left.extend(lineage.members().iter().map(|m| m.id));
+            // An orphan this generation may have left, still undecided: it may be
+            // alive on this generation's account.
+            left.extend(lineage.undecided());
             (table, left)
         }
     };

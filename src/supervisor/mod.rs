@@ -14,6 +14,7 @@
 //! dealt with what the previous supervisor left running.
 
 pub mod calls;
+pub mod guardian;
 pub mod persist;
 pub mod recovery;
 pub mod server;
@@ -40,6 +41,10 @@ use state_dir::{StateDir, open_append, open_rw};
 const LOCK_WAIT: Duration = Duration::from_secs(5);
 /// How long an idle supervisor (nothing running, no request) stays before it exits.
 const IDLE_LINGER: Duration = Duration::from_secs(2);
+
+/// How long recovery waits for a dead predecessor's guardian to list what it
+/// adopted (it does so within milliseconds of the death).
+const ADOPTED_WAIT: Duration = Duration::from_secs(2);
 
 /// The event log: every transition is appended to `events.ndjson` before the
 /// request that caused it is answered (L12), and offered to the requests in flight.
@@ -161,14 +166,29 @@ pub async fn run(
     }
 
     let doc = Persisted::load(&dir.state())?;
+    let previous = doc.supervisor.clone();
     let state = Arc::new(StateFile::new(dir.state(), doc));
     state.update(|d| {
         d.supervisor = Some(SupervisorRecord {
             pid: me,
             start_time: procfs::stat(me).map(|s| s.start_time),
             boot_id: procfs::boot_id(),
+            guardian: guardian::guardian(),
         })
     })?;
+    // What the predecessor's guardian adopted when it died: processes of the
+    // fleet's tree, some of which nothing else identifies (L10, L13).
+    let adopted = match &previous {
+        Some(p) if p.pid != me => {
+            let (root, pid, guardian) = (dir.root().to_owned(), p.pid, p.guardian);
+            tokio::task::spawn_blocking(move || {
+                guardian::adopted_from(&root, pid, guardian, ADOPTED_WAIT)
+            })
+            .await
+            .unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
     // Without its event log the supervisor cannot keep L12: it does not start.
     let log = open_append(&dir.events())
         .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", dir.events().display()))?;
@@ -182,7 +202,7 @@ pub async fn run(
                 s.cleanup_timeout.as_duration()
             })
     };
-    for r in recovery::recover(&scope, &state, &cleanup_of).await {
+    for r in recovery::recover(&scope, &state, &adopted, &cleanup_of).await {
         tracing::warn!(server = %r.server, generation = r.generation, pids = ?r.pids, outcome = ?r.outcome, signal = ?r.signal, "recovered a generation left by a previous supervisor");
         events.record(&Event {
             time: rfc3339(SystemTime::now()),

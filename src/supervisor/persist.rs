@@ -33,6 +33,10 @@ pub struct SupervisorRecord {
     pub pid: i32,
     pub start_time: Option<u64>,
     pub boot_id: Option<String>,
+    /// The guardian above a detached supervisor (see `guardian`): after a crash,
+    /// recovery waits for its list of what it adopted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guardian: Option<ProcId>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

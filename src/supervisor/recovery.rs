@@ -39,9 +39,10 @@ pub struct Recovered {
 pub async fn recover(
     scope: &str,
     state: &StateFile,
+    adopted: &[ProcId],
     cleanup: &dyn Fn(&str) -> Option<Duration>,
 ) -> Vec<Recovered> {
-    let found = find(scope, state);
+    let found = find(scope, state, adopted);
     // Every generation is torn down at once: one slow server must not hold up the
     // recovery of the others (and with it the supervisor's start).
     let mut set = tokio::task::JoinSet::new();
@@ -115,8 +116,14 @@ pub async fn recover(
     out
 }
 
-/// Every living process of the scope, by (server, generation).
-fn find(scope: &str, state: &StateFile) -> BTreeMap<(String, Generation), Vec<ProcId>> {
+/// Every living process of the scope, by (server, generation): by tag, by a
+/// recorded identity, as adopted by the predecessor's guardian, and every living
+/// descendant of those.
+fn find(
+    scope: &str,
+    state: &StateFile,
+    adopted: &[ProcId],
+) -> BTreeMap<(String, Generation), Vec<ProcId>> {
     let mut found: BTreeMap<(String, Generation), Vec<ProcId>> = BTreeMap::new();
     let prefix = format!("{scope}:");
     for (stat, rest) in procfs::Table::scan().tagged_with_prefix(&prefix) {
@@ -148,6 +155,51 @@ fn find(scope: &str, state: &StateFile) -> BTreeMap<(String, Generation), Vec<Pr
                 if !ids.contains(id) {
                     ids.push(*id);
                 }
+            }
+        }
+    }
+    // Adopted processes that nothing above identifies (an orphan that cleared its
+    // environment before it was recorded) go with the generation spawned last
+    // before they were born: the predecessor's tree held nothing else.
+    let lives: Vec<((String, Generation), u64)> = state
+        .snapshot()
+        .servers
+        .into_iter()
+        .filter_map(|(server, rec)| {
+            let live = rec.live?;
+            Some(((server, live.generation), live.start_time.unwrap_or(0)))
+        })
+        .collect();
+    for id in adopted {
+        if found.values().any(|ids| ids.contains(id)) || !id.is_alive() {
+            continue;
+        }
+        let owner = lives
+            .iter()
+            .filter(|(_, born)| *born <= id.start_time)
+            .max_by_key(|(_, born)| *born)
+            .or(lives.first())
+            .map(|(key, _)| key.clone());
+        match owner {
+            Some(key) => found.entry(key).or_default().push(*id),
+            None => {
+                // No generation was recorded live: still ours to end.
+                tracing::warn!(
+                    pid = id.pid,
+                    "ending a process adopted from the previous supervisor that no recorded generation owns"
+                );
+                lineage::signal(*id, Signal::SIGKILL);
+            }
+        }
+    }
+    // Their descendants, read while their parents still live: once a parent is
+    // ended, a child that left its group and environment is found by nothing else.
+    let table = procfs::Table::scan();
+    for ids in found.values_mut() {
+        for s in descendants(&table, ids) {
+            let id = ProcId::of(&s);
+            if !ids.contains(&id) {
+                ids.push(id);
             }
         }
     }
