@@ -2,6 +2,15 @@ use clap::Parser;
 use mcpfleet::cli::Cli;
 
 fn main() -> std::process::ExitCode {
+    // A supervisor's guardian, as it execs itself (see supervisor::guardian).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|a| a == mcpfleet::supervisor::guardian::GUARD_ARG)
+    {
+        let code = mcpfleet::supervisor::guardian::run_from_args(&args).unwrap_or(2);
+        return std::process::ExitCode::from(code);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

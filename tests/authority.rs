@@ -17,14 +17,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Freezer, TEST_ID_VAR, TestFleet, fixture_bin, is_alive, kill_all, read_pid_file};
+use mcpfleet::config::Timeout;
 use mcpfleet::lifecycle::authority::{
     self, CallOptions, Context, Endpoint, Handle, Reply, RequestError, ServerConfig,
 };
 use mcpfleet::lifecycle::error::ErrorKind;
 use mcpfleet::lifecycle::events::{Cause, Event, EventSink};
 use mcpfleet::lifecycle::state::{Generation, Intent, Phase};
+use mcpfleet::lifecycle::summary::Outcome;
 use mcpfleet::process::spawn::{Launch, Tag};
-use mcpfleet::process::teardown::Outcome;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -168,8 +169,8 @@ impl Harness {
                 server.name,
             )),
             command_shown: program.to_owned(),
-            connect_timeout: server.connect,
-            cleanup_timeout: server.cleanup,
+            connect_timeout: server.connect.map_or(Timeout::Never, Timeout::After),
+            cleanup_timeout: server.cleanup.map_or(Timeout::Never, Timeout::After),
             stderr_log: None,
             supervision: Default::default(),
         };
@@ -549,7 +550,7 @@ async fn l2_a_request_that_misses_its_wait_deadline_is_withdrawn_and_never_runs(
             .await;
 
         let impatient = CallOptions {
-            wait_timeout: Some(Duration::from_millis(100)),
+            wait_timeout: Timeout::After(Duration::from_millis(100)),
             ..CallOptions::default()
         };
         let t = Instant::now();
@@ -562,7 +563,7 @@ async fn l2_a_request_that_misses_its_wait_deadline_is_withdrawn_and_never_runs(
             match outcome {
                 Err(RequestError::Busy(name, wait)) => {
                     assert_eq!(name, "slow");
-                    assert_eq!(wait, Duration::from_millis(100));
+                    assert_eq!(wait, Timeout::After(Duration::from_millis(100)));
                 }
                 other => panic!("expected Busy, got {other:?}"),
             }

@@ -1873,7 +1873,12 @@ fn hostile_requests_are_refused_with_what_and_where() {
     let Op::Up { deadlines, .. } = max.op else {
         panic!("{max:?}");
     };
-    assert_eq!(deadlines.wait_ms, Some(u64::MAX));
+    assert_eq!(
+        deadlines.wait_ms,
+        Some(mcpfleet::config::Timeout::After(Duration::from_millis(
+            u64::MAX
+        )))
+    );
     let nul = protocol::parse_request(r#"{"v":1,"op":"reset","server":"a\u0000b\n"}"#).unwrap();
     assert_eq!(
         nul.op,

@@ -229,8 +229,8 @@ fn chaos_rounds_keep_every_invariant() {
     for pid in fleet.alive() {
         // The supervisor, and guardians (the current one, and one whose
         // supervisor was killed and that still holds what it adopted, such as a
-        // frozen grandchild): `supervise` processes. That they all end once what
-        // they hold is gone is the last check of the test.
+        // frozen grandchild). That they all end once what they hold is gone is
+        // the last check of the test.
         if Some(pid) == supervisor || is_supervise(pid) {
             continue;
         }
@@ -610,9 +610,14 @@ fn two_generations(entry: &str) -> Option<String> {
     None
 }
 
+/// A supervisor or a guardian (`mcpfleet __guard PID DIR`) of one.
 fn is_supervise(pid: i32) -> bool {
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    cmdline.split(|b| *b == 0).rfind(|a| !a.is_empty()) == Some(b"supervise".as_slice())
+    let args: Vec<&[u8]> = cmdline
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .collect();
+    args.last() == Some(&b"supervise".as_slice()) || args.get(1) == Some(&b"__guard".as_slice())
 }
 
 fn supervisor_pid(fleet: &TestFleet) -> Option<i32> {

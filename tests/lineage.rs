@@ -325,3 +325,36 @@ fn an_escapee_not_yet_recorded_when_the_supervisor_is_killed_is_still_ended() {
     assert_all_gone(&escapees, "unrecorded double fork");
     fleet.assert_no_leftovers();
 }
+
+#[test]
+fn a_server_just_spawned_is_never_taken_for_another_generations_orphan() {
+    // Servers that die during the handshake are torn down while the others are
+    // still being spawned: a new server is a child of mcpfleet that leads its own
+    // group, as an orphan that changed its process group would. Taken for one,
+    // it would be ended by the other server's teardown.
+    let mut servers: Vec<(String, Vec<&str>)> =
+        (0..24).map(|i| (format!("fine{i}"), vec![])).collect();
+    for i in 0..4 {
+        servers.push((format!("dies{i}"), vec!["--exit-during-init", "1"]));
+    }
+    let list: Vec<(&str, &[&str], &str)> = servers
+        .iter()
+        .map(|(n, a)| (n.as_str(), a.as_slice(), ""))
+        .collect();
+    let fleet = TestFleet::fixtures("lineage-no-mixup", &list);
+    for round in 0..6 {
+        let (out, doc) = fleet.run_json(&["check"]);
+        assert_code(&out, 3);
+        for (name, args) in &servers {
+            let s = server(&doc, name);
+            let want = if args.is_empty() { 0 } else { 3 };
+            assert_eq!(s["exit_code"], want, "round {round}: {s}");
+            assert_eq!(
+                s["teardown"]["escaped_pids"],
+                serde_json::json!([]),
+                "round {round}: {s}"
+            );
+        }
+    }
+    fleet.assert_no_leftovers();
+}

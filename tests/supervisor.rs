@@ -720,7 +720,12 @@ fn recovery_also_ends_what_a_leftover_forks_as_it_dies() {
         let left: Vec<i32> = fleet
             .alive()
             .into_iter()
-            .filter(|p| !cmdline(*p).iter().any(|a| a == "supervise"))
+            // Supervisors and their guardians (`mcpfleet __guard ...`) linger.
+            .filter(|p| {
+                !cmdline(*p)
+                    .iter()
+                    .any(|a| a == "supervise" || a == "__guard")
+            })
             .collect();
         assert!(left.is_empty(), "left after recovery and down: {left:?}");
     });

@@ -18,7 +18,7 @@ use tokio_util::task::TaskTracker;
 
 use super::{CliError, Global, load_fleet};
 use crate::cli::CheckArgs;
-use crate::config::{Fleet, ServerSpec};
+use crate::config::{Fleet, ServerSpec, Timeout};
 use crate::lifecycle::authority::{
     self, CallOptions, Context, Handle, Reply, RequestError, ServerConfig,
 };
@@ -44,9 +44,9 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
     let sweeping = CancellationToken::new();
     tokio::spawn(crate::process::lineage::keep_current(sweeping.clone()));
     let options = CallOptions {
-        connect_timeout: args.connect_timeout.map(|t| t.as_duration()),
-        cleanup_timeout: args.cleanup_timeout.map(|t| t.as_duration()),
-        wait_timeout: None,
+        connect_timeout: args.connect_timeout,
+        cleanup_timeout: args.cleanup_timeout,
+        wait_timeout: Timeout::Never,
         force: false,
     };
     let events: Arc<dyn EventSink> = match global.output {

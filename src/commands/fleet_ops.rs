@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use super::client::{self, ClientError};
 use super::{CliError, Global, load_fleet};
-use crate::cli::{DownArgs, ReconnectArgs, ResetArgs, StatusArgs, UpArgs, WaitArgs};
-use crate::config::{Fleet, Timeout};
+use crate::cli::{DownArgs, ReconnectArgs, ResetArgs, StatusArgs, UpArgs};
+use crate::config::Fleet;
 use crate::lifecycle::state::Phase;
 use crate::output::exit::Code;
 use crate::output::progress::Progress;
@@ -34,19 +34,6 @@ impl Target {
     }
 }
 
-fn ms(t: Option<Timeout>) -> Option<u64> {
-    t.map(|t| {
-        t.as_duration()
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-    })
-}
-
-fn wait_ms(w: WaitArgs) -> Option<u64> {
-    w.wait_timeout
-        .and_then(|t| t.as_duration())
-        .map(|d| d.as_millis() as u64)
-}
-
 pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> {
     // The supervisor inherits this process's limits: say now if they are too low.
     let files = crate::process::limits::raise_open_files();
@@ -65,8 +52,8 @@ pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> 
         servers: args.servers.clone(),
         force: args.force,
         deadlines: Deadlines {
-            wait_ms: wait_ms(args.wait),
-            connect_ms: ms(args.connect_timeout),
+            wait_ms: args.wait.wait_timeout,
+            connect_ms: args.connect_timeout,
             cleanup_ms: None,
         },
     };
@@ -77,9 +64,9 @@ pub async fn down(t: Target, args: &DownArgs, g: &Global) -> Result<Code, CliErr
     let op = Op::Down {
         servers: args.servers.clone(),
         deadlines: Deadlines {
-            wait_ms: wait_ms(args.wait),
+            wait_ms: args.wait.wait_timeout,
             connect_ms: None,
-            cleanup_ms: ms(args.cleanup_timeout),
+            cleanup_ms: args.cleanup_timeout,
         },
         strict: args.strict,
     };
@@ -104,7 +91,7 @@ pub async fn reconnect(t: Target, args: &ReconnectArgs, g: &Global) -> Result<Co
         if_generation: args.if_generation,
         force: args.force,
         deadlines: Deadlines {
-            wait_ms: wait_ms(args.wait),
+            wait_ms: args.wait.wait_timeout,
             ..Deadlines::default()
         },
         strict: args.strict,

@@ -28,6 +28,39 @@ impl Timeout {
     }
 }
 
+impl Timeout {
+    /// The instant the deadline falls on, counted from now; `None` for no deadline.
+    pub fn deadline(self) -> Option<tokio::time::Instant> {
+        self.as_duration().map(|d| tokio::time::Instant::now() + d)
+    }
+}
+
+/// A per-request deadline on the control socket: a number of milliseconds, where
+/// 0 stands for `none` (a deadline is never zero, see [`DurationError::Zero`]),
+/// and an absent field for the server's own setting.
+pub mod millis {
+    use super::Timeout;
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(t: &Option<Timeout>, s: S) -> Result<S::Ok, S::Error> {
+        match t {
+            None => s.serialize_none(),
+            Some(Timeout::Never) => s.serialize_u64(0),
+            Some(Timeout::After(d)) => {
+                s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            }
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Timeout>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(|ms| match ms {
+            0 => Timeout::Never,
+            ms => Timeout::After(Duration::from_millis(ms)),
+        }))
+    }
+}
+
 impl Default for Timeout {
     fn default() -> Self {
         DEFAULT_TIMEOUT

@@ -18,7 +18,7 @@
 //!   └────────────yaml::locate──────────┴──▶ ConfigErrors (line:column, sorted)
 //! ```
 
-mod duration;
+pub mod duration;
 mod error;
 mod expand;
 mod policy;

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use rmcp::service::{Peer, RoleClient};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -34,6 +34,7 @@ use super::events::{Cause, Event, EventSink, millis, rfc3339};
 use super::ledger::{Ledger, LiveRecord, NoLedger, QuarantineRecord};
 use super::policy::{self, RestartHistory, Supervision};
 use super::state::{self, Generation, Intent, Phase, Plan, State};
+pub use super::summary::{Outcome, TeardownSummary};
 use crate::config::Timeout;
 use crate::process::exit_watch::ExitWatch;
 use crate::process::lineage::{Lineage, ProcId};
@@ -41,7 +42,7 @@ use crate::process::remote::{DeleteOutcome, DeleteProbe, Remote, lost_session};
 use crate::process::session::{self, Session, SessionError};
 use crate::process::spawn::{self, Launch, Tag};
 use crate::process::stderr::StderrTail;
-use crate::process::teardown::{self, ExitKind, Grace, Outcome, TeardownReport};
+use crate::process::teardown::{self, ExitKind, Grace, TeardownReport};
 
 /// What an authority needs to know about its server.
 #[derive(Debug, Clone)]
@@ -51,9 +52,8 @@ pub struct ServerConfig {
     /// The command (or URL) as it may be shown: secrets from `${env:...}` stay
     /// templates.
     pub command_shown: String,
-    /// `None`: the user wrote `none`.
-    pub connect_timeout: Option<Duration>,
-    pub cleanup_timeout: Option<Duration>,
+    pub connect_timeout: Timeout,
+    pub cleanup_timeout: Timeout,
     /// Where the server's stderr is also appended (the supervisor's `logs/`).
     pub stderr_log: Option<std::path::PathBuf>,
     /// Restarts, health checks and idle stop: what the authority does unasked.
@@ -119,8 +119,8 @@ impl ServerConfig {
             name: spec.name.clone(),
             endpoint,
             command_shown,
-            connect_timeout: spec.connect_timeout.as_duration(),
-            cleanup_timeout: spec.cleanup_timeout.as_duration(),
+            connect_timeout: spec.connect_timeout,
+            cleanup_timeout: spec.cleanup_timeout,
             stderr_log,
             supervision: Supervision {
                 restart: spec.restart,
@@ -132,47 +132,27 @@ impl ServerConfig {
 }
 
 /// Per-request overrides of the server's deadlines (L2: settable per call).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct CallOptions {
-    pub connect_timeout: Option<Option<Duration>>,
-    pub cleanup_timeout: Option<Option<Duration>>,
+    /// `None`: the server's own deadline.
+    pub connect_timeout: Option<Timeout>,
+    pub cleanup_timeout: Option<Timeout>,
     /// How long the caller waits for the authority to take the request. A request
     /// not taken in time is withdrawn and never runs.
-    pub wait_timeout: Option<Duration>,
+    pub wait_timeout: Timeout,
     /// Recover a quarantined server: SIGKILL what is left of it, confirm, go on (L7).
     pub force: bool,
 }
 
-/// A teardown's result as reported to callers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TeardownSummary {
-    pub generation: Generation,
-    pub outcome: Outcome,
-    pub signal: Option<String>,
-    pub duration_ms: u64,
-    pub leftover_pids: Vec<i32>,
-    /// Processes of the generation that had left its process group (L13): each was
-    /// signalled on its own, so the teardown was at best `escalated`.
-    #[serde(default)]
-    pub escaped_pids: Vec<i32>,
-    /// How the server's main process ended, e.g. "exit code 0", "killed by SIGKILL";
-    /// for a remote server, a note when the server had already ended the session.
-    pub exit: Option<String>,
-}
-
-impl TeardownSummary {
-    fn new(generation: Generation, report: &TeardownReport) -> TeardownSummary {
-        TeardownSummary {
-            generation,
-            outcome: report.outcome,
-            signal: report.signal.map(|s| s.name().to_owned()),
-            duration_ms: millis(report.duration),
-            leftover_pids: report.leftover_pids.clone(),
-            escaped_pids: report.escaped_pids.clone(),
-            exit: report
-                .exit
-                .map(|e| e.to_string())
-                .or_else(|| report.note.clone()),
+impl Default for CallOptions {
+    /// The server's own deadlines, and no limit on the wait for the authority
+    /// (in-process callers; the supervisor always sets one).
+    fn default() -> CallOptions {
+        CallOptions {
+            connect_timeout: None,
+            cleanup_timeout: None,
+            wait_timeout: Timeout::Never,
+            force: false,
         }
     }
 }
@@ -223,8 +203,8 @@ pub struct Reply {
 /// Why a request got no reply from the authority.
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
 pub enum RequestError {
-    #[error("the authority of `{0}` did not accept the request within {1:?}; it was withdrawn")]
-    Busy(String, Duration),
+    #[error("the authority of `{0}` did not accept the request within {1}; it was withdrawn")]
+    Busy(String, Timeout),
     #[error("the authority of `{0}` has stopped")]
     Gone(String),
 }
@@ -276,9 +256,7 @@ impl Handle {
             reply: reply_tx,
         };
         let gone = || RequestError::Gone(self.name.to_string());
-        let deadline = options
-            .wait_timeout
-            .map(|t| tokio::time::Instant::now() + t);
+        let deadline = options.wait_timeout.deadline();
         let sent = match deadline {
             Some(d) => tokio::time::timeout_at(d, self.tx.send(message)).await,
             None => Ok(self.tx.send(message).await),
@@ -304,10 +282,7 @@ impl Handle {
     }
 
     fn busy(&self, options: CallOptions) -> RequestError {
-        RequestError::Busy(
-            self.name.to_string(),
-            options.wait_timeout.unwrap_or_default(),
-        )
+        RequestError::Busy(self.name.to_string(), options.wait_timeout)
     }
 
     /// The MCP peer of the running generation, for requests that run outside the
@@ -876,7 +851,7 @@ impl Actor {
     async fn tear_down(
         &mut self,
         mut live: Live,
-        cleanup: Option<Duration>,
+        cleanup: Timeout,
         started: Instant,
     ) -> TeardownReport {
         let grace = Grace::from_cleanup(cleanup);
@@ -919,7 +894,7 @@ impl Actor {
             LiveKind::Remote(probe) => {
                 // Ending the session is the whole teardown: the DELETE must have
                 // succeeded (or not been needed) within the cleanup deadline.
-                let limit = cleanup.unwrap_or(Duration::from_secs(3600));
+                let limit = cleanup.as_duration().unwrap_or(Duration::from_secs(3600));
                 // A session the server no longer knows has nothing left to end,
                 // whatever becomes of the DELETE that closing it still sends.
                 let lost = live.session.as_ref().and_then(Session::lost);
@@ -954,7 +929,7 @@ impl Actor {
         tracing::debug!(
             server = %self.config.name,
             generation = live.generation,
-            outcome = ?report.outcome,
+            outcome = ?Outcome::of(&report),
             ms = millis(report.duration),
             "teardown"
         );
@@ -1005,11 +980,15 @@ impl Actor {
         let connect_timeout = options
             .connect_timeout
             .unwrap_or(self.config.connect_timeout);
-        let deadline = connect_timeout.map(|t| tokio::time::Instant::now() + t);
+        let deadline = connect_timeout.deadline();
         type Init = std::pin::Pin<Box<dyn Future<Output = Result<Session, SessionError>> + Send>>;
         let (mut live, init): (Live, Init) = match &self.config.endpoint {
             Endpoint::Stdio(launch) => {
                 let tag = Tag::new(&self.ctx.tag_scope, &self.config.name, generation);
+                // Until its lineage is tracked, the new process must not be taken
+                // for another generation's orphan.
+                let spawning = crate::process::lineage::Spawning::begin();
+                let lineage = Lineage::prepare(tag.value());
                 let mut spawned = match spawn::spawn(
                     launch,
                     tag,
@@ -1063,8 +1042,9 @@ impl Actor {
                     pid: spawned.pid,
                     start_time: spawned.start_time.unwrap_or(0),
                 };
+                lineage.started(root, spawned.pgid);
                 let process = LiveProcess {
-                    lineage: Lineage::track(root, spawned.pgid, spawned.tag.value(), &[]),
+                    lineage,
                     stdout_drain,
                     exit: ExitWatch::new(spawned.pid),
                     child: spawned.child,
@@ -1074,6 +1054,7 @@ impl Actor {
                     stderr: spawned.stderr,
                     stderr_task: spawned.stderr_task,
                 };
+                drop(spawning);
                 (
                     Live::new(generation, LiveKind::Process(Box::new(process))),
                     init,
@@ -1601,7 +1582,7 @@ async fn bounded<T>(
 fn describe_start_error(
     mut error: ServerError,
     exit: Option<ExitKind>,
-    connect_timeout: Option<Duration>,
+    connect_timeout: Timeout,
     remote: bool,
 ) -> ServerError {
     let step = match error.phase {
@@ -1609,10 +1590,9 @@ fn describe_start_error(
         _ => "initialize",
     };
     error.message = match error.kind {
-        ErrorKind::ConnectTimeout => format!(
-            "no answer to {step} within the connect timeout of {}",
-            connect_timeout.map_or(Timeout::Never, Timeout::After)
-        ),
+        ErrorKind::ConnectTimeout => {
+            format!("no answer to {step} within the connect timeout of {connect_timeout}")
+        }
         // A remote server has no output to close: what went wrong over HTTP is
         // in the message already.
         ErrorKind::ConnectFailed if remote => format!("{step} failed: {}", error.message),

@@ -11,3 +11,4 @@ pub mod events;
 pub mod ledger;
 pub mod policy;
 pub mod state;
+pub mod summary;

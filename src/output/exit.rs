@@ -2,7 +2,7 @@
 //! the highest-ranked code wins: 2, 5, 4, 3, 6, 7, 8, 1, then 0.
 
 use crate::lifecycle::error::ErrorKind;
-use crate::process::teardown::Outcome;
+use crate::lifecycle::summary::Outcome;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {

@@ -78,12 +78,25 @@ const KNOWN_PIDS: usize = 512;
 pub struct Lineage(Arc<Shared>);
 
 struct Shared {
-    root: ProcId,
-    pgid: i32,
+    /// The server's first process and its process group, once it is spawned. A
+    /// lineage is registered before the spawn, so that anything the new process
+    /// forks in its first moments has a lineage to be attributed to (see
+    /// [`Lineage::prepare`]).
+    root: std::sync::OnceLock<(ProcId, i32)>,
     tag: Arc<str>,
     inner: Mutex<Inner>,
     /// Woken when the set of living members changes, for the ledger.
     changed: Notify,
+}
+
+impl Shared {
+    fn root(&self) -> Option<ProcId> {
+        self.root.get().map(|(root, _)| *root)
+    }
+
+    fn pgid(&self) -> Option<i32> {
+        self.root.get().map(|(_, pgid)| *pgid)
+    }
 }
 
 #[derive(Default)]
@@ -95,6 +108,10 @@ struct Inner {
     /// Set when teardown begins: an orphan shared with other generations may now
     /// be given to this one once they have all ended or are ending too.
     ending: bool,
+    /// Pids of members seen outside the server's process group since teardown
+    /// began. One that another teardown ended first (an orphan shared between
+    /// generations) is still this teardown's to report.
+    escaped: std::collections::BTreeSet<i32>,
     /// Set when teardown is over: the lineage takes no new members.
     closed: bool,
 }
@@ -126,6 +143,29 @@ struct Undecided {
 
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
 
+/// Spawns under way whose lineage is not tracked yet. A server this process just
+/// spawned is its child, leads its own group in its session, and is not yet a
+/// root: exactly what an orphan that changed only its process group looks like.
+/// While a spawn is under way, such a child is left for the next pass rather than
+/// taken for another generation's orphan.
+static SPAWNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Held from just before a server is spawned until its lineage is tracked.
+pub struct Spawning(());
+
+impl Spawning {
+    pub fn begin() -> Spawning {
+        SPAWNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Spawning(())
+    }
+}
+
+impl Drop for Spawning {
+    fn drop(&mut self) {
+        SPAWNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 fn registry() -> std::sync::MutexGuard<'static, Option<Registry>> {
     REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -135,12 +175,30 @@ fn lock(inner: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
 }
 
 impl Lineage {
-    /// Starts following the descendants of `root`, which leads process group `pgid`
-    /// and whose processes carry `tag`. `known` are members already known by identity
-    /// (from a ledger), followed as long as they are alive.
-    pub fn track(root: ProcId, pgid: i32, tag: &str, known: &[ProcId]) -> Lineage {
+    /// A lineage for a server about to be spawned, whose processes will carry
+    /// `tag`. Until [`Lineage::started`] names its first process, it takes no
+    /// member by parentage, but it counts as a generation that may own an orphan:
+    /// a process forked by the new server before its lineage knew its root is
+    /// then never given to another generation on the ground that it was alone.
+    pub fn prepare(tag: &str) -> Lineage {
+        Lineage::track(None, tag, &[])
+    }
+
+    /// The server's first process is `root`, leader of process group `pgid`.
+    pub fn started(&self, root: ProcId, pgid: i32) {
+        if self.0.root.set((root, pgid)).is_ok() {
+            lock(&self.0.inner).remember(root.pid);
+        }
+    }
+
+    /// Follows the descendants of `root` (with its process group), whose processes
+    /// carry `tag`. `known` are members already known by identity (from a ledger),
+    /// followed as long as they are alive.
+    pub fn track(root: Option<(ProcId, i32)>, tag: &str, known: &[ProcId]) -> Lineage {
         let mut inner = Inner::default();
-        inner.remember(root.pid);
+        if let Some((root, _)) = root {
+            inner.remember(root.pid);
+        }
         for id in known {
             inner.members.insert(
                 id.pid,
@@ -152,9 +210,12 @@ impl Lineage {
             );
             inner.remember(id.pid);
         }
+        let cell = std::sync::OnceLock::new();
+        if let Some(root) = root {
+            let _ = cell.set(root);
+        }
         let shared = Arc::new(Shared {
-            root,
-            pgid,
+            root: cell,
             tag: tag.into(),
             inner: Mutex::new(inner),
             changed: Notify::new(),
@@ -166,8 +227,8 @@ impl Lineage {
         Lineage(shared)
     }
 
-    pub fn root(&self) -> ProcId {
-        self.0.root
+    pub fn root(&self) -> Option<ProcId> {
+        self.0.root()
     }
 
     /// Living members other than the root, as the last pass saw them.
@@ -178,11 +239,11 @@ impl Lineage {
     /// Living members that are not in the server's process group: what a signal to
     /// the group does not reach.
     pub fn outside_group(&self) -> Vec<Member> {
-        let pgid = self.0.pgid;
+        let pgid = self.0.pgid();
         lock(&self.0.inner)
             .members
             .values()
-            .filter(|m| m.pgid != pgid)
+            .filter(|m| Some(m.pgid) != pgid)
             .copied()
             .collect()
     }
@@ -229,6 +290,24 @@ impl Lineage {
             .collect()
     }
 
+    /// True when no member is alive and no orphan that may be this generation's
+    /// is undecided, as one consistent view (a pass moves an orphan from
+    /// undecided to member under the same lock).
+    pub fn settled(&self) -> bool {
+        let guard = registry();
+        let undecided = guard.as_ref().is_some_and(|reg| {
+            reg.undecided.iter().any(|u| {
+                u.candidates
+                    .iter()
+                    .any(|c| std::ptr::eq(c.as_ptr(), Arc::as_ptr(&self.0)))
+                    && u.id.is_alive()
+            })
+        });
+        let members = !lock(&self.0.inner).members.is_empty();
+        drop(guard);
+        !undecided && !members
+    }
+
     /// Resolves when the set of living members has changed since the last call.
     pub async fn changed(&self) {
         self.0.changed.notified().await
@@ -237,6 +316,11 @@ impl Lineage {
     /// Teardown has begun.
     pub fn begin_ending(&self) {
         lock(&self.0.inner).ending = true;
+    }
+
+    /// Members seen outside the process group since teardown began.
+    pub fn escaped_while_ending(&self) -> Vec<i32> {
+        lock(&self.0.inner).escaped.iter().copied().collect()
     }
 
     /// Teardown is over: what is still alive stays with the report (and the
@@ -266,13 +350,15 @@ pub fn observe(table: &Table) {
     for p in table.procs() {
         children.entry(p.stat.ppid).or_default().push(&p.stat);
     }
-    let roots: HashSet<ProcId> = lineages.iter().map(|l| l.root).collect();
+    let roots: HashSet<ProcId> = lineages.iter().filter_map(|l| l.root()).collect();
     let claimed: HashSet<i32> = lineages
         .iter()
         .flat_map(|l| lock(&l.inner).members.keys().copied().collect::<Vec<_>>())
         .collect();
 
     // Orphans that arrived at this process: attribute each to its generation.
+    let my_sid = nix::unistd::getsid(None).map_or(-1, |s| s.as_raw());
+    let spawning = SPAWNING.load(std::sync::atomic::Ordering::SeqCst) > 0;
     let mut given: Vec<(Arc<Shared>, ProcId)> = Vec::new();
     for p in table.procs() {
         let s = &p.stat;
@@ -281,6 +367,12 @@ pub fn observe(table: &Table) {
             || roots.contains(&ProcId::of(s))
             || claimed.contains(&s.pid)
         {
+            continue;
+        }
+        let my_pgid = nix::unistd::getpgrp().as_raw();
+        if spawning && s.sid == my_sid && (s.pgid == s.pid || s.pgid == my_pgid) {
+            // Perhaps a server being spawned right now (before or after it made
+            // itself a group leader): looked at next pass.
             continue;
         }
         if reg.undecided.iter().any(|u| u.id == ProcId::of(s)) {
@@ -311,6 +403,9 @@ pub fn observe(table: &Table) {
     // open one is tearing down (the last of them to end owns it).
     let mut unowned = Vec::new();
     reg.undecided.retain_mut(|u| {
+        if roots.contains(&u.id) {
+            return false;
+        }
         let alive = by_pid
             .get(&u.id.pid)
             .is_some_and(|s| s.is_alive() && s.start_time == u.id.start_time);
@@ -343,7 +438,6 @@ pub fn observe(table: &Table) {
         given.extend(decided.into_iter().map(|l| (l, u.id)));
         false
     });
-    drop(guard);
     for id in unowned {
         // Every generation that could have left it has ended: it belongs to none
         // that still runs, and nothing else would ever end it.
@@ -380,7 +474,7 @@ pub fn observe(table: &Table) {
                 .get(&id.pid)
                 .filter(|s| s.start_time == id.start_time)
         };
-        if let Some(root) = same(&l.root) {
+        if let Some(root) = l.root().and_then(|r| same(&r)) {
             // The root itself is not a member, but its children are.
             queue.push(ProcId::of(root));
         }
@@ -397,7 +491,7 @@ pub fn observe(table: &Table) {
             }
         }
         for p in table.procs() {
-            if p.tag.as_deref() == Some(&*l.tag) && ProcId::of(&p.stat) != l.root {
+            if p.tag.as_deref() == Some(&*l.tag) && Some(ProcId::of(&p.stat)) != l.root() {
                 admit(&p.stat, &mut next, &mut queue);
             }
         }
@@ -405,13 +499,22 @@ pub fn observe(table: &Table) {
             for child in children.get(&parent.pid).into_iter().flatten() {
                 // A child is never older than its parent: an older one with this
                 // ppid belongs to an earlier holder of the pid.
-                if child.start_time >= parent.start_time && ProcId::of(child) != l.root {
+                if child.start_time >= parent.start_time && Some(ProcId::of(child)) != l.root() {
                     admit(child, &mut next, &mut queue);
                 }
             }
         }
         for pid in next.keys() {
             inner.remember(*pid);
+        }
+        if inner.ending {
+            let pgid = l.pgid();
+            let outside: Vec<i32> = next
+                .values()
+                .filter(|m| Some(m.pgid) != pgid)
+                .map(|m| m.id.pid)
+                .collect();
+            inner.escaped.extend(outside);
         }
         let after: Vec<i32> = next.keys().copied().collect();
         inner.members = next;
@@ -420,6 +523,9 @@ pub fn observe(table: &Table) {
             l.changed.notify_one();
         }
     }
+    // Held to the end: a teardown asking whether its lineage is settled never
+    // sees an orphan between being undecided and being a member.
+    drop(guard);
 }
 
 enum Attribution {
@@ -441,7 +547,7 @@ fn attribute(s: &ProcStat, tag: Option<&str>, lineages: &[Arc<Shared>]) -> Attri
         let inner = lock(&l.inner);
         [s.sid, s.pgid]
             .into_iter()
-            .any(|id| id != my_sid && (inner.known.contains(&id) || id == l.pgid))
+            .any(|id| id != my_sid && (inner.known.contains(&id) || Some(id) == l.pgid()))
     };
     let by_leader: Vec<Arc<Shared>> = open().filter(led_by_member).cloned().collect();
     if let [one] = by_leader.as_slice() {
@@ -449,7 +555,8 @@ fn attribute(s: &ProcStat, tag: Option<&str>, lineages: &[Arc<Shared>]) -> Attri
     }
     // Born while these generations ran: one of them left it.
     let candidates: Vec<Arc<Shared>> = open()
-        .filter(|l| l.root.start_time <= s.start_time)
+        // A lineage still being spawned may own anything born from now on.
+        .filter(|l| l.root().is_none_or(|r| r.start_time <= s.start_time))
         .cloned()
         .collect();
     match candidates.len() {
@@ -533,7 +640,7 @@ pub fn reap_orphans(table: &Table) {
             r.lineages
                 .iter()
                 .filter_map(Weak::upgrade)
-                .map(|l| l.root)
+                .filter_map(|l| l.root())
                 .collect()
         })
     };
@@ -563,6 +670,6 @@ fn was_member(pid: i32) -> bool {
         r.lineages
             .iter()
             .filter_map(Weak::upgrade)
-            .any(|l| l.root.pid != pid && lock(&l.inner).known.contains(&pid))
+            .any(|l| l.root().is_none_or(|r| r.pid != pid) && lock(&l.inner).known.contains(&pid))
     })
 }

@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
-use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use std::sync::Arc;
@@ -33,18 +32,7 @@ use std::sync::Arc;
 use super::lineage::{self, Lineage, Member, ProcId};
 use super::procfs::{self, Table};
 use super::spawn::Tag;
-
-/// How teardown ended (DESIGN §4, L5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// Closing stdin sufficed.
-    Clean,
-    /// A signal was needed, and then everything was confirmed gone.
-    Escalated,
-    /// Something could not be confirmed gone within the deadline.
-    Failed,
-}
+use crate::config::Timeout;
 
 /// The strongest signal teardown had to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,8 +64,8 @@ impl Grace {
     /// Splits a cleanup deadline: 30% for stdin EOF, 50% after SIGTERM, 20% to
     /// confirm SIGKILL. An unbounded cleanup still escalates after fixed graces but
     /// then waits for confirmation without limit.
-    pub fn from_cleanup(cleanup: Option<Duration>) -> Grace {
-        match cleanup {
+    pub fn from_cleanup(cleanup: Timeout) -> Grace {
+        match cleanup.as_duration() {
             Some(total) => Grace {
                 eof: total.mul_f64(0.3),
                 term: total.mul_f64(0.5),
@@ -111,10 +99,10 @@ impl std::fmt::Display for ExitKind {
     }
 }
 
-/// The result of one teardown.
+/// What one teardown found and did. Whether that was clean is the lifecycle's
+/// judgement (`lifecycle::summary::Outcome::of`).
 #[derive(Debug, Clone)]
 pub struct TeardownReport {
-    pub outcome: Outcome,
     pub signal: Option<TeardownSignal>,
     pub duration: Duration,
     /// Processes of the generation still alive when teardown gave up or finished.
@@ -138,11 +126,6 @@ impl TeardownReport {
     /// A teardown that had no process to end (a remote session).
     pub fn without_processes(duration: Duration, failure: Option<String>) -> TeardownReport {
         TeardownReport {
-            outcome: if failure.is_some() {
-                Outcome::Failed
-            } else {
-                Outcome::Clean
-            },
             signal: None,
             duration,
             leftover_pids: Vec::new(),
@@ -222,10 +205,7 @@ impl Run<'_> {
                     self.send(&outside, signal);
                 }
                 let group_empty = table.group_members(self.pgid).is_empty();
-                if group_empty
-                    && self.lineage.members().is_empty()
-                    && self.lineage.undecided().is_empty()
-                {
+                if group_empty && self.lineage.settled() {
                     return Wait::Gone(table);
                 }
                 if group_empty && early && !outside.is_empty() {
@@ -357,19 +337,17 @@ pub async fn teardown(
     leftover.sort_unstable();
     leftover.dedup();
     lineage.close();
-    let outcome = if !leftover.is_empty() {
-        Outcome::Failed
-    } else if signal.is_some() {
-        Outcome::Escalated
-    } else {
-        Outcome::Clean
-    };
     TeardownReport {
-        outcome,
         signal,
         duration: started.elapsed(),
         leftover_pids: leftover.iter().map(|id| id.pid).collect(),
-        escaped_pids: run.escaped.into_iter().collect(),
+        escaped_pids: run
+            .escaped
+            .into_iter()
+            .chain(lineage.escaped_while_ending())
+            .collect::<BTreeSet<i32>>()
+            .into_iter()
+            .collect(),
         leftover_ids: leftover,
         exit,
         failure: None,
@@ -416,11 +394,11 @@ mod tests {
 
     #[test]
     fn grace_periods_add_up_to_the_cleanup_deadline() {
-        let g = Grace::from_cleanup(Some(Duration::from_secs(10)));
+        let g = Grace::from_cleanup(Timeout::After(Duration::from_secs(10)));
         assert_eq!(g.eof, Duration::from_secs(3));
         assert_eq!(g.term, Duration::from_secs(5));
         assert_eq!(g.kill, Some(Duration::from_secs(2)));
-        let unbounded = Grace::from_cleanup(None);
+        let unbounded = Grace::from_cleanup(Timeout::Never);
         assert_eq!(unbounded.kill, None);
     }
 

@@ -13,6 +13,7 @@
 //! of another protocol version gets an `error` line; it never takes the supervisor
 //! down, and what was read of it is discarded.
 
+use crate::config::Timeout;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
@@ -31,17 +32,31 @@ pub struct Request {
     pub op: Op,
 }
 
-/// Per-request deadlines, in milliseconds; `None` means the server's own setting
-/// (for `wait_ms`: wait as long as it takes).
+/// Per-request deadlines, as the fleet file's and the CLI's `Timeout`. On the
+/// wire each is a number of milliseconds, 0 meaning `none` (see
+/// `config::duration::millis`); an absent one means the server's own setting
+/// (for `wait_ms`: the supervisor's default wait, `DEFAULT_WAIT`).
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Deadlines {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wait_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connect_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cleanup_ms: Option<u64>,
+    #[serde(
+        default,
+        with = "crate::config::duration::millis",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub wait_ms: Option<Timeout>,
+    #[serde(
+        default,
+        with = "crate::config::duration::millis",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub connect_ms: Option<Timeout>,
+    #[serde(
+        default,
+        with = "crate::config::duration::millis",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cleanup_ms: Option<Timeout>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -333,7 +348,7 @@ mod tests {
                 if_generation: Some(3),
                 force: false,
                 deadlines: Deadlines {
-                    wait_ms: Some(500),
+                    wait_ms: Some(Timeout::After(std::time::Duration::from_millis(500))),
                     ..Deadlines::default()
                 },
                 strict: true,

@@ -75,7 +75,21 @@ pub fn split(state_dir: &Path) -> Option<u8> {
             GUARDIAN.get_or_init(|| procfs::stat(parent).map(|s| ProcId::of(&s)));
             None
         }
-        Ok(ForkResult::Parent { child }) => Some(guard(child, state_dir.to_owned())),
+        Ok(ForkResult::Parent { child }) => {
+            // The guardian takes an image of its own, named `__guard` in process
+            // listings (and free of the supervisor's memory); a subreaper stays
+            // one across exec, and so do its children.
+            if let Ok(exe) = std::env::current_exe() {
+                use std::os::unix::process::CommandExt;
+                let e = std::process::Command::new(exe)
+                    .arg(GUARD_ARG)
+                    .arg(child.as_raw().to_string())
+                    .arg(state_dir)
+                    .exec();
+                eprintln!("mcpfleet: cannot exec the guardian ({e}); it runs in place");
+            }
+            Some(guard(child, state_dir.to_owned()))
+        }
         Err(e) => {
             eprintln!("mcpfleet: cannot fork a guardian ({e}); the supervisor runs without one");
             None
@@ -123,6 +137,23 @@ pub fn adopted_from(
 
 /// How often the guardian looks for new adoptees while it has some.
 const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+/// The first argument that makes `mcpfleet` a guardian (never typed by people).
+pub const GUARD_ARG: &str = "__guard";
+
+/// `mcpfleet __guard SUPERVISOR_PID STATE_DIR`, as the guardian execs itself:
+/// the exit code, once the supervisor and all it left are gone. `None` when the
+/// arguments are not a guardian's.
+pub fn run_from_args(args: &[std::ffi::OsString]) -> Option<u8> {
+    let [_, mode, pid, dir] = args else {
+        return None;
+    };
+    if mode != GUARD_ARG {
+        return None;
+    }
+    let pid: i32 = pid.to_str()?.parse().ok()?;
+    Some(guard(Pid::from_raw(pid), PathBuf::from(dir)))
+}
 
 fn guard(supervisor: Pid, dir: PathBuf) -> u8 {
     // The supervisor takes the signals meant for the fleet; the guardian only

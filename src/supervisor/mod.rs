@@ -195,11 +195,12 @@ pub async fn run(
     let events = Arc::new(EventLog::new(Some(log)));
     let scope = tag_scope(&dir);
 
+    // A server no longer in the fleet file gets the default cleanup deadline.
     let cleanup_of = |name: &str| {
         fleet
             .server(name)
-            .map_or(Some(Duration::from_secs(10)), |s| {
-                s.cleanup_timeout.as_duration()
+            .map_or(crate::config::duration::DEFAULT_TIMEOUT, |s| {
+                s.cleanup_timeout
             })
     };
     for r in recovery::recover(&scope, &state, &adopted, &cleanup_of).await {

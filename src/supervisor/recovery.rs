@@ -15,12 +15,14 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use super::persist::StateFile;
+use crate::config::Timeout;
 use crate::lifecycle::error::pid_list;
 use crate::lifecycle::ledger::QuarantineRecord;
 use crate::lifecycle::state::Generation;
+use crate::lifecycle::summary::Outcome;
 use crate::process::lineage::{self, ProcId};
 use crate::process::procfs;
-use crate::process::teardown::{Grace, Outcome};
+use crate::process::teardown::Grace;
 
 /// What recovery did with one generation it found.
 #[derive(Debug, Clone)]
@@ -40,7 +42,7 @@ pub async fn recover(
     scope: &str,
     state: &StateFile,
     adopted: &[ProcId],
-    cleanup: &dyn Fn(&str) -> Option<Duration>,
+    cleanup: &dyn Fn(&str) -> Timeout,
 ) -> Vec<Recovered> {
     let found = find(scope, state, adopted);
     // Every generation is torn down at once: one slow server must not hold up the

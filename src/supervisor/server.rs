@@ -17,6 +17,7 @@ use tokio_util::task::TaskTracker;
 
 use super::Shared;
 use super::state_dir::StateDir;
+use crate::config::Timeout;
 use crate::lifecycle::authority::{CallOptions, Handle, Reply, RequestError};
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::events::Event;
@@ -380,19 +381,10 @@ pub(super) fn reply(report: Report) -> Response {
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(300);
 
 pub(super) fn call_options(d: Deadlines, force: bool) -> CallOptions {
-    let ms = |v: Option<u64>| {
-        v.map(|ms| {
-            if ms == 0 {
-                None
-            } else {
-                Some(Duration::from_millis(ms))
-            }
-        })
-    };
     CallOptions {
-        connect_timeout: ms(d.connect_ms),
-        cleanup_timeout: ms(d.cleanup_ms),
-        wait_timeout: Some(d.wait_ms.map_or(DEFAULT_WAIT, Duration::from_millis)),
+        connect_timeout: d.connect_ms,
+        cleanup_timeout: d.cleanup_ms,
+        wait_timeout: d.wait_ms.unwrap_or(Timeout::After(DEFAULT_WAIT)),
         force,
     }
 }
