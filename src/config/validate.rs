@@ -864,6 +864,15 @@ impl Validator<'_> {
 /// given, a port from 1 to 65535); the reason when it is not. The reason never
 /// quotes the URL, which may hold a secret.
 pub(crate) fn check_url(url: &str) -> Result<(), &'static str> {
+    // The `url` crate has the last word: it is how the HTTP client reads the URL,
+    // so what passes here is what the client connects to, and `remote` can find
+    // the user info and query values to hide. It cannot be the only check: it
+    // reads a URL as a browser does and repairs what it can, so that `HTTP://h`,
+    // `http:/h`, ` http://h`, `https:///mcp` (host `mcp`), `http://a\b/` (host
+    // `a`), `http://h:` and `http://h:0` pass, and tabs and line breaks vanish. A
+    // fleet file connects to what it says, so the text as written is checked
+    // first, which also gives the reasons their words.
+    const PORT: &str = "the port must be a number from 1 to 65535";
     let Some(rest) = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"))
@@ -877,16 +886,9 @@ pub(crate) fn check_url(url: &str) -> Result<(), &'static str> {
     // Credentials (`user:password@`) are the client's business, not the host's.
     let host_port = authority.rsplit('@').next().unwrap_or_default();
     let port = if let Some(bracketed) = host_port.strip_prefix('[') {
-        let Some((address, after)) = bracketed.split_once(']') else {
+        let Some((_, after)) = bracketed.split_once(']') else {
             return Err("the IPv6 address is not closed with `]`");
         };
-        let is_ipv6 = address.contains(':')
-            && address
-                .chars()
-                .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.');
-        if !is_ipv6 {
-            return Err("the host in `[...]` is not an IPv6 address");
-        }
         match after {
             "" => None,
             _ => match after.strip_prefix(':') {
@@ -909,14 +911,18 @@ pub(crate) fn check_url(url: &str) -> Result<(), &'static str> {
         }
         port
     };
-    if let Some(port) = port {
-        let valid = !port.is_empty()
-            && port.len() <= 5
-            && port.bytes().all(|b| b.is_ascii_digit())
-            && port.parse::<u16>().is_ok_and(|p| p > 0);
-        if !valid {
-            return Err("the port must be a number from 1 to 65535");
-        }
+    if port == Some("") {
+        return Err(PORT);
+    }
+    let parsed = url::Url::parse(url).map_err(|e| match e {
+        url::ParseError::EmptyHost => "it has no host",
+        url::ParseError::InvalidPort => PORT,
+        url::ParseError::InvalidIpv6Address => "the host in `[...]` is not an IPv6 address",
+        url::ParseError::InvalidIpv4Address => "the host is not a valid IPv4 address",
+        _ => "the host is not a valid host name",
+    })?;
+    if parsed.port() == Some(0) {
+        return Err(PORT);
     }
     Ok(())
 }
@@ -1118,6 +1124,19 @@ mod tests {
             ),
         ] {
             assert_eq!(check_url(bad), why, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn urls_the_http_client_would_refuse_are_refused() {
+        for (bad, why) in [
+            ("http://1.2.3.999/", "the host is not a valid IPv4 address"),
+            ("http://[:::]/", "the host in `[...]` is not an IPv6 address"),
+            ("http://[1:2]/", "the host in `[...]` is not an IPv6 address"),
+            ("http://xn--a/mcp", "the host is not a valid host name"),
+            ("http://a%3Cb/", "the host is not a valid host name"),
+        ] {
+            assert_eq!(check_url(bad), Err(why), "{bad:?}");
         }
     }
 
