@@ -3,10 +3,10 @@
 //! The schema is what editors check a fleet file against; the parser is what
 //! mcpfleet runs. These tests compare the schema with the key lists and
 //! patterns the validator itself uses (`mcpfleet::config::SERVER_KEYS`, …),
-//! run the schema's patterns (through a small regular-expression matcher)
-//! against the parser on tables of samples, and validate whole fleet files
-//! with both (through a small validator of the JSON Schema keywords the schema
-//! uses), so that a key or rule added to one and not the other fails here.
+//! run the schema's patterns (with the regex crate) against the parser on
+//! tables of samples, and validate whole fleet files with both (the schema
+//! through the jsonschema crate), so that a key or rule added to one and not
+//! the other fails here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -760,7 +760,7 @@ fn only_the_parser_refuses() {
     }
 }
 
-// --- a validator of the keywords the schema uses --------------------------------
+// --- the schema's validation, by the jsonschema crate ----------------------------
 
 impl Schema {
     fn validate_yaml(&self, text: &str) -> Result<(), String> {
@@ -768,181 +768,16 @@ impl Schema {
         self.validate(&value)
     }
 
+    /// As an editor validates a fleet file: the draft the schema names, with
+    /// `$ref`s inside the schema only.
     fn validate(&self, value: &Value) -> Result<(), String> {
-        self.check(&self.root, value, "")
-    }
-
-    fn check(&self, schema: &Value, value: &Value, path: &str) -> Result<(), String> {
-        let fail = |why: String| {
-            Err(format!(
-                "{}: {why}",
-                if path.is_empty() { "(top level)" } else { path }
-            ))
-        };
-        let map = match schema {
-            Value::Bool(true) => return Ok(()),
-            Value::Bool(false) => return fail("nothing is allowed here".into()),
-            Value::Object(map) => map,
-            other => panic!("not a schema: {other}"),
-        };
-        for (keyword, arg) in map {
-            match keyword.as_str() {
-                "$schema" | "$defs" | "title" | "description" | "$comment" => {}
-                // Checked together below.
-                "properties" | "patternProperties" | "additionalProperties" => {}
-                "$ref" => self.check(self.resolve(schema), value, path)?,
-                "type" => {
-                    let types: Vec<&str> = match arg {
-                        Value::String(t) => vec![t.as_str()],
-                        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
-                        other => panic!("type {other}"),
-                    };
-                    if !types.iter().any(|t| has_type(value, t)) {
-                        return fail(format!("expected {types:?}, found {value}"));
-                    }
-                }
-                "enum" => {
-                    if !arg.as_array().unwrap().contains(value) {
-                        return fail(format!("{value} is not one of {arg}"));
-                    }
-                }
-                "const" => {
-                    if arg != value {
-                        return fail(format!("{value} is not {arg}"));
-                    }
-                }
-                "pattern" => {
-                    if let Value::String(s) = value
-                        && !regex_search(arg.as_str().unwrap(), s)
-                    {
-                        return fail(format!("{s:?} does not match {arg}"));
-                    }
-                }
-                "minLength" => {
-                    if let Value::String(s) = value
-                        && (s.chars().count() as u64) < arg.as_u64().unwrap()
-                    {
-                        return fail(format!("{s:?} is too short"));
-                    }
-                }
-                "minimum" | "maximum" => {
-                    if let Some(n) = value.as_f64() {
-                        let bound = arg.as_f64().unwrap();
-                        let outside = match keyword.as_str() {
-                            "minimum" => n < bound,
-                            _ => n > bound,
-                        };
-                        if outside {
-                            return fail(format!("{n} is beyond the {keyword} {bound}"));
-                        }
-                    }
-                }
-                "minProperties" => {
-                    if let Value::Object(o) = value
-                        && (o.len() as u64) < arg.as_u64().unwrap()
-                    {
-                        return fail("too few properties".into());
-                    }
-                }
-                "required" => {
-                    if let Value::Object(o) = value {
-                        for key in arg.as_array().unwrap() {
-                            if !o.contains_key(key.as_str().unwrap()) {
-                                return fail(format!("missing {key}"));
-                            }
-                        }
-                    }
-                }
-                "propertyNames" => {
-                    if let Value::Object(o) = value {
-                        for key in o.keys() {
-                            self.check(arg, &Value::String(key.clone()), &format!("{path}.{key}"))?;
-                        }
-                    }
-                }
-                "items" => {
-                    if let Value::Array(items) = value {
-                        for (i, item) in items.iter().enumerate() {
-                            self.check(arg, item, &format!("{path}[{i}]"))?;
-                        }
-                    }
-                }
-                "anyOf" => {
-                    let subs = arg.as_array().unwrap();
-                    if !subs.iter().any(|sub| self.check(sub, value, path).is_ok()) {
-                        return fail(format!("{value} matches none of anyOf"));
-                    }
-                }
-                "oneOf" => {
-                    let subs = arg.as_array().unwrap();
-                    let matching = subs
-                        .iter()
-                        .filter(|sub| self.check(sub, value, path).is_ok())
-                        .count();
-                    if matching != 1 {
-                        return fail(format!("{value} matches {matching} of oneOf, not 1"));
-                    }
-                }
-                "not" => {
-                    if self.check(arg, value, path).is_ok() {
-                        return fail(format!("{value} matches what `not` forbids"));
-                    }
-                }
-                "allOf" => {
-                    for sub in arg.as_array().unwrap() {
-                        self.check(sub, value, path)?;
-                    }
-                }
-                other => {
-                    panic!("this test's validator does not know the keyword `{other}`; teach it")
-                }
-            }
-        }
-        if let Value::Object(object) = value {
-            let empty = serde_json::Map::new();
-            let properties = map
-                .get("properties")
-                .and_then(Value::as_object)
-                .unwrap_or(&empty);
-            let patterns = map
-                .get("patternProperties")
-                .and_then(Value::as_object)
-                .unwrap_or(&empty);
-            for (key, item) in object {
-                let at = format!("{path}.{key}");
-                let mut matched = false;
-                if let Some(sub) = properties.get(key) {
-                    matched = true;
-                    self.check(sub, item, &at)?;
-                }
-                for (pattern, sub) in patterns {
-                    if regex_search(pattern, key) {
-                        matched = true;
-                        self.check(sub, item, &at)?;
-                    }
-                }
-                if !matched && let Some(additional) = map.get("additionalProperties") {
-                    self.check(additional, item, &at)
-                        .map_err(|e| format!("{e} (key `{key}` is not allowed)"))?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-fn has_type(value: &Value, name: &str) -> bool {
-    match name {
-        "object" => value.is_object(),
-        "array" => value.is_array(),
-        "string" => value.is_string(),
-        "boolean" => value.is_boolean(),
-        "null" => value.is_null(),
-        "number" => value.is_number(),
-        "integer" => {
-            value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
-        }
-        other => panic!("unknown type {other}"),
+        let validator = jsonschema::draft202012::new(&self.root)
+            .unwrap_or_else(|e| panic!("the schema is not a valid JSON Schema: {e}"));
+        validator.validate(value).map_err(|e| {
+            let path = e.instance_path().as_str();
+            let at = if path.is_empty() { "(top level)" } else { path };
+            format!("{at}: {e}")
+        })
     }
 }
 
@@ -989,237 +824,12 @@ fn the_test_validator_itself() {
     assert_eq!(both.validate(&serde_json::json!({"a": 1})), Ok(()));
 }
 
-// --- a small regular-expression matcher ---------------------------------------
-//
-// Enough of ECMA-262 syntax for the schema's patterns: literals, `.`, `[...]`
-// classes with ranges and negation, `\d` and escaped characters, groups,
-// alternation, `*`, `+`, `?`, `{n}`, `{n,}`, `{n,m}`, and the anchors `^` and
-// `$`. Matching computes the set of end positions from a start position, so it
-// never backtracks.
-
-#[derive(Debug, Clone)]
-enum Re {
-    Char(char),
-    Any,
-    Class {
-        negated: bool,
-        ranges: Vec<(char, char)>,
-    },
-    Start,
-    End,
-    Concat(Vec<Re>),
-    Alt(Vec<Re>),
-    Repeat(Box<Re>, usize, Option<usize>),
-}
-
-struct ReParser<'a> {
-    chars: Vec<char>,
-    at: usize,
-    source: &'a str,
-}
-
-impl ReParser<'_> {
-    fn peek(&self) -> Option<char> {
-        self.chars.get(self.at).copied()
-    }
-
-    fn next(&mut self) -> char {
-        let c = self
-            .peek()
-            .unwrap_or_else(|| panic!("pattern {:?} ends early", self.source));
-        self.at += 1;
-        c
-    }
-
-    fn alt(&mut self) -> Re {
-        let mut branches = vec![self.concat()];
-        while self.peek() == Some('|') {
-            self.at += 1;
-            branches.push(self.concat());
-        }
-        if branches.len() == 1 {
-            branches.pop().unwrap()
-        } else {
-            Re::Alt(branches)
-        }
-    }
-
-    fn concat(&mut self) -> Re {
-        let mut items = Vec::new();
-        while let Some(c) = self.peek() {
-            if c == '|' || c == ')' {
-                break;
-            }
-            let atom = self.atom();
-            items.push(self.quantified(atom));
-        }
-        Re::Concat(items)
-    }
-
-    fn number(&mut self) -> Option<usize> {
-        let start = self.at;
-        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
-            self.at += 1;
-        }
-        let digits: String = self.chars[start..self.at].iter().collect();
-        digits.parse().ok()
-    }
-
-    fn quantified(&mut self, atom: Re) -> Re {
-        let (min, max) = match self.peek() {
-            Some('*') => (0, None),
-            Some('+') => (1, None),
-            Some('?') => (0, Some(1)),
-            Some('{') => {
-                self.at += 1;
-                let min = self.number().expect("{n…} needs a number");
-                let max = match self.next() {
-                    '}' => return Re::Repeat(Box::new(atom), min, Some(min)),
-                    ',' => self.number(),
-                    other => panic!("unexpected {other:?} in {:?}", self.source),
-                };
-                assert_eq!(self.next(), '}', "in {:?}", self.source);
-                return Re::Repeat(Box::new(atom), min, max);
-            }
-            _ => return atom,
-        };
-        self.at += 1;
-        Re::Repeat(Box::new(atom), min, max)
-    }
-
-    fn escaped(&mut self) -> Re {
-        match self.next() {
-            'd' => Re::Class {
-                negated: false,
-                ranges: vec![('0', '9')],
-            },
-            c if c.is_ascii_alphanumeric() => {
-                panic!("escape \\{c} is not supported (pattern {:?})", self.source)
-            }
-            c => Re::Char(c),
-        }
-    }
-
-    fn atom(&mut self) -> Re {
-        match self.next() {
-            '(' => {
-                let inner = self.alt();
-                assert_eq!(self.next(), ')', "in {:?}", self.source);
-                inner
-            }
-            '[' => self.class(),
-            '^' => Re::Start,
-            '$' => Re::End,
-            '.' => Re::Any,
-            '\\' => self.escaped(),
-            c @ ('*' | '+' | '?' | '{' | ')') => {
-                panic!("unexpected {c:?} in {:?}", self.source)
-            }
-            c => Re::Char(c),
-        }
-    }
-
-    fn class(&mut self) -> Re {
-        let negated = self.peek() == Some('^');
-        if negated {
-            self.at += 1;
-        }
-        let mut ranges = Vec::new();
-        let mut first = true;
-        loop {
-            let c = self.next();
-            if c == ']' && !first {
-                break;
-            }
-            first = false;
-            let low = if c == '\\' { self.next() } else { c };
-            // A `-` before `]` is a literal.
-            if self.peek() == Some('-') && self.chars.get(self.at + 1) != Some(&']') {
-                self.at += 1;
-                let high = match self.next() {
-                    '\\' => self.next(),
-                    h => h,
-                };
-                ranges.push((low, high));
-            } else {
-                ranges.push((low, low));
-            }
-        }
-        Re::Class { negated, ranges }
-    }
-}
-
-fn parse_regex(pattern: &str) -> Re {
-    let mut parser = ReParser {
-        chars: pattern.chars().collect(),
-        at: 0,
-        source: pattern,
-    };
-    let re = parser.alt();
-    assert_eq!(parser.at, parser.chars.len(), "unbalanced {pattern:?}");
-    re
-}
-
-/// The positions where a match of `re` starting at `from` may end.
-fn ends(re: &Re, text: &[char], from: usize) -> BTreeSet<usize> {
-    let one = |ok: bool| match ok {
-        true => BTreeSet::from([from + 1]),
-        false => BTreeSet::new(),
-    };
-    match re {
-        Re::Char(c) => one(text.get(from) == Some(c)),
-        Re::Any => one(text.get(from).is_some_and(|&c| c != '\n')),
-        Re::Class { negated, ranges } => one(text
-            .get(from)
-            .is_some_and(|c| ranges.iter().any(|(lo, hi)| (lo..=hi).contains(&c)) != *negated)),
-        Re::Start => match from == 0 {
-            true => BTreeSet::from([from]),
-            false => BTreeSet::new(),
-        },
-        Re::End => match from == text.len() {
-            true => BTreeSet::from([from]),
-            false => BTreeSet::new(),
-        },
-        Re::Concat(items) => items.iter().fold(BTreeSet::from([from]), |at, item| {
-            at.iter().flat_map(|&p| ends(item, text, p)).collect()
-        }),
-        Re::Alt(branches) => branches.iter().flat_map(|b| ends(b, text, from)).collect(),
-        Re::Repeat(inner, min, max) => {
-            let mut result = BTreeSet::new();
-            if *min == 0 {
-                result.insert(from);
-            }
-            let mut current = BTreeSet::from([from]);
-            // More rounds than characters reach no new position.
-            let rounds = max.unwrap_or(text.len() + 1).min(text.len().max(*min) + 1);
-            for round in 1..=rounds {
-                current = current.iter().flat_map(|&p| ends(inner, text, p)).collect();
-                if current.is_empty() {
-                    break;
-                }
-                if round >= *min {
-                    result.extend(current.iter().copied());
-                }
-            }
-            result
-        }
-    }
-}
-
 /// Whether `pattern` matches anywhere in `text`, as JSON Schema's `pattern` does.
+/// The schema's patterns use only what ECMA-262 and the regex crate read alike.
 fn regex_search(pattern: &str, text: &str) -> bool {
-    thread_local! {
-        static CACHE: std::cell::RefCell<BTreeMap<String, Re>> = const { std::cell::RefCell::new(BTreeMap::new()) };
-    }
-    let re = CACHE.with(|cache| {
-        cache
-            .borrow_mut()
-            .entry(pattern.to_string())
-            .or_insert_with(|| parse_regex(pattern))
-            .clone()
-    });
-    let chars: Vec<char> = text.chars().collect();
-    (0..=chars.len()).any(|start| !ends(&re, &chars, start).is_empty())
+    regex::Regex::new(pattern)
+        .unwrap_or_else(|e| panic!("pattern {pattern:?}: {e}"))
+        .is_match(text)
 }
 
 #[test]

@@ -21,9 +21,11 @@
 pub mod duration;
 mod error;
 mod expand;
+mod keys;
 mod policy;
 mod render;
 mod validate;
+mod walk;
 mod yaml;
 
 #[cfg(test)]
@@ -37,10 +39,13 @@ use std::time::Duration;
 pub use duration::{DEFAULT_TIMEOUT, DurationError, Timeout, parse_duration};
 pub use error::{ConfigError, ConfigErrors};
 pub use expand::{ExpandError, Text};
+pub use keys::{
+    BACKOFF_KEYS, DEFAULTS_KEYS, HEALTH_KEYS, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS,
+    STDIO_ONLY_KEYS, TOP_KEYS,
+};
 pub use validate::{
-    BACKOFF_KEYS, DEFAULTS_KEYS, DURATION_PATTERN, ENV_NAME_PATTERN, HEADER_NAME_PATTERN,
-    HEALTH_KEYS, NAME_PATTERN, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS, STDIO_ONLY_KEYS,
-    TIMEOUT_PATTERN, TOP_KEYS, URL_PATTERN,
+    DURATION_PATTERN, ENV_NAME_PATTERN, HEADER_NAME_PATTERN, NAME_PATTERN, TIMEOUT_PATTERN,
+    URL_PATTERN,
 };
 
 /// The name looked for in the current directory when no file is named.
@@ -380,7 +385,7 @@ fn locate_budget(len: usize) -> usize {
 /// Gives issues their positions and sorts them. Only the first ones get a
 /// position: at most [`error::MAX_SHOWN`], fewer in a large file; the others
 /// follow in the order they were found.
-fn locate_all(text: &str, issues: Vec<validate::Issue>) -> Vec<ConfigError> {
+fn locate_all(text: &str, issues: Vec<walk::Issue>) -> Vec<ConfigError> {
     let budget = locate_budget(text.len());
     let mut located: Vec<ConfigError> = Vec::with_capacity(issues.len());
     for (i, issue) in issues.into_iter().enumerate() {

@@ -13,7 +13,8 @@
 use std::time::Duration;
 
 use super::duration::Timeout;
-use super::validate::{At, Entry, Level, RESTART_POLICIES, Validator, suggestion};
+use super::keys::{Level, RESTART_POLICIES, suggestion};
+use super::walk::{At, Entry, Validator};
 use super::yaml::Node;
 use super::{HealthCheck, RestartMode, RestartPolicy};
 

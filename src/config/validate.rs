@@ -1,73 +1,24 @@
 //! Validation of a parsed fleet file into a [`Fleet`], collecting every error.
 //!
-//! This module owns the rules of format version 1: which keys exist, their types,
-//! names, durations, `${env:}` expansion, the working directory, and the URL and
-//! headers of a remote server. It walks the whole tree even after an error, so
-//! that the user fixes a file in one round, and records for each error the path
-//! of steps that `yaml::locate` turns into a line and column. It reads the
-//! environment only through the lookup it is given and the file system only to
-//! check `cwd`.
+//! This module owns the rules of format version 1: the values of each key (the
+//! keys themselves are listed in `keys`, and `restart:`, `health:` and
+//! `idle_timeout:` are checked in `policy`), names, `${env:}` expansion, the
+//! working directory, and the URL and headers of a remote server. It walks the
+//! whole tree even after an error, so that the user fixes a file in one round,
+//! and records for each error the path of steps that `yaml::locate` turns into
+//! a line and column (the walk itself is in `walk`). It reads the environment
+//! only through the lookup it is given and the file system only to check `cwd`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::duration::{self, DEFAULT_TIMEOUT, DurationError, Timeout};
+use super::duration::{DEFAULT_TIMEOUT, Timeout};
 use super::expand::{Text, expand, is_env_name};
+use super::keys::{Level, STDIO_ONLY_KEYS};
 use super::policy::Policies;
+use super::walk::{At, Entry, Issue, Validator};
 use super::yaml::{Node, Step};
 use super::{Fleet, HttpSpec, ServerSpec, StdioSpec, Transport};
-
-/// An error before it has a position.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Issue {
-    /// How to reach the node from the root; `None` for an error of the whole text.
-    pub steps: Option<Vec<Step>>,
-    pub path: String,
-    pub message: String,
-    /// Another node the message refers to (the first of duplicate keys); its
-    /// line is added to the message once known.
-    pub first: Option<Vec<Step>>,
-}
-
-/// Keys of the top level.
-pub const TOP_KEYS: &[&str] = &["version", "name", "defaults", "servers"];
-/// Keys of `defaults:`; each applies to every server that does not set it.
-pub const DEFAULTS_KEYS: &[&str] = &[
-    "connect_timeout",
-    "cleanup_timeout",
-    "restart",
-    "health",
-    "idle_timeout",
-];
-/// Keys of a server. A server has `command` (stdio) or `url` (streamable HTTP);
-/// [`STDIO_ONLY_KEYS`] go with `command` only, `headers` with `url` only, and
-/// the others with either.
-pub const SERVER_KEYS: &[&str] = &[
-    "command",
-    "args",
-    "env",
-    "cwd",
-    "shell",
-    "url",
-    "headers",
-    "enabled",
-    "connect_timeout",
-    "cleanup_timeout",
-    "restart",
-    "health",
-    "idle_timeout",
-];
-/// Keys of a server that apply only to a stdio server (`command`): with `url`
-/// they are errors.
-pub const STDIO_ONLY_KEYS: &[&str] = &["args", "env", "cwd", "shell"];
-/// Keys of `restart:`.
-pub const RESTART_KEYS: &[&str] = &["policy", "backoff", "max_restarts", "window"];
-/// Keys of `restart.backoff:`.
-pub const BACKOFF_KEYS: &[&str] = &["initial", "max"];
-/// Keys of `health:`.
-pub const HEALTH_KEYS: &[&str] = &["interval", "timeout", "failures"];
-/// The values of `restart.policy`, as [`RestartMode::as_str`](super::RestartMode::as_str) spells them.
-pub const RESTART_POLICIES: &[&str] = &["never", "on-failure", "always"];
 
 /// Fleet and server names, as a regular expression (what [`is_name`] checks).
 pub const NAME_PATTERN: &str = "^[a-z0-9][a-z0-9_-]{0,62}$";
@@ -85,139 +36,12 @@ pub const HEADER_NAME_PATTERN: &str = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
 /// host, a port from 1 to 65535, no spaces or control characters.
 pub const URL_PATTERN: &str = "^(https?://|\\$\\{env:[A-Za-z_][A-Za-z0-9_]*\\})";
 
-/// Keys that users of docker compose and other runners reach for.
-const SERVER_SYNONYMS: &[(&str, &str)] = &[
-    ("cmd", "command"),
-    ("arguments", "args"),
-    ("argv", "args"),
-    ("environment", "env"),
-    ("working_dir", "cwd"),
-    ("workdir", "cwd"),
-    ("working_directory", "cwd"),
-    ("dir", "cwd"),
-    ("directory", "cwd"),
-    ("endpoint", "url"),
-    ("timeout", "connect_timeout"),
-    ("disabled", "enabled"),
-    ("restart_policy", "restart"),
-    ("healthcheck", "health"),
-    ("health_check", "health"),
-    ("idle", "idle_timeout"),
-];
-const RESTART_SYNONYMS: &[(&str, &str)] = &[
-    ("mode", "policy"),
-    ("retries", "max_restarts"),
-    ("max_retries", "max_restarts"),
-    ("max_attempts", "max_restarts"),
-    ("delay", "backoff"),
-    ("period", "window"),
-];
-const BACKOFF_SYNONYMS: &[(&str, &str)] = &[
-    ("min", "initial"),
-    ("start", "initial"),
-    ("first", "initial"),
-    ("maximum", "max"),
-    ("cap", "max"),
-];
-const HEALTH_SYNONYMS: &[(&str, &str)] = &[
-    ("every", "interval"),
-    ("period", "interval"),
-    ("retries", "failures"),
-    ("threshold", "failures"),
-    ("max_failures", "failures"),
-];
-
-/// The mappings whose keys the format defines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Level {
-    Top,
-    Defaults,
-    Server,
-    Restart,
-    Backoff,
-    Health,
-}
-
-impl Level {
-    /// The keys accepted here, and synonyms users reach for.
-    fn keys(
-        self,
-    ) -> (
-        &'static [&'static str],
-        &'static [(&'static str, &'static str)],
-    ) {
-        match self {
-            Level::Top => (TOP_KEYS, &[]),
-            Level::Defaults => (DEFAULTS_KEYS, &[]),
-            Level::Server => (SERVER_KEYS, SERVER_SYNONYMS),
-            Level::Restart => (RESTART_KEYS, RESTART_SYNONYMS),
-            Level::Backoff => (BACKOFF_KEYS, BACKOFF_SYNONYMS),
-            Level::Health => (HEALTH_KEYS, HEALTH_SYNONYMS),
-        }
-    }
-
-    /// Whether `key` is one the validator handles at this level; every other
-    /// key is reported by [`Validator::unknown_key`].
-    pub(super) fn knows(self, key: &str) -> bool {
-        self.keys().0.contains(&key)
-    }
-}
-
-/// Where a node is: the steps to find it and the key path to show.
-#[derive(Debug, Clone, Default)]
-pub(super) struct At {
-    steps: Vec<Step>,
-    path: String,
-}
-
-impl At {
-    fn then(&self, step: Step, path: String) -> At {
-        let mut steps = self.steps.clone();
-        steps.push(step);
-        At { steps, path }
-    }
-
-    fn key_path(&self, key: &str) -> String {
-        let simple = !key.is_empty()
-            && key
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-        match (simple, self.path.is_empty()) {
-            (true, true) => key.to_string(),
-            (true, false) => format!("{}.{key}", self.path),
-            // Keys that would make the path ambiguous are quoted.
-            (false, _) => format!("{}[{}]", self.path, serde_json::Value::from(key)),
-        }
-    }
-
-    fn item(&self, index: usize) -> At {
-        self.then(Step::Item(index), format!("{}[{index}]", self.path))
-    }
-}
-
-/// A mapping entry whose key is a usable string.
-pub(super) struct Entry<'n> {
-    pub key: String,
-    pub value: &'n Node,
-    /// The key itself, for errors about the key.
-    pub key_at: At,
-    /// The value; a null value has no text of its own, so its errors point at the key.
-    pub value_at: At,
-}
-
 /// The `defaults:` block; unset timeouts fall back to [`DEFAULT_TIMEOUT`].
 #[derive(Default)]
 struct Defaults {
     connect_timeout: Option<Timeout>,
     cleanup_timeout: Option<Timeout>,
     policies: Policies,
-}
-
-pub(super) struct Validator<'a> {
-    env: &'a dyn Fn(&str) -> Option<String>,
-    /// The fleet file's directory, against which a relative `cwd` is resolved.
-    base_dir: &'a Path,
-    issues: Vec<Issue>,
 }
 
 /// Validates the document `root` of the fleet file `file` (absolute).
@@ -242,23 +66,6 @@ pub(crate) fn validate(
 }
 
 impl Validator<'_> {
-    pub(super) fn error(&mut self, at: &At, message: impl Into<String>) {
-        self.issues.push(Issue {
-            steps: Some(at.steps.clone()),
-            path: at.path.clone(),
-            message: message.into(),
-            first: None,
-        });
-    }
-
-    pub(super) fn issue_count(&self) -> usize {
-        self.issues.len()
-    }
-
-    pub(super) fn expected(&mut self, at: &At, expected: &str, found: &Node) {
-        self.error(at, format!("expected {expected}, found {}", found.kind()));
-    }
-
     fn fleet(&mut self, root: &Node, blank: bool, file: &Path) -> Option<Fleet> {
         let at = At::default();
         if blank {
@@ -306,95 +113,6 @@ impl Validator<'_> {
             name,
             servers,
         })
-    }
-
-    /// Checks that `node` is a mapping and returns its entries with string keys,
-    /// reporting keys that are not strings and duplicate keys (the first wins).
-    pub(super) fn mapping<'n>(
-        &mut self,
-        node: &'n Node,
-        at: &At,
-        expected: &str,
-    ) -> Option<Vec<Entry<'n>>> {
-        let Node::Map(pairs) = node else {
-            self.expected(at, expected, node);
-            return None;
-        };
-        let mut seen: HashMap<&str, usize> = HashMap::new();
-        let mut entries = Vec::with_capacity(pairs.len());
-        for (index, (key, value)) in pairs.iter().enumerate() {
-            let key_steps = at.then(Step::Key(index), String::new()).steps;
-            let Some(text) = key.scalar_text() else {
-                let key_at = At {
-                    steps: key_steps,
-                    path: at.path.clone(),
-                };
-                self.expected(&key_at, "a string key", key);
-                continue;
-            };
-            let path = at.key_path(text);
-            let key_at = At {
-                steps: key_steps,
-                path: path.clone(),
-            };
-            if let Some(&first) = seen.get(text) {
-                let mut first_steps = at.steps.clone();
-                first_steps.push(Step::Key(first));
-                self.issues.push(Issue {
-                    steps: Some(key_at.steps),
-                    path,
-                    message: format!("duplicate key `{text}`"),
-                    first: Some(first_steps),
-                });
-                continue;
-            }
-            seen.insert(text, index);
-            let value_at = if matches!(value, Node::Null) {
-                key_at.clone()
-            } else {
-                at.then(Step::Value(index), path)
-            };
-            entries.push(Entry {
-                key: text.to_string(),
-                value,
-                key_at,
-                value_at,
-            });
-        }
-        Some(entries)
-    }
-
-    /// Reports an unknown key; returns the key it suggests instead, if any.
-    pub(super) fn unknown_key(&mut self, entry: &Entry, level: Level) -> Option<&'static str> {
-        let key = entry.key.as_str();
-        let (known, synonyms) = level.keys();
-        let mut message = format!("unknown key `{key}`");
-        // A key of another level is a misplaced key, not a misspelled one.
-        let misplaced = match level {
-            Level::Top if DEFAULTS_KEYS.contains(&key) => {
-                Some("it belongs under a server in `servers:`, or in `defaults:`")
-            }
-            Level::Top if SERVER_KEYS.contains(&key) => {
-                Some("it belongs under a server in `servers:`")
-            }
-            Level::Defaults if SERVER_KEYS.contains(&key) => {
-                Some("it cannot be a default; set it on each server")
-            }
-            _ => None,
-        };
-        let suggested = match misplaced {
-            Some(_) => None,
-            None => suggestion(key, &[known], synonyms),
-        };
-        if let Some(hint) = misplaced {
-            message.push_str(&format!("; {hint}"));
-        } else if key == "<<" {
-            message.push_str("; YAML merge keys are not supported, use `defaults:`");
-        } else if let Some(known) = suggested {
-            message.push_str(&format!("; did you mean `{known}`?"));
-        }
-        self.error(&entry.key_at, message);
-        suggested
     }
 
     fn version(&mut self, entry: &Entry) {
@@ -464,47 +182,6 @@ impl Validator<'_> {
     /// A deadline: a duration or `none`.
     fn timeout(&mut self, entry: &Entry) -> Option<Timeout> {
         self.duration(entry, true)
-    }
-
-    /// A duration; `none` only where `allow_none` (a deadline that may be
-    /// switched off), never for a period or a delay.
-    pub(super) fn duration(&mut self, entry: &Entry, allow_none: bool) -> Option<Timeout> {
-        let at = &entry.value_at;
-        let text = match entry.value {
-            Node::Number { raw } | Node::Str(raw) => raw,
-            other => {
-                let expected = match allow_none {
-                    true => "a duration such as 10s, 500ms or none",
-                    false => "a duration such as 10s or 500ms",
-                };
-                self.expected(at, expected, other);
-                return None;
-            }
-        };
-        let message = match duration::parse(text) {
-            Ok(Timeout::Never) if !allow_none => format!(
-                "`{}` cannot be none; write a duration such as 10s or 500ms",
-                entry.key
-            ),
-            Ok(timeout) => return Some(timeout),
-            Err(e) if allow_none => e.to_string(),
-            // The parser's own words suggest `none`, which is not allowed here.
-            Err(DurationError::Zero(text)) => {
-                format!(
-                    "`{text}` is zero; `{}` needs a positive duration",
-                    entry.key
-                )
-            }
-            Err(DurationError::Empty) => {
-                "empty duration; write e.g. 10s, 500ms, 2m or 1h".to_string()
-            }
-            Err(DurationError::Malformed(text)) => {
-                format!("`{text}` is not a duration; write e.g. 10s, 500ms, 2m or 1h")
-            }
-            Err(e) => e.to_string(),
-        };
-        self.error(at, message);
-        None
     }
 
     fn servers(&mut self, entry: &Entry, defaults: &Defaults) -> Option<Vec<ServerSpec>> {
@@ -864,6 +541,15 @@ impl Validator<'_> {
 /// given, a port from 1 to 65535); the reason when it is not. The reason never
 /// quotes the URL, which may hold a secret.
 pub(crate) fn check_url(url: &str) -> Result<(), &'static str> {
+    // The `url` crate has the last word: it is how the HTTP client reads the URL,
+    // so what passes here is what the client connects to, and `remote` can find
+    // the user info and query values to hide. It cannot be the only check: it
+    // reads a URL as a browser does and repairs what it can, so that `HTTP://h`,
+    // `http:/h`, ` http://h`, `https:///mcp` (host `mcp`), `http://a\b/` (host
+    // `a`), `http://h:` and `http://h:0` pass, and tabs and line breaks vanish. A
+    // fleet file connects to what it says, so the text as written is checked
+    // first, which also gives the reasons their words.
+    const PORT: &str = "the port must be a number from 1 to 65535";
     let Some(rest) = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"))
@@ -877,16 +563,9 @@ pub(crate) fn check_url(url: &str) -> Result<(), &'static str> {
     // Credentials (`user:password@`) are the client's business, not the host's.
     let host_port = authority.rsplit('@').next().unwrap_or_default();
     let port = if let Some(bracketed) = host_port.strip_prefix('[') {
-        let Some((address, after)) = bracketed.split_once(']') else {
+        let Some((_, after)) = bracketed.split_once(']') else {
             return Err("the IPv6 address is not closed with `]`");
         };
-        let is_ipv6 = address.contains(':')
-            && address
-                .chars()
-                .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.');
-        if !is_ipv6 {
-            return Err("the host in `[...]` is not an IPv6 address");
-        }
         match after {
             "" => None,
             _ => match after.strip_prefix(':') {
@@ -909,14 +588,18 @@ pub(crate) fn check_url(url: &str) -> Result<(), &'static str> {
         }
         port
     };
-    if let Some(port) = port {
-        let valid = !port.is_empty()
-            && port.len() <= 5
-            && port.bytes().all(|b| b.is_ascii_digit())
-            && port.parse::<u16>().is_ok_and(|p| p > 0);
-        if !valid {
-            return Err("the port must be a number from 1 to 65535");
-        }
+    if port == Some("") {
+        return Err(PORT);
+    }
+    let parsed = url::Url::parse(url).map_err(|e| match e {
+        url::ParseError::EmptyHost => "it has no host",
+        url::ParseError::InvalidPort => PORT,
+        url::ParseError::InvalidIpv6Address => "the host in `[...]` is not an IPv6 address",
+        url::ParseError::InvalidIpv4Address => "the host is not a valid IPv4 address",
+        _ => "the host is not a valid host name",
+    })?;
+    if parsed.port() == Some(0) {
+        return Err(PORT);
     }
     Ok(())
 }
@@ -945,56 +628,9 @@ pub(crate) fn is_name(name: &str) -> bool {
             .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
-/// The known key the user most likely meant, if any is close enough.
-pub(super) fn suggestion(
-    key: &str,
-    known: &[&[&'static str]],
-    synonyms: &[(&str, &'static str)],
-) -> Option<&'static str> {
-    if key.len() > 64 {
-        return None;
-    }
-    let lower = key.to_ascii_lowercase();
-    if let Some((_, known)) = synonyms.iter().find(|(alias, _)| *alias == lower) {
-        return Some(known);
-    }
-    known
-        .iter()
-        .flat_map(|list| list.iter())
-        .map(|k| (edit_distance(&lower, k), *k))
-        .filter(|(distance, k)| *distance <= (k.len() / 3).clamp(1, 3))
-        .min_by_key(|(distance, _)| *distance)
-        .map(|(_, k)| k)
-}
-
-/// Edit distance in characters where swapping two neighbours counts as one
-/// edit (optimal string alignment): `ulr` is one typo away from `url`.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let width = b.len() + 1;
-    let mut d = vec![0usize; (a.len() + 1) * width];
-    for i in 0..=a.len() {
-        for j in 0..=b.len() {
-            d[i * width + j] = if i == 0 || j == 0 {
-                i + j
-            } else {
-                let cost = usize::from(a[i - 1] != b[j - 1]);
-                let mut best = (d[(i - 1) * width + j] + 1)
-                    .min(d[i * width + j - 1] + 1)
-                    .min(d[(i - 1) * width + j - 1] + cost);
-                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                    best = best.min(d[(i - 2) * width + j - 2] + 1);
-                }
-                best
-            };
-        }
-    }
-    d[a.len() * width + b.len()]
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::keys::RESTART_POLICIES;
     use super::*;
 
     #[test]
@@ -1016,40 +652,6 @@ mod tests {
         ] {
             assert!(!is_name(bad), "{bad}");
         }
-    }
-
-    #[test]
-    fn suggestions() {
-        let server = &[SERVER_KEYS][..];
-        assert_eq!(suggestion("comand", server, &[]), Some("command"));
-        assert_eq!(suggestion("Command", server, &[]), Some("command"));
-        assert_eq!(suggestion("arg", server, &[]), Some("args"));
-        assert_eq!(suggestion("ulr", server, &[]), Some("url"));
-        assert_eq!(
-            suggestion("conect_timeout", server, &[]),
-            Some("connect_timeout")
-        );
-        assert_eq!(
-            suggestion("environment", server, SERVER_SYNONYMS),
-            Some("env")
-        );
-        assert_eq!(suggestion("serveres", &[TOP_KEYS], &[]), Some("servers"));
-        assert_eq!(suggestion("foo", server, &[]), None);
-        assert_eq!(suggestion("image", server, SERVER_SYNONYMS), None);
-        assert_eq!(suggestion("restarts", server, &[]), Some("restart"));
-        assert_eq!(suggestion("idle_timout", server, &[]), Some("idle_timeout"));
-        assert_eq!(
-            suggestion("max_retries", &[RESTART_KEYS], RESTART_SYNONYMS),
-            Some("max_restarts")
-        );
-        assert_eq!(
-            suggestion("intervall", &[HEALTH_KEYS], &[]),
-            Some("interval")
-        );
-        assert_eq!(
-            suggestion("on_failure", &[RESTART_POLICIES], &[]),
-            Some("on-failure")
-        );
     }
 
     #[test]
@@ -1142,6 +744,25 @@ mod tests {
     }
 
     #[test]
+    fn urls_the_http_client_would_refuse_are_refused() {
+        for (bad, why) in [
+            ("http://1.2.3.999/", "the host is not a valid IPv4 address"),
+            (
+                "http://[:::]/",
+                "the host in `[...]` is not an IPv6 address",
+            ),
+            (
+                "http://[1:2]/",
+                "the host in `[...]` is not an IPv6 address",
+            ),
+            ("http://xn--a/mcp", "the host is not a valid host name"),
+            ("http://a%3Cb/", "the host is not a valid host name"),
+        ] {
+            assert_eq!(check_url(bad), Err(why), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn header_names_and_values() {
         for ok in [
             "Authorization",
@@ -1166,22 +787,5 @@ mod tests {
         ] {
             assert!(!is_header_value(bad), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn stdio_only_keys_are_server_keys() {
-        for key in STDIO_ONLY_KEYS {
-            assert!(SERVER_KEYS.contains(key), "{key}");
-        }
-        assert!(!STDIO_ONLY_KEYS.contains(&"command"));
-    }
-
-    #[test]
-    fn edit_distances() {
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("args", "args"), 0);
-        assert_eq!(edit_distance("ulr", "url"), 1);
-        assert_eq!(edit_distance("cwd", ""), 3);
     }
 }

@@ -8,6 +8,22 @@
 //! target node: serde_yaml stamps a failing node's position onto the error. It
 //! costs one parse per located node, which is why the caller caps how many it
 //! locates. This module knows YAML, not the fleet format.
+//!
+//! A span-aware parser was tried instead (saphyr-parser's events, each with its
+//! span, built into a tree of positions once per file). It is much faster: on a
+//! 319 KB file with 10,000 errors (release build), one pass takes 16 ms and
+//! places all of them, where this module takes 12 ms per error, 630 ms for the
+//! 52 that the caller's budget lets it place (the first parse takes 41 ms
+//! either way); on a 4.5 KB file with 150 errors, 0.3 ms against 22 ms. It was
+//! not kept, because it is a second YAML parser that does not read every file
+//! as libyaml does: it places a block scalar (`|`, `>`) at its first line of
+//! text instead of its indicator, a block sequence at its first item instead of
+//! its `-`, and an empty value one column earlier, so reported positions would
+//! change; and it refuses some documents that libyaml reads (in
+//! tests/bad_input.rs, mutated fleet files and non-YAML files such as
+//! /proc/self/status were left with errors without a place), so the approach
+//! here would have to stay as a fallback anyway. The budget keeps this one's
+//! cost bounded: at most 16 MiB of parsing per file.
 
 use std::cell::Cell;
 use std::fmt;

@@ -84,13 +84,11 @@ impl RestartHistory {
     }
 }
 
-/// A cheap jitter source: the sub-second nanoseconds of the clock. Good enough to
-/// spread restarts; nothing here needs unpredictability.
+/// A jitter in [0, 1) for [`backoff`], from a per-thread generator seeded from
+/// the clock and the thread: it spreads restarts of servers that fell together,
+/// and nothing here needs unpredictability.
 pub fn jitter() -> f64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    f64::from(nanos % 1_000_000) / 1_000_000.0
+    fastrand::f64()
 }
 
 #[cfg(test)]

@@ -1,0 +1,207 @@
+//! The keys of format version 1, mapping by mapping; the words that users of
+//! other runners reach for instead; and, for a key that is none of them, the
+//! known key it most likely misspells. The validator and the policy blocks both
+//! check keys against these lists, and the JSON Schema in `config/` is tested
+//! against them.
+
+/// Keys of the top level.
+pub const TOP_KEYS: &[&str] = &["version", "name", "defaults", "servers"];
+/// Keys of `defaults:`; each applies to every server that does not set it.
+pub const DEFAULTS_KEYS: &[&str] = &[
+    "connect_timeout",
+    "cleanup_timeout",
+    "restart",
+    "health",
+    "idle_timeout",
+];
+/// Keys of a server. A server has `command` (stdio) or `url` (streamable HTTP);
+/// [`STDIO_ONLY_KEYS`] go with `command` only, `headers` with `url` only, and
+/// the others with either.
+pub const SERVER_KEYS: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "shell",
+    "url",
+    "headers",
+    "enabled",
+    "connect_timeout",
+    "cleanup_timeout",
+    "restart",
+    "health",
+    "idle_timeout",
+];
+/// Keys of a server that apply only to a stdio server (`command`): with `url`
+/// they are errors.
+pub const STDIO_ONLY_KEYS: &[&str] = &["args", "env", "cwd", "shell"];
+/// Keys of `restart:`.
+pub const RESTART_KEYS: &[&str] = &["policy", "backoff", "max_restarts", "window"];
+/// Keys of `restart.backoff:`.
+pub const BACKOFF_KEYS: &[&str] = &["initial", "max"];
+/// Keys of `health:`.
+pub const HEALTH_KEYS: &[&str] = &["interval", "timeout", "failures"];
+/// The values of `restart.policy`, as [`RestartMode::as_str`](super::RestartMode::as_str) spells them.
+pub const RESTART_POLICIES: &[&str] = &["never", "on-failure", "always"];
+
+/// Keys that users of docker compose and other runners reach for.
+const SERVER_SYNONYMS: &[(&str, &str)] = &[
+    ("cmd", "command"),
+    ("arguments", "args"),
+    ("argv", "args"),
+    ("environment", "env"),
+    ("working_dir", "cwd"),
+    ("workdir", "cwd"),
+    ("working_directory", "cwd"),
+    ("dir", "cwd"),
+    ("directory", "cwd"),
+    ("endpoint", "url"),
+    ("timeout", "connect_timeout"),
+    ("disabled", "enabled"),
+    ("restart_policy", "restart"),
+    ("healthcheck", "health"),
+    ("health_check", "health"),
+    ("idle", "idle_timeout"),
+];
+const RESTART_SYNONYMS: &[(&str, &str)] = &[
+    ("mode", "policy"),
+    ("retries", "max_restarts"),
+    ("max_retries", "max_restarts"),
+    ("max_attempts", "max_restarts"),
+    ("delay", "backoff"),
+    ("period", "window"),
+];
+const BACKOFF_SYNONYMS: &[(&str, &str)] = &[
+    ("min", "initial"),
+    ("start", "initial"),
+    ("first", "initial"),
+    ("maximum", "max"),
+    ("cap", "max"),
+];
+const HEALTH_SYNONYMS: &[(&str, &str)] = &[
+    ("every", "interval"),
+    ("period", "interval"),
+    ("retries", "failures"),
+    ("threshold", "failures"),
+    ("max_failures", "failures"),
+];
+
+/// The mappings whose keys the format defines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Level {
+    Top,
+    Defaults,
+    Server,
+    Restart,
+    Backoff,
+    Health,
+}
+
+impl Level {
+    /// The keys accepted here, and synonyms users reach for.
+    pub(super) fn keys(
+        self,
+    ) -> (
+        &'static [&'static str],
+        &'static [(&'static str, &'static str)],
+    ) {
+        match self {
+            Level::Top => (TOP_KEYS, &[]),
+            Level::Defaults => (DEFAULTS_KEYS, &[]),
+            Level::Server => (SERVER_KEYS, SERVER_SYNONYMS),
+            Level::Restart => (RESTART_KEYS, RESTART_SYNONYMS),
+            Level::Backoff => (BACKOFF_KEYS, BACKOFF_SYNONYMS),
+            Level::Health => (HEALTH_KEYS, HEALTH_SYNONYMS),
+        }
+    }
+
+    /// Whether `key` is one the validator handles at this level; every other
+    /// key is reported by [`Validator::unknown_key`](super::walk::Validator::unknown_key).
+    pub(super) fn knows(self, key: &str) -> bool {
+        self.keys().0.contains(&key)
+    }
+}
+
+/// The known key the user most likely meant, if any is close enough.
+pub(super) fn suggestion(
+    key: &str,
+    known: &[&[&'static str]],
+    synonyms: &[(&str, &'static str)],
+) -> Option<&'static str> {
+    if key.len() > 64 {
+        return None;
+    }
+    let lower = key.to_ascii_lowercase();
+    if let Some((_, known)) = synonyms.iter().find(|(alias, _)| *alias == lower) {
+        return Some(known);
+    }
+    known
+        .iter()
+        .flat_map(|list| list.iter())
+        .map(|k| (edit_distance(&lower, k), *k))
+        .filter(|(distance, k)| *distance <= (k.len() / 3).clamp(1, 3))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, k)| k)
+}
+
+/// Edit distance in characters where swapping two neighbours counts as one
+/// edit (optimal string alignment): `ulr` is one typo away from `url`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    strsim::osa_distance(a, b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions() {
+        let server = &[SERVER_KEYS][..];
+        assert_eq!(suggestion("comand", server, &[]), Some("command"));
+        assert_eq!(suggestion("Command", server, &[]), Some("command"));
+        assert_eq!(suggestion("arg", server, &[]), Some("args"));
+        assert_eq!(suggestion("ulr", server, &[]), Some("url"));
+        assert_eq!(
+            suggestion("conect_timeout", server, &[]),
+            Some("connect_timeout")
+        );
+        assert_eq!(
+            suggestion("environment", server, SERVER_SYNONYMS),
+            Some("env")
+        );
+        assert_eq!(suggestion("serveres", &[TOP_KEYS], &[]), Some("servers"));
+        assert_eq!(suggestion("foo", server, &[]), None);
+        assert_eq!(suggestion("image", server, SERVER_SYNONYMS), None);
+        assert_eq!(suggestion("restarts", server, &[]), Some("restart"));
+        assert_eq!(suggestion("idle_timout", server, &[]), Some("idle_timeout"));
+        assert_eq!(
+            suggestion("max_retries", &[RESTART_KEYS], RESTART_SYNONYMS),
+            Some("max_restarts")
+        );
+        assert_eq!(
+            suggestion("intervall", &[HEALTH_KEYS], &[]),
+            Some("interval")
+        );
+        assert_eq!(
+            suggestion("on_failure", &[RESTART_POLICIES], &[]),
+            Some("on-failure")
+        );
+    }
+
+    #[test]
+    fn stdio_only_keys_are_server_keys() {
+        for key in STDIO_ONLY_KEYS {
+            assert!(SERVER_KEYS.contains(key), "{key}");
+        }
+        assert!(!STDIO_ONLY_KEYS.contains(&"command"));
+    }
+
+    #[test]
+    fn edit_distances() {
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("args", "args"), 0);
+        assert_eq!(edit_distance("ulr", "url"), 1);
+        assert_eq!(edit_distance("cwd", ""), 3);
+    }
+}
