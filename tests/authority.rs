@@ -1,5 +1,5 @@
 //! The authority against real fixture processes, through the library API: the
-//! lifecycle rules of DESIGN §4 that one authority (or a few side by side) must keep,
+//! lifecycle rules of docs/design.md §4 that one authority (or a few side by side) must keep,
 //! checked on generations, on the event sequence and on `/proc`.
 //!
 //! Every process a test starts carries its own `MCPFLEET_TEST_ID`, so that the end of

@@ -58,7 +58,7 @@ const ESCAPING: &[(&str, &str)] = &[
 ];
 /// Servers whose state only changes by a command (no restarts on their own).
 const STEADY: &[&str] = &["plain", "slow", "stubborn", "family"];
-/// Exit codes a command may end with (DESIGN §5); 2 (usage) would be a harness bug.
+/// Exit codes a command may end with (docs/design.md §5); 2 (usage) would be a harness bug.
 const CODES: &[i32] = &[0, 1, 3, 4, 5, 6, 7, 8, 130];
 /// How long any command may take before it counts as a hang.
 const ANSWER_BOUND: Duration = Duration::from_secs(60);

@@ -1,6 +1,6 @@
 //! `mcpfleet check` against real fixture processes, through the real binary: each
 //! lifecycle rule that holds in one process (L1, L2, L4, L5, L7, L8, L9) and the
-//! exit codes of DESIGN §5.
+//! exit codes of docs/design.md §5.
 
 mod common;
 

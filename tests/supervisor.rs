@@ -1,6 +1,6 @@
 //! The supervisor through the real binary, against real fixture processes: `up`,
 //! `status`, `down`, `reconnect` and `reset` as thin clients of one supervisor per
-//! fleet (DESIGN §3), and the lifecycle rules across processes (L2, L3, L4, L6, L7,
+//! fleet (docs/design.md §3), and the lifecycle rules across processes (L2, L3, L4, L6, L7,
 //! L10, L11, L12), checked on the replies, on `events.ndjson`, on `state.json` and
 //! on `/proc`.
 //!
@@ -1396,8 +1396,8 @@ fn a_command_sent_while_the_idle_supervisor_lingers_is_answered() {
 // 11. Orphans of a server are reaped
 
 /// The supervisor is a child subreaper: a server's descendants whose parent exits
-/// are re-parented to it. Once they are killed, it must reap them (by pid, DESIGN
-/// §9), or every such generation leaves a zombie in the supervisor for its life.
+/// are re-parented to it. Once they are killed, it must reap them (by pid, docs/design.md
+/// §11), or every such generation leaves a zombie in the supervisor for its life.
 #[test]
 fn a_grandchild_reparented_to_the_supervisor_is_reaped_after_teardown() {
     let scratch = tempfile::tempdir().unwrap();

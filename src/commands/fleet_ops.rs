@@ -1,6 +1,6 @@
 //! `up`, `down`, `status`, `reconnect`, `reset` and the hidden `supervise`: thin
 //! clients of the supervisor. Each sends one request and renders its report; the
-//! exit code is the report's, computed by the supervisor from DESIGN §5.
+//! exit code is the report's, computed by the supervisor from docs/design.md §5.
 
 use std::path::Path;
 use std::time::Duration;

@@ -1,10 +1,10 @@
 //! The fleet file: finding it, reading it, validating it into a [`Fleet`].
 //!
-//! This module owns format version 1 of `mcpfleet.yaml` (DESIGN §7) and turns it
+//! This module owns format version 1 of `mcpfleet.yaml` (docs/design.md §7) and turns it
 //! into plain validated values that the rest of the crate runs on; nothing
 //! downstream sees YAML. It reports every error of a file at once, each with
 //! line, column and key path, and it is where `${env:NAME}` is expanded, into a
-//! [`Text`] that shows its template instead of the secret (DESIGN §6). It never
+//! [`Text`] that shows its template instead of the secret (docs/design.md §6). It never
 //! starts processes and never prints; reading the file, the environment through
 //! the lookup it is given, and checking `cwd` directories are its only effects.
 //!

@@ -1,5 +1,5 @@
 //! The authority: one task per server that alone owns its child process, MCP
-//! session and state (DESIGN §3). Everything else holds a cheap `Handle` and sends
+//! session and state (docs/design.md §3). Everything else holds a cheap `Handle` and sends
 //! requests; the task handles them one at a time, in arrival order (L1).
 //!
 //! ```text

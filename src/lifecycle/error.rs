@@ -1,4 +1,4 @@
-//! What went wrong with a server, in the terms of DESIGN §6: a kind that scripts
+//! What went wrong with a server, in the terms of docs/design.md §6: a kind that scripts
 //! match on, the phase it happened in, a message for people, and the tail of the
 //! server's stderr.
 

@@ -1,4 +1,4 @@
-//! The exit-code table (DESIGN §5). Never renumbered. When servers end differently,
+//! The exit-code table (docs/design.md §5). Never renumbered. When servers end differently,
 //! the highest-ranked code wins: 2, 5, 4, 3, 6, 7, 8, 1, then 0.
 
 use crate::lifecycle::error::ErrorKind;

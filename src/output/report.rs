@@ -1,5 +1,5 @@
 //! One report model for every command, rendered as text, JSON or NDJSON
-//! (DESIGN §6). Data goes to stdout; chatter goes to stderr elsewhere. The JSON
+//! (docs/design.md §6). Data goes to stdout; chatter goes to stderr elsewhere. The JSON
 //! shape is versioned by `SCHEMA_VERSION`: fields may be added, never change meaning.
 
 use std::io::Write;

@@ -1,5 +1,5 @@
 //! The supervisor: one process per fleet that holds the authority of every server
-//! and serves the CLI over a Unix control socket (DESIGN §3).
+//! and serves the CLI over a Unix control socket (docs/design.md §3).
 //!
 //! ```text
 //!  lock (held for life) ─► state.json ─► recovery (L10) ─► authorities ─► socket ─► serve

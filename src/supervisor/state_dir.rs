@@ -1,4 +1,4 @@
-//! The state directory of one fleet (DESIGN §3): the supervisor's lock, its control
+//! The state directory of one fleet (docs/design.md §3): the supervisor's lock, its control
 //! socket, `state.json`, the event log and one stderr log per server.
 //!
 //! It is created with mode 0700 and refused when it is a symlink, belongs to another
