@@ -316,6 +316,8 @@ fn mcpfleet_up_tools_down(program: &Path, n: usize) -> Row {
     ));
     let listed = doc["servers"].as_array().map_or(0, Vec::len);
     let supervisor = supervisor_pid(&state);
+    // The supervisor's guardian (its parent) outlives `down` with it.
+    let guardian = supervisor.and_then(parent_of);
     let t = Instant::now();
     let (_, doc) = timed_json(mcpfleet(
         &fleet,
@@ -323,9 +325,13 @@ fn mcpfleet_up_tools_down(program: &Path, n: usize) -> Row {
         &tag,
         &["down", "--output", "json"],
     ));
-    let (teardown, left) = until_gone_but(&tag, t, supervisor);
+    let manager: Vec<i32> = supervisor.into_iter().chain(guardian).collect();
+    let (teardown, left) = until_gone_but(&tag, t, &manager);
     let stopped = servers_ok(&doc);
-    let rss = supervisor.and_then(|pid| status_kb(pid, "VmHWM:"));
+    // The manager's memory is the supervisor's and its guardian's.
+    let rss = supervisor
+        .and_then(|pid| status_kb(pid, "VmHWM:"))
+        .map(|kb| kb + guardian.and_then(|g| status_kb(g, "VmHWM:")).unwrap_or(0));
     // Let the supervisor go now rather than after its idle linger.
     if let Some(pid) = supervisor {
         let _ = nix::sys::signal::kill(
@@ -343,7 +349,7 @@ fn mcpfleet_up_tools_down(program: &Path, n: usize) -> Row {
         total: ms(up + tools + teardown),
         rss_kb: rss,
         left,
-        note: format!("listed {listed}, stopped {stopped} (supervisor RSS)"),
+        note: format!("listed {listed}, stopped {stopped} (supervisor + guardian RSS)"),
     }
 }
 
@@ -446,16 +452,17 @@ fn agents_manager(python: &Path, program: &Path, n: usize, mode: &str) -> Row {
 /// Returns the time since `since` and how many were alive at the first look;
 /// whatever is still alive after the bound is killed.
 fn until_gone(tag: &str, since: Instant) -> (Duration, usize) {
-    until_gone_but(tag, since, None)
+    until_gone_but(tag, since, &[])
 }
 
-/// `until_gone`, not counting the process `except` (the supervisor, which carries
-/// the tag of the run that started it and outlives `down` for a moment).
-fn until_gone_but(tag: &str, since: Instant, except: Option<i32>) -> (Duration, usize) {
+/// `until_gone`, not counting the processes `except` (the supervisor and its
+/// guardian, which carry the tag of the run that started them and outlive `down`
+/// for a moment).
+fn until_gone_but(tag: &str, since: Instant, except: &[i32]) -> (Duration, usize) {
     let entry = format!("MCPFLEET_TEST_ID={tag}");
     let alive = || {
         let mut pids = tagged(&entry);
-        pids.retain(|p| Some(*p) != except);
+        pids.retain(|p| !except.contains(p));
         pids
     };
     let first = alive().len();
@@ -494,6 +501,13 @@ fn tagged(entry: &str) -> Vec<i32> {
                     .is_ok_and(|env| env.split(|b| *b == 0).any(|e| e == entry.as_bytes()))
         })
         .collect()
+}
+
+/// The parent of a living process.
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn supervisor_pid(state: &Path) -> Option<i32> {

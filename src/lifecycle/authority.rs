@@ -859,8 +859,11 @@ impl Actor {
             LiveKind::Process(process) => {
                 // The lineage as it is while the server still runs: once its stdin
                 // closes it may exit, and its children become orphans whose
-                // parentage is no longer there to read (L13).
-                let _ = crate::process::procfs::fresh(started).await;
+                // parentage is no longer there to read (L13). Without a child
+                // there is nothing new to read (orphans are tracked already).
+                if crate::process::procfs::has_children(process.pid) {
+                    let _ = crate::process::procfs::fresh(started).await;
+                }
                 if let Some(session) = live.session.take() {
                     session.close(grace.eof).await;
                 }
@@ -1094,7 +1097,10 @@ impl Actor {
                 // What the server started while it got ready (a helper, a daemon)
                 // is on disk before it is reported running: a supervisor killed
                 // from here on still finds it (L10, L13).
-                if let LiveKind::Process(p) = &live.kind {
+                if let LiveKind::Process(p) = &live.kind
+                    && self.ledger.keeps_lineage()
+                    && crate::process::procfs::has_children(p.pid)
+                {
                     let _ = crate::process::procfs::fresh(Instant::now()).await;
                     let members = p.lineage.recorded();
                     if !members.is_empty()

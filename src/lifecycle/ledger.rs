@@ -52,6 +52,11 @@ pub trait Ledger: Send + Sync {
     fn reserve(&self, server: &str, generation: Generation) -> Durable;
     /// Records the process of a generation right after it was spawned.
     fn spawned(&self, server: &str, record: LiveRecord) -> Durable;
+    /// Whether lineages are worth writing down (a ledger that outlives the
+    /// process; `check`'s keeps nothing).
+    fn keeps_lineage(&self) -> bool {
+        true
+    }
     /// Records the members of a running generation's lineage, replacing those
     /// recorded before. Ignored once the generation has ended.
     fn lineage(&self, server: &str, generation: Generation, members: Vec<ProcId>) -> Durable;
@@ -72,6 +77,9 @@ fn nothing_to_keep() -> Durable {
 }
 
 impl Ledger for NoLedger {
+    fn keeps_lineage(&self) -> bool {
+        false
+    }
     fn reserve(&self, _server: &str, _generation: Generation) -> Durable {
         nothing_to_keep()
     }

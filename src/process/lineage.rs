@@ -347,8 +347,13 @@ pub fn observe(table: &Table) {
         .map(|p| (p.stat.pid, &p.stat))
         .collect();
     let mut children: HashMap<i32, Vec<&ProcStat>> = HashMap::new();
+    // Processes by tag: one lookup per lineage instead of a walk of the table.
+    let mut by_tag: HashMap<&str, Vec<&ProcStat>> = HashMap::new();
     for p in table.procs() {
         children.entry(p.stat.ppid).or_default().push(&p.stat);
+        if let Some(tag) = p.tag.as_deref() {
+            by_tag.entry(tag).or_default().push(&p.stat);
+        }
     }
     let roots: HashSet<ProcId> = lineages.iter().filter_map(|l| l.root()).collect();
     let claimed: HashSet<i32> = lineages
@@ -490,9 +495,9 @@ pub fn observe(table: &Table) {
                 admit(s, &mut next, &mut queue);
             }
         }
-        for p in table.procs() {
-            if p.tag.as_deref() == Some(&*l.tag) && Some(ProcId::of(&p.stat)) != l.root() {
-                admit(&p.stat, &mut next, &mut queue);
+        for s in by_tag.get(&*l.tag).into_iter().flatten() {
+            if Some(ProcId::of(s)) != l.root() {
+                admit(s, &mut next, &mut queue);
             }
         }
         while let Some(parent) = queue.pop() {

@@ -67,6 +67,17 @@ pub fn stat(pid: i32) -> Option<ProcStat> {
     parse_stat(&text)
 }
 
+/// Whether `pid` has a child now, from its threads' `children` lists: a few small
+/// reads instead of a pass over the whole table. True when it cannot be told.
+pub fn has_children(pid: i32) -> bool {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return true;
+    };
+    tasks.filter_map(Result::ok).any(|task| {
+        fs::read_to_string(task.path().join("children")).map_or(true, |c| !c.trim().is_empty())
+    })
+}
+
 /// All pids currently listed in `/proc`.
 pub fn pids() -> Vec<i32> {
     let Ok(entries) = fs::read_dir("/proc") else {

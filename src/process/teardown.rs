@@ -270,9 +270,10 @@ pub async fn teardown(
         tag,
         lineage,
     } = target;
+    // From here on, an orphan shared with other generations may be given to this
+    // one; the passes below (one each poll once the leader has exited) keep the
+    // lineage current.
     lineage.begin_ending();
-    // The lineage as it is now, not as the last periodic pass saw it.
-    let _ = procfs::fresh(started).await;
     let mut run = Run {
         pid,
         pgid,
