@@ -141,6 +141,15 @@ struct Undecided {
     since: Instant,
 }
 
+impl Undecided {
+    /// Whether `lineage` is among the generations that may own this orphan.
+    fn may_be(&self, lineage: &Lineage) -> bool {
+        self.candidates
+            .iter()
+            .any(|c| std::ptr::eq(c.as_ptr(), Arc::as_ptr(&lineage.0)))
+    }
+}
+
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
 
 /// Spawns under way whose lineage is not tracked yet. A server this process just
@@ -181,43 +190,10 @@ impl Lineage {
     /// a process forked by the new server before its lineage knew its root is
     /// then never given to another generation on the ground that it was alone.
     pub fn prepare(tag: &str) -> Lineage {
-        Lineage::track(None, tag, &[])
-    }
-
-    /// The server's first process is `root`, leader of process group `pgid`.
-    pub fn started(&self, root: ProcId, pgid: i32) {
-        if self.0.root.set((root, pgid)).is_ok() {
-            lock(&self.0.inner).remember(root.pid);
-        }
-    }
-
-    /// Follows the descendants of `root` (with its process group), whose processes
-    /// carry `tag`. `known` are members already known by identity (from a ledger),
-    /// followed as long as they are alive.
-    pub fn track(root: Option<(ProcId, i32)>, tag: &str, known: &[ProcId]) -> Lineage {
-        let mut inner = Inner::default();
-        if let Some((root, _)) = root {
-            inner.remember(root.pid);
-        }
-        for id in known {
-            inner.members.insert(
-                id.pid,
-                Member {
-                    id: *id,
-                    pgid: -1,
-                    sid: -1,
-                },
-            );
-            inner.remember(id.pid);
-        }
-        let cell = std::sync::OnceLock::new();
-        if let Some(root) = root {
-            let _ = cell.set(root);
-        }
         let shared = Arc::new(Shared {
-            root: cell,
+            root: std::sync::OnceLock::new(),
             tag: tag.into(),
-            inner: Mutex::new(inner),
+            inner: Mutex::new(Inner::default()),
             changed: Notify::new(),
         });
         let mut reg = registry();
@@ -227,8 +203,11 @@ impl Lineage {
         Lineage(shared)
     }
 
-    pub fn root(&self) -> Option<ProcId> {
-        self.0.root()
+    /// The server's first process is `root`, leader of process group `pgid`.
+    pub fn started(&self, root: ProcId, pgid: i32) {
+        if self.0.root.set((root, pgid)).is_ok() {
+            lock(&self.0.inner).remember(root.pid);
+        }
     }
 
     /// Living members other than the root, as the last pass saw them.
@@ -257,11 +236,7 @@ impl Lineage {
         let guard = registry();
         if let Some(reg) = guard.as_ref() {
             for u in &reg.undecided {
-                let mine = u
-                    .candidates
-                    .iter()
-                    .any(|c| std::ptr::eq(c.as_ptr(), Arc::as_ptr(&self.0)));
-                if mine && !ids.contains(&u.id) {
+                if u.may_be(self) && !ids.contains(&u.id) {
                     ids.push(u.id);
                 }
             }
@@ -280,11 +255,7 @@ impl Lineage {
         };
         reg.undecided
             .iter()
-            .filter(|u| {
-                u.candidates
-                    .iter()
-                    .any(|c| std::ptr::eq(c.as_ptr(), Arc::as_ptr(&self.0)))
-            })
+            .filter(|u| u.may_be(self))
             .map(|u| u.id)
             .filter(ProcId::is_alive)
             .collect()
@@ -296,12 +267,9 @@ impl Lineage {
     pub fn settled(&self) -> bool {
         let guard = registry();
         let undecided = guard.as_ref().is_some_and(|reg| {
-            reg.undecided.iter().any(|u| {
-                u.candidates
-                    .iter()
-                    .any(|c| std::ptr::eq(c.as_ptr(), Arc::as_ptr(&self.0)))
-                    && u.id.is_alive()
-            })
+            reg.undecided
+                .iter()
+                .any(|u| u.may_be(self) && u.id.is_alive())
         });
         let members = !lock(&self.0.inner).members.is_empty();
         drop(guard);

@@ -1,0 +1,78 @@
+//! The handle: how everything outside the authority reaches it. Requests wait
+//! for the authority under their own deadline; state and the MCP peer are read
+//! from what the authority last published, never behind a start or teardown.
+
+use super::*;
+
+impl Handle {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Asks for a transition and waits for its outcome.
+    pub async fn request(
+        &self,
+        intent: Intent,
+        options: CallOptions,
+    ) -> Result<Reply, RequestError> {
+        let (accepted_tx, mut accepted_rx) = oneshot::channel();
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let message = Message::Transition {
+            intent,
+            options,
+            enqueued: Instant::now(),
+            accepted: accepted_tx,
+            reply: reply_tx,
+        };
+        let gone = || RequestError::Gone(self.name.to_string());
+        let deadline = options.wait_timeout.deadline();
+        let sent = match deadline {
+            Some(d) => tokio::time::timeout_at(d, self.tx.send(message)).await,
+            None => Ok(self.tx.send(message).await),
+        };
+        match sent {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return Err(gone()),
+            Err(_) => return Err(self.busy(options)),
+        }
+        // Whether accepted or not, the reply follows: a request that was never
+        // accepted is answered when the authority settles its queue on shutdown.
+        if let Some(d) = deadline
+            && tokio::time::timeout_at(d, &mut accepted_rx).await.is_err()
+        {
+            // Close first so that the authority cannot accept after this point;
+            // then an acceptance that raced the deadline still counts.
+            accepted_rx.close();
+            if accepted_rx.try_recv().is_err() {
+                return Err(self.busy(options));
+            }
+        }
+        reply_rx.await.map_err(|_| gone())
+    }
+
+    fn busy(&self, options: CallOptions) -> RequestError {
+        RequestError::Busy(self.name.to_string(), options.wait_timeout)
+    }
+
+    /// The MCP peer of the running generation, for requests that run outside the
+    /// authority (`tools`, `call`); `None` when the server is not running. Answered
+    /// at once, never behind a start or teardown in progress; it also counts as a
+    /// use of the server for its idle timer.
+    pub async fn peer(&self) -> Result<Option<(Generation, Peer<RoleClient>)>, RequestError> {
+        // A full queue means the authority is busy anyway: the touch can be skipped.
+        let _ = self.tx.try_send(Message::Touch);
+        Ok(self.published_peer.borrow().clone())
+    }
+
+    /// The current state, at once: the authority publishes it at every change, so a
+    /// `status` never waits behind a start or a teardown in progress. After the
+    /// authority has ended, this is the last state it published.
+    pub async fn snapshot(&self) -> Result<Snapshot, RequestError> {
+        let mut snapshot = self.published.borrow().clone();
+        snapshot.uptime_ms = snapshot.ready_at.map(|t| millis(t.elapsed()));
+        snapshot.retry_in_ms = snapshot
+            .retry_at
+            .map(|t| millis(t.saturating_duration_since(tokio::time::Instant::now())));
+        Ok(snapshot)
+    }
+}

@@ -1,0 +1,356 @@
+//! Starting a generation: spawn or connect, the handshake and tools/list under
+//! the connect deadline, and the teardown of a half start (L2, L3, L8).
+
+use super::*;
+
+impl Actor {
+    pub(super) async fn start(
+        &mut self,
+        generation: Generation,
+        options: CallOptions,
+        cause: Cause,
+        waited: Duration,
+    ) -> Done {
+        if self.ctx.interrupt.is_cancelled() || self.ctx.shutdown.is_cancelled() {
+            let error = ServerError::cancelled("the start");
+            return Done::err(error);
+        }
+        let started = Instant::now();
+        // The generation is taken before anything is spawned, so that it is never
+        // given twice, whatever happens next.
+        if let Err(e) = self.ledger.reserve(&self.config.name, generation).await {
+            return Done::err(ServerError::new(
+                ErrorKind::SpawnFailed,
+                ErrorPhase::Spawn,
+                format!("cannot record generation {generation} before spawning: {e}"),
+            ));
+        }
+        self.last_generation = generation;
+        self.set(
+            State::Starting { generation },
+            cause,
+            Duration::ZERO,
+            waited,
+            None,
+        );
+
+        // Held until the handshake has ended, one way or the other.
+        let slot = tokio::select! {
+            biased;
+            _ = self.ctx.interrupt.cancelled() => None,
+            _ = self.ctx.shutdown.cancelled() => None,
+            slot = self.ctx.start_slots.clone().acquire_owned() => slot.ok(),
+        };
+        let Some(_slot) = slot else {
+            let error = ServerError::cancelled("the start");
+            return self.nothing_spawned(generation, error, cause, started, waited);
+        };
+        let connect_timeout = options
+            .connect_timeout
+            .unwrap_or(self.config.connect_timeout);
+        let deadline = connect_timeout.deadline();
+        type Init = std::pin::Pin<Box<dyn Future<Output = Result<Session, SessionError>> + Send>>;
+        let (mut live, init): (Live, Init) = match &self.config.endpoint {
+            Endpoint::Stdio(launch) => {
+                let tag = Tag::new(&self.ctx.tag_scope, &self.config.name, generation);
+                // Until its lineage is tracked, the new process must not be taken
+                // for another generation's orphan.
+                let spawning = crate::process::lineage::Spawning::begin();
+                let lineage = Lineage::prepare(tag.value());
+                let mut spawned = match spawn::spawn(
+                    launch,
+                    tag,
+                    &self.config.name,
+                    self.config.stderr_log.as_deref(),
+                ) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let error = spawn_error(&self.config.command_shown, &e);
+                        return self.nothing_spawned(
+                            generation,
+                            error,
+                            cause,
+                            started,
+                            Duration::ZERO,
+                        );
+                    }
+                };
+                // Written while the handshake runs: until it is on disk, a new
+                // supervisor still finds the process by its tag.
+                let durable = self.ledger.spawned(
+                    &self.config.name,
+                    LiveRecord {
+                        generation,
+                        pid: spawned.pid,
+                        pgid: spawned.pgid,
+                        start_time: spawned.start_time,
+                        boot_id: crate::process::procfs::boot_id(),
+                        tag: spawned.tag.value().to_owned(),
+                        lineage: Vec::new(),
+                    },
+                );
+                let server = self.config.name.clone();
+                self.ctx.tracker.spawn(async move {
+                    if let Err(e) = durable.await {
+                        tracing::error!(server, error = %e, "cannot write state.json (spawned)");
+                    }
+                });
+                let stdout_drain = CancellationToken::new();
+                let init: Init = match (spawned.stdout.take(), spawned.stdin.take()) {
+                    (Some(stdout), Some(stdin)) => {
+                        Box::pin(Session::initialize(stdout, stdin, stdout_drain.clone()))
+                    }
+                    _ => Box::pin(async {
+                        Err(SessionError::Closed(
+                            "the server's pipes were not set up".into(),
+                        ))
+                    }),
+                };
+                let root = ProcId {
+                    pid: spawned.pid,
+                    start_time: spawned.start_time.unwrap_or(0),
+                };
+                lineage.started(root, spawned.pgid);
+                let process = LiveProcess {
+                    lineage,
+                    stdout_drain,
+                    exit: ExitWatch::new(spawned.pid),
+                    child: spawned.child,
+                    pid: spawned.pid,
+                    pgid: spawned.pgid,
+                    tag: spawned.tag,
+                    stderr: spawned.stderr,
+                    stderr_task: spawned.stderr_task,
+                };
+                drop(spawning);
+                (
+                    Live::new(generation, LiveKind::Process(Box::new(process))),
+                    init,
+                )
+            }
+            Endpoint::Http(remote) => {
+                let probe = DeleteProbe::default();
+                let remote = remote.clone();
+                let init_probe = probe.clone();
+                let init: Init =
+                    Box::pin(async move { Session::initialize_http(&remote, init_probe).await });
+                (Live::new(generation, LiveKind::Remote(probe)), init)
+            }
+        };
+        // A start in progress ends early on an interrupt and on shutdown alike: with
+        // `connect_timeout: none` it would otherwise hold the queue forever (L9).
+        let interrupt = (&self.ctx.interrupt, &self.ctx.shutdown);
+        let connected = async {
+            let session = bounded(deadline, interrupt, ErrorPhase::Initialize, init).await?;
+            let tools = bounded(
+                deadline,
+                interrupt,
+                ErrorPhase::ListTools,
+                session.list_tools(),
+            )
+            .await;
+            match tools {
+                Ok(tools) => Ok((session, tools.len())),
+                Err(e) => {
+                    session.close(Duration::from_millis(100)).await;
+                    Err(e)
+                }
+            }
+        };
+        match connected.await {
+            Ok((session, tools)) => {
+                // What the server started while it got ready (a helper, a daemon)
+                // is on disk before it is reported running: a supervisor killed
+                // from here on still finds it (L10, L13).
+                if let LiveKind::Process(p) = &live.kind
+                    && self.ledger.keeps_lineage()
+                    && crate::process::procfs::has_children(p.pid)
+                {
+                    let _ = crate::process::procfs::fresh(Instant::now()).await;
+                    let members = p.lineage.recorded();
+                    if !members.is_empty()
+                        && let Err(e) = self
+                            .ledger
+                            .lineage(&self.config.name, generation, members)
+                            .await
+                    {
+                        tracing::error!(server = %self.config.name, error = %e, "cannot write state.json (lineage)");
+                    }
+                }
+                live.server_info = session.server_info();
+                live.ready_at = Some(Instant::now());
+                live.session = Some(session);
+                live.tools = tools;
+                let pid = live.pid();
+                self.live = Some(live);
+                let now = tokio::time::Instant::now();
+                self.last_used = now;
+                self.missed_pings = 0;
+                self.ping_at = self.config.supervision.health.map(|h| now + h.interval);
+                let connect = started.elapsed();
+                self.set(
+                    state::after_start(generation, Ok(pid), Vec::new()),
+                    cause,
+                    connect,
+                    Duration::ZERO,
+                    None,
+                );
+                Done {
+                    result: Ok(()),
+                    connect: Some(connect),
+                    teardown: None,
+                }
+            }
+            Err(error) => {
+                // L8: what the failed start acquired is torn down before answering.
+                let cleanup = options
+                    .cleanup_timeout
+                    .unwrap_or(self.config.cleanup_timeout);
+                let stderr = live.stderr_lines();
+                let tag = live.tag_value();
+                let report = self.tear_down(live, cleanup, Instant::now()).await;
+                let remote = matches!(self.config.endpoint, Endpoint::Http(_));
+                let error = describe_start_error(error, report.exit, connect_timeout, remote)
+                    .with_stderr(stderr);
+                let summary = TeardownSummary::new(generation, &report);
+                let next = state::after_start(
+                    generation,
+                    Err(error.clone()),
+                    report.leftover_pids.clone(),
+                );
+                self.record_end(generation, &next, tag, &report.leftover_ids)
+                    .await;
+                let cause = if error.kind == ErrorKind::Cancelled {
+                    Cause::Interrupt
+                } else {
+                    cause
+                };
+                self.set(
+                    next,
+                    cause,
+                    started.elapsed(),
+                    Duration::ZERO,
+                    Some(error.clone()),
+                );
+                self.last_teardown = Some(summary.clone());
+                Done {
+                    result: Err(error),
+                    connect: None,
+                    teardown: Some(summary),
+                }
+            }
+        }
+    }
+
+    /// Ends a start that failed before anything was spawned for its generation.
+    pub(super) fn nothing_spawned(
+        &mut self,
+        generation: Generation,
+        error: ServerError,
+        cause: Cause,
+        started: Instant,
+        waited: Duration,
+    ) -> Done {
+        let next = state::after_start(generation, Err(error.clone()), Vec::new());
+        self.set(next, cause, started.elapsed(), waited, Some(error.clone()));
+        Done::err(error)
+    }
+}
+
+/// Runs one step of a start under the connect deadline and the interrupt.
+async fn bounded<T>(
+    deadline: Option<tokio::time::Instant>,
+    interrupt: (&CancellationToken, &CancellationToken),
+    phase: ErrorPhase,
+    step: impl Future<Output = Result<T, SessionError>>,
+) -> Result<T, ServerError> {
+    let step = async {
+        match deadline {
+            Some(d) => tokio::time::timeout_at(d, step).await.ok(),
+            None => Some(step.await),
+        }
+    };
+    let outcome = tokio::select! {
+        r = step => r,
+        _ = interrupt.0.cancelled() => return Err(ServerError::cancelled("the start")),
+        _ = interrupt.1.cancelled() => return Err(ServerError::cancelled("the start")),
+    };
+    match outcome {
+        None => Err(ServerError::new(ErrorKind::ConnectTimeout, phase, "")),
+        Some(Ok(v)) => Ok(v),
+        Some(Err(SessionError::Closed(m) | SessionError::Http(m) | SessionError::Lost(m))) => {
+            Err(ServerError::new(ErrorKind::ConnectFailed, phase, m))
+        }
+        Some(Err(SessionError::Unauthorized(m))) => {
+            Err(ServerError::new(ErrorKind::Unauthorized, phase, m))
+        }
+        Some(Err(SessionError::Protocol(m))) => {
+            Err(ServerError::new(ErrorKind::Protocol, phase, m))
+        }
+    }
+}
+
+/// Turns a start error into the message people read: what happened, in which phase.
+fn describe_start_error(
+    mut error: ServerError,
+    exit: Option<ExitKind>,
+    connect_timeout: Timeout,
+    remote: bool,
+) -> ServerError {
+    let step = match error.phase {
+        ErrorPhase::ListTools => "tools/list",
+        _ => "initialize",
+    };
+    error.message = match error.kind {
+        ErrorKind::ConnectTimeout => {
+            format!("no answer to {step} within the connect timeout of {connect_timeout}")
+        }
+        // A remote server has no output to close: what went wrong over HTTP is
+        // in the message already.
+        ErrorKind::ConnectFailed if remote => format!("{step} failed: {}", error.message),
+        ErrorKind::ConnectFailed => match exit {
+            Some(exit) if exit != ExitKind::Code(-1) => {
+                format!("the server exited during {step} ({exit})")
+            }
+            _ => format!("the server closed its output during {step}"),
+        },
+        ErrorKind::Protocol => format!("{step} failed: {}", error.message),
+        ErrorKind::Unauthorized => format!("{step} was refused: {}", error.message),
+        _ => return error,
+    };
+    error
+}
+
+fn spawn_error(program: &str, e: &std::io::Error) -> ServerError {
+    if let Some(log) = e
+        .get_ref()
+        .and_then(|r| r.downcast_ref::<spawn::LogOpenError>())
+    {
+        return ServerError::new(ErrorKind::SpawnFailed, ErrorPhase::Spawn, log.to_string());
+    }
+    let message = match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            format!("cannot run `{program}`: command not found (or `cwd` does not exist)")
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            format!("cannot run `{program}`: permission denied")
+        }
+        _ if matches!(
+            e.raw_os_error(),
+            Some(nix::libc::EMFILE | nix::libc::ENFILE)
+        ) =>
+        {
+            let limit = crate::process::limits::raise_open_files();
+            format!(
+                "cannot run `{program}`: too many open files (limit {}, hard limit {}); \
+                 each running server holds about {} descriptors: raise the hard limit \
+                 (ulimit -Hn) or run fewer servers",
+                limit.soft,
+                limit.hard,
+                crate::process::limits::PER_SERVER
+            )
+        }
+        _ => format!("cannot run `{program}`: {e}"),
+    };
+    ServerError::new(ErrorKind::SpawnFailed, ErrorPhase::Spawn, message)
+}

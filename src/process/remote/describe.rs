@@ -1,0 +1,230 @@
+//! How an HTTP answer is told to people: its status and the start of its body
+//! (markup stripped, control characters escaped, what we sent redacted), the
+//! realm and scope of a challenge, and whether a server says it does not know a
+//! session. Pure text: nothing here does I/O.
+
+use super::*;
+
+/// Whether a server's error text says that it does not know the session: the
+/// wording of the common SDKs ("Session not found", "No valid session ID
+/// provided", "Invalid or expired session ID").
+pub fn names_unknown_session(text: &str) -> bool {
+    let text = text.to_ascii_lowercase();
+    text.contains("session")
+        && [
+            "not found",
+            "no valid",
+            "unknown",
+            "invalid",
+            "expired",
+            "does not exist",
+            "terminated",
+        ]
+        .iter()
+        .any(|w| text.contains(w))
+}
+
+/// `HTTP 404 Not Found`.
+pub(super) fn status_text(status: StatusCode) -> String {
+    match status.canonical_reason() {
+        Some(reason) => format!("HTTP {} {reason}", status.as_u16()),
+        None => format!("HTTP {}", status.as_u16()),
+    }
+}
+
+/// rmcp words a refused request `HTTP <status>: <body>`: the status and the body.
+pub(super) fn split_status(text: &str) -> Option<(StatusCode, &str)> {
+    let rest = text.strip_prefix("HTTP ")?;
+    let status = StatusCode::from_bytes(rest.get(..3)?.as_bytes()).ok()?;
+    let body = rest.split_once(": ").map_or("", |(_, body)| body);
+    Some((status, body))
+}
+
+/// The message of a JSON-RPC error body, or the body itself.
+pub(super) fn error_message_of(body: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| body.to_owned())
+}
+
+/// The start of an error body as one line people can read: the text of an HTML
+/// page without its markup, or of a JSON-RPC error its message.
+pub(super) fn body_excerpt(body: &str) -> String {
+    let body = error_message_of(body);
+    let lower = body.to_ascii_lowercase();
+    if !lower.contains('<') {
+        return text_excerpt(&body);
+    }
+    // An HTML page: what its body says, without tags.
+    let start = lower
+        .find("<body")
+        .and_then(|i| lower[i..].find('>').map(|j| i + j + 1))
+        .unwrap_or(0);
+    let end = lower[start..]
+        .find("</body")
+        .map_or(lower.len(), |i| start + i);
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in body[start..end].chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                text.push(' ');
+            }
+            _ if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    let text = text
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&");
+    text_excerpt(&text)
+}
+
+/// Text from a server as one bounded line: runs of whitespace become one space,
+/// control characters are escaped, and it is cut at [`EXCERPT_CHARS`].
+pub(super) fn text_excerpt(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = 0;
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+            chars += 1;
+        }
+        for c in word.chars() {
+            if chars >= EXCERPT_CHARS {
+                out.push('…');
+                return out;
+            }
+            if c.is_control() {
+                out.extend(c.escape_default());
+            } else {
+                out.push(c);
+            }
+            chars += 1;
+        }
+    }
+    out
+}
+
+/// An error and its causes on one line.
+pub(super) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let more = e.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = e.source();
+    }
+    text_excerpt(&text)
+}
+
+/// `realm "mcp", scope "tools"` from a `WWW-Authenticate` challenge: only the
+/// parameters that say what the server wants, never anything else it echoes.
+pub(super) fn describe_challenge(header: &str) -> String {
+    let header = header.trim();
+    let (scheme, params) = match header.split_once(' ') {
+        Some((scheme, params)) if !scheme.contains('=') => (Some(scheme), params),
+        None if !header.contains('=') => (Some(header), ""),
+        _ => (None, header),
+    };
+    let shown: Vec<String> = challenge_params(params)
+        .into_iter()
+        .filter(|(name, _)| matches!(name.as_str(), "realm" | "scope" | "error"))
+        .map(|(name, value)| format!("{name} \"{}\"", text_excerpt(&value)))
+        .collect();
+    match scheme.filter(|s| !s.is_empty()).map(text_excerpt) {
+        Some(scheme) if shown.is_empty() => scheme,
+        Some(scheme) => format!("{scheme} {}", shown.join(", ")),
+        None => shown.join(", "),
+    }
+}
+
+/// The `name=value` parameters of a challenge; values may be quoted.
+pub(super) fn challenge_params(text: &str) -> Vec<(String, String)> {
+    let mut params = Vec::new();
+    let mut rest = text;
+    loop {
+        rest = rest.trim_start_matches([' ', ',', '\t']);
+        let Some(eq) = rest.find('=') else { break };
+        let name = rest[..eq].trim().to_ascii_lowercase();
+        rest = &rest[eq + 1..];
+        let value;
+        if let Some(quoted) = rest.strip_prefix('"') {
+            let mut v = String::new();
+            let mut escaped = false;
+            let mut end = quoted.len();
+            for (i, c) in quoted.char_indices() {
+                match c {
+                    _ if escaped => {
+                        v.push(c);
+                        escaped = false;
+                    }
+                    '\\' => escaped = true,
+                    '"' => {
+                        end = i + 1;
+                        break;
+                    }
+                    _ => v.push(c),
+                }
+            }
+            value = v;
+            rest = &quoted[end.min(quoted.len())..];
+        } else {
+            let end = rest.find(',').unwrap_or(rest.len());
+            value = rest[..end].trim().to_owned();
+            rest = &rest[end..];
+        }
+        params.push((name, value));
+    }
+    params
+}
+
+/// The values a server must never get to show back: every header value (and its
+/// longer words: a token without its `Bearer `), and the secrets a URL may carry
+/// (its user info and query values).
+pub(super) fn secrets_of(remote: &Remote) -> Vec<String> {
+    let mut secrets = Vec::new();
+    for (_, value) in &remote.headers {
+        secrets.push(value.clone());
+        secrets.extend(value.split_whitespace().map(str::to_owned));
+    }
+    if let Ok(url) = reqwest::Url::parse(&remote.url) {
+        secrets.extend(url.password().map(str::to_owned));
+        if !url.username().is_empty() {
+            secrets.push(url.username().to_owned());
+        }
+        if let Some(query) = url.query() {
+            secrets.push(query.to_owned());
+            secrets.extend(
+                query
+                    .split('&')
+                    .filter_map(|p| Some(p.split_once('=')?.1.to_owned())),
+            );
+        }
+    }
+    // Short values ("1", "Bearer") are not secrets and would blot out words.
+    secrets.retain(|s| s.len() >= 8);
+    // Longer first, so that a value is replaced whole before its parts.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets.dedup();
+    secrets
+}
+
+pub(super) fn redact(text: &str, secrets: &[String]) -> String {
+    let mut text: Cow<'_, str> = Cow::Borrowed(text);
+    for secret in secrets {
+        if text.contains(secret.as_str()) {
+            text = Cow::Owned(text.replace(secret.as_str(), "[redacted]"));
+        }
+    }
+    text.into_owned()
+}
