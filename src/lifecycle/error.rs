@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::state::Generation;
+use super::Generation;
 
 /// The error kinds of the JSON output. Never renamed; new kinds may be added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,6 +86,18 @@ impl ServerError {
             format!(
                 "refused: generation {generation} is quarantined because its teardown could not be confirmed (still alive: {})",
                 pid_list(leftover_pids)
+            ),
+        )
+    }
+
+    /// A quarantine that cannot be cleared: `alive` of its leftovers still live.
+    pub fn still_alive(generation: Generation, alive: &[i32]) -> ServerError {
+        ServerError::new(
+            ErrorKind::Quarantined,
+            ErrorPhase::Request,
+            format!(
+                "generation {generation} still has living processes ({}); use --force to SIGKILL them",
+                pid_list(alive)
             ),
         )
     }

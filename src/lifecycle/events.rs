@@ -7,8 +7,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use super::Generation;
 use super::error::ServerError;
-use super::state::{Generation, Phase};
+use super::state::Phase;
 
 /// Why a transition happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -8,7 +8,7 @@ use std::pin::Pin;
 
 use serde::{Deserialize, Serialize};
 
-use super::state::Generation;
+use super::Generation;
 use crate::process::lineage::ProcId;
 
 /// A spawned generation, as needed to find it again after a crash: never by pid

@@ -1,23 +1,29 @@
-//! The pure state machine of one server: which states exist, what a request means
-//! in each, and where an operation's result leads. No I/O and no time: the actor
-//! asks `plan` what to do, does it, and feeds the result to `after_start` or
-//! `after_teardown`.
+//! The states of one server, and what a request means in each: `plan` decides
+//! from the state alone; `after_start` and `after_teardown` say where an
+//! operation's result leads. The core (`lifecycle::core`) calls these and decides
+//! the rest (exits, restarts, health, idle, timers). No I/O and no time here.
 //!
 //! ```text
-//!            start                ok
-//!  stopped ─────────► starting ──────► running ──stop──► stopping ──clean/escalated──► stopped
-//!  failed  ─────────►    │                                   │
-//!                        │ error, half-start torn down       │ failed teardown
-//!                        ▼                                   ▼
-//!                      failed          (teardown failed)  quarantined ──(reset / --force)──► stopped
+//!              start              ok                    stop, reconnect, health, idle
+//!  stopped ──────────► starting ─────► running ──────────────────────► stopping
+//!  failed  ──────────►  │  │            │  │ exit: swept, nothing left    │   │
+//!     ▲   error, all gone │  │ error,    │  ├──► failed (no restart)       │   │ confirmed
+//!     └───────────────────┘  │ left      │  ├──► backoff ──(retry)──► starting │
+//!                            ▼           │  └──► crash-loop ──(reconnect)──► starting
+//!                      quarantined ◄─────┘ exit, something left       │   ▼
+//!                            ▲                                        │ stopped
+//!                            └──────────── teardown not confirmed ────┘
+//!  quarantined ──(reset, or --force after SIGKILL and confirmation)──► stopped
+//!  backoff, crash-loop ──(stop)──► stopped;  failed ──(a restart failed)──► backoff | crash-loop
 //! ```
+//!
+//! Every transition is numbered and explained in docs/design.md §4.2.
 
 use serde::{Deserialize, Serialize};
 
 use super::error::ServerError;
 
-/// A generation id: one more than any before it for that server (L3).
-pub type Generation = u64;
+pub use super::Generation;
 
 /// The name of a state, as shown in output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

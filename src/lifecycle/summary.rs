@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Generation;
 use super::events::millis;
-use super::state::Generation;
 use crate::process::teardown::TeardownReport;
 
 /// How teardown ended (L5).

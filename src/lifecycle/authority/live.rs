@@ -3,6 +3,41 @@
 
 use super::*;
 
+/// What a running generation holds.
+pub(super) struct Live {
+    pub(super) generation: Generation,
+    pub(super) session: Option<Session>,
+    pub(super) tools: usize,
+    pub(super) server_info: Option<String>,
+    /// When the handshake and tools/list were done.
+    pub(super) ready_at: Option<Instant>,
+    /// The server's processes (stdio), or how its session ends (remote).
+    pub(super) kind: LiveKind,
+}
+
+pub(super) enum LiveKind {
+    Process(Box<LiveProcess>),
+    Remote(DeleteProbe),
+}
+
+/// The processes of a stdio generation.
+pub(super) struct LiveProcess {
+    pub(super) child: tokio::process::Child,
+    pub(super) pid: i32,
+    pub(super) pgid: i32,
+    pub(super) tag: Tag,
+    pub(super) stderr: StderrTail,
+    pub(super) stderr_task: tokio::task::JoinHandle<()>,
+    /// Fires when the main process exits on its own.
+    pub(super) exit: ExitWatch,
+    /// Every descendant of the main process (L13), kept current by the passes over
+    /// the process table, and written to the ledger as it changes.
+    pub(super) lineage: Lineage,
+    /// Ends the reading of the server's stdout that goes on after its session was
+    /// closed (L5: a server that writes while it shuts down must not die of EPIPE).
+    pub(super) stdout_drain: CancellationToken,
+}
+
 impl Live {
     pub(super) fn new(generation: Generation, kind: LiveKind) -> Live {
         Live {

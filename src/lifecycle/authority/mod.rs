@@ -1,15 +1,17 @@
 //! The authority: one task per server that alone owns its child process, MCP
-//! session and state (docs/design.md §3). Everything else holds a cheap `Handle` and sends
-//! requests; the task handles them one at a time, in arrival order (L1).
+//! session and state (docs/design.md §3). Everything else holds a cheap `Handle` and
+//! sends requests; the task handles them one at a time, in arrival order (L1).
+//!
+//! The task decides nothing itself: every transition is the pure core's
+//! (`lifecycle::core`). The task wakes on a request, an exit or a timer, feeds it to
+//! the core, and carries out the effects the core returns: spawn and connect
+//! (`start.rs`), teardown, sweep and quarantine (`stop.rs`), ledger notes, events and
+//! publishing (`actor.rs`).
 //!
 //! ```text
 //!  Handle::request ──► queue ──► accept (or withdrawn: the caller's wait deadline passed)
 //!                                  │
-//!                                  ├─ state::plan ──► Nothing / Refuse ──► reply
-//!                                  ├─ Start   ──► spawn ─► initialize ─► tools/list ─► running
-//!                                  │               └─ any error, deadline or interrupt: teardown (L8)
-//!                                  ├─ Stop    ──► close session ─► teardown (L5) ─► stopped | quarantined
-//!                                  └─ Restart ──► Stop, and only if confirmed, Start (L4)
+//!  exit, retry, ping, idle ────────┴──► core::drive ──► effects ──► reply
 //!  events ──► EventSink, before the reply (L12)
 //! ```
 //!
@@ -29,11 +31,12 @@ use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::core::{self as machine, Core, Effect, Ended, Input, Started};
 use super::error::{ErrorKind, ErrorPhase, ServerError};
-use super::events::{Cause, Event, EventSink, millis, rfc3339};
+use super::events::{Event, EventSink, millis, rfc3339};
 use super::ledger::{Ledger, LiveRecord, NoLedger, QuarantineRecord};
-use super::policy::{self, RestartHistory, Supervision};
-use super::state::{self, Generation, Intent, Phase, Plan, State};
+use super::policy::Supervision;
+use super::state::{Generation, Intent, Phase, State};
 pub use super::summary::{Outcome, TeardownSummary};
 use crate::config::Timeout;
 use crate::process::exit_watch::ExitWatch;
@@ -47,9 +50,13 @@ use crate::process::teardown::{self, ExitKind, Grace, TeardownReport};
 mod actor;
 mod handle;
 mod live;
+use live::{Live, LiveKind, LiveProcess};
+mod messages;
 mod start;
 mod stop;
-mod supervision;
+
+use messages::Message;
+pub use messages::{Reply, RequestError};
 
 /// What an authority needs to know about its server.
 #[derive(Debug, Clone)]
@@ -194,42 +201,6 @@ pub struct Snapshot {
     pub last_teardown: Option<TeardownSummary>,
 }
 
-/// The answer to a transition request.
-#[derive(Debug, Clone)]
-pub struct Reply {
-    /// The state after the request.
-    pub snapshot: Snapshot,
-    /// `Err` when the request did not get what it asked for.
-    pub result: Result<(), ServerError>,
-    /// Spawn to ready (handshake and tools/list), when this request started a generation.
-    pub connect: Option<Duration>,
-    /// The teardown this request performed (a stop, or the cleanup of a failed start).
-    pub teardown: Option<TeardownSummary>,
-}
-
-/// Why a request got no reply from the authority.
-#[derive(Debug, Clone, thiserror::Error, PartialEq)]
-pub enum RequestError {
-    #[error("the authority of `{0}` did not accept the request within {1}; it was withdrawn")]
-    Busy(String, Timeout),
-    #[error("the authority of `{0}` has stopped")]
-    Gone(String),
-}
-
-enum Message {
-    Transition {
-        intent: Intent,
-        options: CallOptions,
-        enqueued: Instant,
-        /// Settled when the authority takes the request. If the caller has dropped
-        /// the receiver by then, the request was withdrawn and is skipped.
-        accepted: oneshot::Sender<()>,
-        reply: oneshot::Sender<Reply>,
-    },
-    /// The server was just used (`tools`, `call`): its idle timer starts over.
-    Touch,
-}
-
 /// A cheap, cloneable way to reach one server's authority.
 #[derive(Clone)]
 pub struct Handle {
@@ -240,41 +211,6 @@ pub struct Handle {
     published: watch::Receiver<Snapshot>,
     /// The running generation's MCP peer, published likewise.
     published_peer: watch::Receiver<Option<(Generation, Peer<RoleClient>)>>,
-}
-
-/// What a running generation holds.
-struct Live {
-    generation: Generation,
-    session: Option<Session>,
-    tools: usize,
-    server_info: Option<String>,
-    /// When the handshake and tools/list were done.
-    ready_at: Option<Instant>,
-    /// The server's processes (stdio), or how its session ends (remote).
-    kind: LiveKind,
-}
-
-enum LiveKind {
-    Process(Box<LiveProcess>),
-    Remote(DeleteProbe),
-}
-
-/// The processes of a stdio generation.
-struct LiveProcess {
-    child: tokio::process::Child,
-    pid: i32,
-    pgid: i32,
-    tag: Tag,
-    stderr: StderrTail,
-    stderr_task: tokio::task::JoinHandle<()>,
-    /// Fires when the main process exits on its own.
-    exit: ExitWatch,
-    /// Every descendant of the main process (L13), kept current by the passes over
-    /// the process table, and written to the ledger as it changes.
-    lineage: Lineage,
-    /// Ends the reading of the server's stdout that goes on after its session was
-    /// closed (L5: a server that writes while it shuts down must not die of EPIPE).
-    stdout_drain: CancellationToken,
 }
 
 /// Where the authority's environment comes from: events, cancellation, tracking.
@@ -369,25 +305,27 @@ pub fn spawn_with(
         last_teardown: None,
     });
     let (publish_peer, published_peer) = watch::channel(None);
+    let core = Core::new(
+        state,
+        initial.last_generation,
+        config.supervision,
+        tokio::time::Instant::now(),
+    );
     let actor = Actor {
         config,
-        state,
-        last_generation: initial.last_generation,
         live: None,
         last_teardown: None,
         quarantine_left,
+        ended: None,
         ledger,
         publish,
         publish_peer,
-        history: RestartHistory::default(),
-        retry_at: None,
-        ping_at: None,
-        missed_pings: 0,
-        last_used: tokio::time::Instant::now(),
+        request: Request::default(),
+        started_at: Instant::now(),
         ctx: ctx.clone(),
     };
-    actor.publish();
-    ctx.tracker.spawn(actor.run(rx));
+    actor.publish(&core);
+    ctx.tracker.spawn(actor.run(core, rx));
     Handle {
         name,
         tx,
@@ -396,49 +334,39 @@ pub fn spawn_with(
     }
 }
 
+/// The executor of one server's core: what the server holds and where its
+/// transitions go.
 struct Actor {
     config: ServerConfig,
-    state: State,
-    last_generation: Generation,
     /// `Some` exactly while the state is `Running`.
     live: Option<Live>,
     last_teardown: Option<TeardownSummary>,
     /// The environment tag of the quarantined generation and the identities of
     /// what was left of it, to find those processes again.
     quarantine_left: Option<(String, Vec<ProcId>)>,
+    /// The tag and leftovers of the generation last torn down or swept, for the
+    /// ledger note of its end.
+    ended: Option<(String, Vec<ProcId>)>,
     ledger: Arc<dyn Ledger>,
     /// Where the state is published for `Handle::snapshot`.
     publish: watch::Sender<Snapshot>,
     /// Where the running generation's peer is published for `Handle::peer`.
     publish_peer: watch::Sender<Option<(Generation, Peer<RoleClient>)>>,
-    /// Restarts within the current window, to back off and to detect a crash loop.
-    history: RestartHistory,
-    /// When the pending restart is due (only in `backoff`).
-    retry_at: Option<tokio::time::Instant>,
-    /// When the next health ping is due (only while running with `health`).
-    ping_at: Option<tokio::time::Instant>,
-    /// Consecutive missed pings.
-    missed_pings: u32,
-    /// The last time the server was used (a start or a `tools`/`call`).
-    last_used: tokio::time::Instant,
+    /// The request being carried out (default options when none: a restart, a
+    /// health restart, an idle stop, shutdown).
+    request: Request,
+    /// When the current start began (its reservation), for its connect duration.
+    started_at: Instant,
     ctx: Context,
 }
 
-/// What woke the authority up.
-enum Wake {
-    Message(Message),
-    Closed,
-    Exited,
-    Retry,
-    Ping,
-    Idle,
-    /// The running generation's lineage changed: its members go to the ledger.
-    Lineage,
-}
-
-/// The result of one operation, before it becomes a `Reply`.
-struct Done {
-    result: Result<(), ServerError>,
+/// The request being carried out: its options, and what its reply will carry.
+#[derive(Default)]
+struct Request {
+    options: CallOptions,
+    reply: Option<oneshot::Sender<Reply>>,
+    /// Spawn to ready, when the request started a generation.
     connect: Option<Duration>,
+    /// The last teardown the request performed (a stop, or a failed start's).
     teardown: Option<TeardownSummary>,
 }

@@ -4,36 +4,38 @@
 use super::*;
 
 impl Actor {
-    pub(super) async fn start(
-        &mut self,
-        generation: Generation,
-        options: CallOptions,
-        cause: Cause,
-        waited: Duration,
-    ) -> Done {
+    /// Takes `generation` in the ledger before anything is spawned, so that it is
+    /// never given twice, whatever happens next (L3). Refused when the authority
+    /// is interrupted or shutting down.
+    pub(super) async fn reserve(&mut self, generation: Generation) -> Result<(), ServerError> {
         if self.ctx.interrupt.is_cancelled() || self.ctx.shutdown.is_cancelled() {
-            let error = ServerError::cancelled("the start");
-            return Done::err(error);
+            return Err(ServerError::cancelled("the start"));
         }
-        let started = Instant::now();
-        // The generation is taken before anything is spawned, so that it is never
-        // given twice, whatever happens next.
-        if let Err(e) = self.ledger.reserve(&self.config.name, generation).await {
-            return Done::err(ServerError::new(
-                ErrorKind::SpawnFailed,
-                ErrorPhase::Spawn,
-                format!("cannot record generation {generation} before spawning: {e}"),
-            ));
-        }
-        self.last_generation = generation;
-        self.set(
-            State::Starting { generation },
-            cause,
-            Duration::ZERO,
-            waited,
-            None,
-        );
+        self.started_at = Instant::now();
+        self.ledger
+            .reserve(&self.config.name, generation)
+            .await
+            .map_err(|e| {
+                ServerError::new(
+                    ErrorKind::SpawnFailed,
+                    ErrorPhase::Spawn,
+                    format!("cannot record generation {generation} before spawning: {e}"),
+                )
+            })
+    }
 
+    /// Spawns or connects `generation`, and runs the handshake and tools/list under
+    /// the connect deadline. What a failed start acquired is torn down before it
+    /// answers (L8).
+    pub(super) async fn launch(&mut self, generation: Generation) -> Started {
+        let started = self.started_at;
+        let options = self.request.options;
+        let failed = |error: ServerError, cleanup: Option<Ended>| Started {
+            generation,
+            result: Err(error),
+            cleanup,
+            took: started.elapsed(),
+        };
         // Held until the handshake has ended, one way or the other.
         let slot = tokio::select! {
             biased;
@@ -42,8 +44,7 @@ impl Actor {
             slot = self.ctx.start_slots.clone().acquire_owned() => slot.ok(),
         };
         let Some(_slot) = slot else {
-            let error = ServerError::cancelled("the start");
-            return self.nothing_spawned(generation, error, cause, started, waited);
+            return failed(ServerError::cancelled("the start"), None);
         };
         let connect_timeout = options
             .connect_timeout
@@ -64,16 +65,7 @@ impl Actor {
                     self.config.stderr_log.as_deref(),
                 ) {
                     Ok(s) => s,
-                    Err(e) => {
-                        let error = spawn_error(&self.config.command_shown, &e);
-                        return self.nothing_spawned(
-                            generation,
-                            error,
-                            cause,
-                            started,
-                            Duration::ZERO,
-                        );
-                    }
+                    Err(e) => return failed(spawn_error(&self.config.command_shown, &e), None),
                 };
                 // Written while the handshake runs: until it is on disk, a new
                 // supervisor still finds the process by its tag.
@@ -183,22 +175,13 @@ impl Actor {
                 live.tools = tools;
                 let pid = live.pid();
                 self.live = Some(live);
-                let now = tokio::time::Instant::now();
-                self.last_used = now;
-                self.missed_pings = 0;
-                self.ping_at = self.config.supervision.health.map(|h| now + h.interval);
                 let connect = started.elapsed();
-                self.set(
-                    state::after_start(generation, Ok(pid), Vec::new()),
-                    cause,
-                    connect,
-                    Duration::ZERO,
-                    None,
-                );
-                Done {
-                    result: Ok(()),
-                    connect: Some(connect),
-                    teardown: None,
+                self.request.connect = Some(connect);
+                Started {
+                    generation,
+                    result: Ok(pid),
+                    cleanup: None,
+                    took: connect,
                 }
             }
             Err(error) => {
@@ -207,53 +190,13 @@ impl Actor {
                     .cleanup_timeout
                     .unwrap_or(self.config.cleanup_timeout);
                 let stderr = live.stderr_lines();
-                let tag = live.tag_value();
-                let report = self.tear_down(live, cleanup, Instant::now()).await;
+                let ended = self.tear_down(live, cleanup, Instant::now()).await;
                 let remote = matches!(self.config.endpoint, Endpoint::Http(_));
-                let error = describe_start_error(error, report.exit, connect_timeout, remote)
+                let error = describe_start_error(error, ended.exit, connect_timeout, remote)
                     .with_stderr(stderr);
-                let summary = TeardownSummary::new(generation, &report);
-                let next = state::after_start(
-                    generation,
-                    Err(error.clone()),
-                    report.leftover_pids.clone(),
-                );
-                self.record_end(generation, &next, tag, &report.leftover_ids)
-                    .await;
-                let cause = if error.kind == ErrorKind::Cancelled {
-                    Cause::Interrupt
-                } else {
-                    cause
-                };
-                self.set(
-                    next,
-                    cause,
-                    started.elapsed(),
-                    Duration::ZERO,
-                    Some(error.clone()),
-                );
-                self.last_teardown = Some(summary.clone());
-                Done {
-                    result: Err(error),
-                    connect: None,
-                    teardown: Some(summary),
-                }
+                failed(error, Some(ended))
             }
         }
-    }
-
-    /// Ends a start that failed before anything was spawned for its generation.
-    pub(super) fn nothing_spawned(
-        &mut self,
-        generation: Generation,
-        error: ServerError,
-        cause: Cause,
-        started: Instant,
-        waited: Duration,
-    ) -> Done {
-        let next = state::after_start(generation, Err(error.clone()), Vec::new());
-        self.set(next, cause, started.elapsed(), waited, Some(error.clone()));
-        Done::err(error)
     }
 }
 

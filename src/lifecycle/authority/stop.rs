@@ -4,117 +4,109 @@
 use super::*;
 
 impl Actor {
-    /// Ends a quarantine: with `kill`, SIGKILLs every process still carrying the
-    /// quarantined generation's tag first. Succeeds only once none is alive.
-    pub(super) async fn clear_quarantine(
-        &mut self,
-        generation: Generation,
-        kill: bool,
-        cause: Cause,
-        waited: Duration,
-    ) -> Done {
+    /// Looks for what is left of a quarantined generation and, with `kill`,
+    /// SIGKILLs every process still carrying its tag or one of its identities (L7).
+    pub(super) async fn clear(&mut self, generation: Generation, kill: bool) -> Input {
         let started = Instant::now();
-        let Some((tag, ids)) = self.quarantine_left.clone() else {
-            return Done::ok();
-        };
-        let mut alive: Vec<i32> = teardown::leftovers_alive(&tag, &ids)
-            .await
-            .iter()
-            .map(|p| p.pid)
-            .collect();
-        if kill && !alive.is_empty() {
-            alive = teardown::kill_leftovers(&tag, &ids, Duration::from_secs(5)).await;
-        }
-        if !alive.is_empty() {
-            let error = ServerError::new(
-                ErrorKind::Quarantined,
-                ErrorPhase::Request,
-                format!(
-                    "generation {generation} still has living processes ({}); use --force to SIGKILL them",
-                    alive
-                        .iter()
-                        .map(|p| p.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            );
-            self.emit(
-                Phase::Quarantined,
-                Some(generation),
-                cause,
-                started.elapsed(),
-                waited,
-                Some(error.clone()),
-            );
-            return Done::err(error);
-        }
-        self.quarantine_left = None;
-        self.note_end(generation, None).await;
-        self.set(State::Stopped, cause, started.elapsed(), waited, None);
-        Done::ok()
-    }
-
-    pub(super) async fn stop(
-        &mut self,
-        generation: Generation,
-        options: CallOptions,
-        cause: Cause,
-        waited: Duration,
-    ) -> Done {
-        match self.live.take() {
-            Some(live) => {
-                self.stop_live(live, generation, options, cause, waited)
-                    .await
+        let mut alive = Vec::new();
+        if let Some((tag, ids)) = &self.quarantine_left {
+            alive = teardown::leftovers_alive(tag, ids)
+                .await
+                .iter()
+                .map(|p| p.pid)
+                .collect();
+            if kill && !alive.is_empty() {
+                alive = teardown::kill_leftovers(tag, ids, Duration::from_secs(5)).await;
             }
-            None => Done::ok(),
+        }
+        if alive.is_empty() {
+            self.quarantine_left = None;
+        } else {
+            tracing::info!(server = %self.config.name, generation, ?alive, "quarantine kept");
+        }
+        Input::Cleared {
+            alive,
+            took: started.elapsed(),
         }
     }
 
-    pub(super) async fn stop_live(
-        &mut self,
-        live: Live,
-        generation: Generation,
-        options: CallOptions,
-        cause: Cause,
-        waited: Duration,
-    ) -> Done {
-        let started = Instant::now();
-        self.set(
-            State::Stopping { generation },
-            cause,
-            Duration::ZERO,
-            waited,
-            None,
-        );
-        let cleanup = options
+    /// Tears the running generation down, under the request's cleanup deadline.
+    pub(super) async fn stop(&mut self) -> Ended {
+        let Some(live) = self.live.take() else {
+            return Ended::default();
+        };
+        let cleanup = self
+            .request
+            .options
             .cleanup_timeout
             .unwrap_or(self.config.cleanup_timeout);
-        let tag = live.tag_value();
-        let report = self.tear_down(live, cleanup, started).await;
-        let summary = TeardownSummary::new(generation, &report);
-        let failure = report
-            .failure
-            .clone()
-            .map(|m| ServerError::new(ErrorKind::TeardownFailed, ErrorPhase::Teardown, m));
-        let next = state::after_teardown(generation, report.leftover_pids.clone(), failure);
-        let error = match &next {
-            State::Quarantined { error, .. } => Some(error.clone()),
-            _ => None,
+        self.tear_down(live, cleanup, Instant::now()).await
+    }
+
+    /// The running generation's process exited, or its session ended: say why,
+    /// and sweep what is left of it.
+    pub(super) async fn sweep(&mut self) -> Input {
+        let Some(live) = self.live.take() else {
+            return Input::Swept {
+                error: ServerError::new(ErrorKind::Exited, ErrorPhase::Running, "exited"),
+                ended: Ended::default(),
+                up_for: Duration::ZERO,
+            };
         };
-        self.record_end(generation, &next, tag, &report.leftover_ids)
+        let generation = live.generation;
+        let up_for = live.ready_at.map_or(Duration::ZERO, |t| t.elapsed());
+        let stderr = live.stderr_lines();
+        // Looked at before teardown: whether the process was still running when
+        // its session ended, and why the session was cut off.
+        let violation = live.session.as_ref().and_then(Session::violation);
+        let lost = live.session.as_ref().and_then(Session::lost);
+        // A process that exits closes its stdout a moment before it is seen to
+        // have exited: give the exit that moment before calling it a process
+        // that runs on without its session.
+        let process_exited = match &live.kind {
+            LiveKind::Process(p) => tokio::time::timeout(EXIT_AFTER_EOF, p.exit.exited())
+                .await
+                .is_ok(),
+            LiveKind::Remote(_) => true,
+        };
+        let ended = self
+            .tear_down(live, self.config.cleanup_timeout, Instant::now())
             .await;
-        self.set(
-            next,
-            cause,
-            started.elapsed(),
-            Duration::ZERO,
-            error.clone(),
-        );
-        self.last_teardown = Some(summary.clone());
-        Done {
-            result: error.map_or(Ok(()), Err),
-            connect: None,
-            teardown: Some(summary),
+        let how = ended
+            .exit
+            .map_or_else(|| "exit status unknown".to_owned(), |e| e.to_string());
+        let error = match violation {
+            Some(why) => ServerError::new(
+                ErrorKind::Protocol,
+                ErrorPhase::Running,
+                format!("generation {generation}'s session was ended: {why}"),
+            ),
+            None if lost.is_some() => ServerError::new(
+                ErrorKind::SessionLost,
+                ErrorPhase::Running,
+                format!(
+                    "generation {generation}'s session ended: {}; the server may have restarted",
+                    lost_session(lost.as_deref().unwrap_or_default())
+                ),
+            ),
+            None if !process_exited => ServerError::new(
+                ErrorKind::Protocol,
+                ErrorPhase::Running,
+                format!(
+                    "generation {generation} closed its stdout while running; it was torn down ({how})"
+                ),
+            ),
+            None => ServerError::new(
+                ErrorKind::Exited,
+                ErrorPhase::Running,
+                format!("generation {generation} exited while running ({how})"),
+            ),
+        }
+        .with_stderr(stderr);
+        Input::Swept {
+            error,
+            ended,
+            up_for,
         }
     }
 
@@ -125,7 +117,8 @@ impl Actor {
         mut live: Live,
         cleanup: Timeout,
         started: Instant,
-    ) -> TeardownReport {
+    ) -> Ended {
+        let tag = live.tag_value();
         let grace = Grace::from_cleanup(cleanup);
         let report = match &mut live.kind {
             LiveKind::Process(process) => {
@@ -208,36 +201,18 @@ impl Actor {
             ms = millis(report.duration),
             "teardown"
         );
-        report
-    }
-
-    /// Tells the ledger how a generation ended, and keeps the tag of a quarantined
-    /// one so that its leftovers can be found again.
-    pub(super) async fn record_end(
-        &mut self,
-        generation: Generation,
-        next: &State,
-        tag: String,
-        leftover: &[ProcId],
-    ) {
-        let quarantine = match next {
-            State::Quarantined {
-                error,
-                leftover_pids,
-                ..
-            } => {
-                self.quarantine_left = Some((tag.clone(), leftover.to_vec()));
-                Some(QuarantineRecord {
-                    generation,
-                    message: error.message.clone(),
-                    leftover_pids: leftover_pids.clone(),
-                    tag,
-                    leftover: leftover.to_vec(),
-                })
-            }
-            _ => None,
-        };
-        self.note_end(generation, quarantine).await;
+        let summary = TeardownSummary::new(live.generation, &report);
+        self.last_teardown = Some(summary.clone());
+        self.request.teardown = Some(summary);
+        self.ended = Some((tag, report.leftover_ids));
+        Ended {
+            leftover_pids: report.leftover_pids,
+            failure: report
+                .failure
+                .map(|m| ServerError::new(ErrorKind::TeardownFailed, ErrorPhase::Teardown, m)),
+            exit: report.exit,
+            took: started.elapsed(),
+        }
     }
 
     /// Writes the running generation's lineage to the ledger, so that a supervisor
@@ -260,12 +235,24 @@ impl Actor {
     }
 
     /// Notes that a generation ended and waits until the note is on disk, so that
-    /// a quarantine is never reported before it is kept.
+    /// a quarantine is never reported before it is kept (L7). A quarantine keeps
+    /// the tag and the identities of what was left, to find those processes again.
     pub(super) async fn note_end(
-        &self,
+        &mut self,
         generation: Generation,
-        quarantine: Option<QuarantineRecord>,
+        quarantine: Option<machine::Quarantine>,
     ) {
+        let quarantine = quarantine.map(|q| {
+            let (tag, leftover) = self.ended.clone().unwrap_or_default();
+            self.quarantine_left = Some((tag.clone(), leftover.clone()));
+            QuarantineRecord {
+                generation,
+                message: q.message,
+                leftover_pids: q.leftover_pids,
+                tag,
+                leftover,
+            }
+        });
         let durable = self.ledger.ended(&self.config.name, generation, quarantine);
         if let Err(e) = durable.await {
             tracing::error!(server = %self.config.name, error = %e, "cannot write state.json (ended)");

@@ -1,0 +1,40 @@
+//! What travels between a `Handle` and its authority: the request messages, the
+//! reply, and why a request may get none.
+
+use super::*;
+
+/// The answer to a transition request.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// The state after the request.
+    pub snapshot: Snapshot,
+    /// `Err` when the request did not get what it asked for.
+    pub result: Result<(), ServerError>,
+    /// Spawn to ready (handshake and tools/list), when this request started a generation.
+    pub connect: Option<Duration>,
+    /// The teardown this request performed (a stop, or the cleanup of a failed start).
+    pub teardown: Option<TeardownSummary>,
+}
+
+/// Why a request got no reply from the authority.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum RequestError {
+    #[error("the authority of `{0}` did not accept the request within {1}; it was withdrawn")]
+    Busy(String, Timeout),
+    #[error("the authority of `{0}` has stopped")]
+    Gone(String),
+}
+
+pub(super) enum Message {
+    Transition {
+        intent: Intent,
+        options: CallOptions,
+        enqueued: Instant,
+        /// Settled when the authority takes the request. If the caller has dropped
+        /// the receiver by then, the request was withdrawn and is skipped.
+        accepted: oneshot::Sender<()>,
+        reply: oneshot::Sender<Reply>,
+    },
+    /// The server was just used (`tools`, `call`): its idle timer starts over.
+    Touch,
+}
