@@ -11,6 +11,7 @@
 
 pub mod exit_watch;
 pub mod limits;
+pub mod notice;
 pub mod lineage;
 pub mod procfs;
 pub mod remote;

@@ -75,4 +75,9 @@ impl Handle {
             .map(|t| millis(t.saturating_duration_since(tokio::time::Instant::now())));
         Ok(snapshot)
     }
+
+    /// The authority's published state, to be told of every change.
+    pub fn changes(&self) -> watch::Receiver<Snapshot> {
+        self.published.clone()
+    }
 }

@@ -1,0 +1,499 @@
+//! The gateway: the fleet served to MCP clients as one MCP server
+//! (docs/design.md §14). It lives in the supervisor, once; `mcpfleet connect`
+//! (stdio, over the control socket) and `mcpfleet serve` (streamable HTTP) are
+//! doors to it (G1).
+//!
+//! ```text
+//!  client ─► door ─► ClientSession (one per client session, `session.rs`)
+//!                      │ tools/list, prompts/list, resources/list: the catalog,
+//!                      │   refreshed per server when its generation changes or it
+//!                      │   announces a change
+//!                      └ tools/call: the server's published peer (G2); a server
+//!                          that is not running gets a start request first
+//!  server ─► Listener (its session's notifications) ─► catalog, every client (G5)
+//!  authority snapshots ─► watcher ─► list_changed to every client (G5)
+//! ```
+//!
+//! The gateway never holds a server's session of its own and never waits in an
+//! authority's queue for a call: calls go through the peer the authority
+//! publishes, in parallel (G2).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
+use rmcp::service::{Peer, RoleClient, RoleServer};
+
+use crate::lifecycle::Generation;
+use crate::lifecycle::authority::{CallOptions, Handle};
+use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
+use crate::lifecycle::state::{Intent, Phase};
+use crate::process::notice::{Listener, Notice};
+
+pub mod http;
+pub mod names;
+mod session;
+
+pub use session::ClientSession;
+
+/// How long a server may take to list what it offers.
+const LIST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How a server's tools and prompts are shown: the fleet file's `prefix:` and
+/// `tools: {allow, deny}`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Exposure {
+    pub prefix: String,
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+}
+
+/// One server of the fleet, as the gateway reaches it.
+#[derive(Clone)]
+pub struct Member {
+    pub handle: Handle,
+    pub exposure: Exposure,
+}
+
+/// What the gateway last learned of one server's lists, per generation.
+struct Known<T> {
+    generation: Option<Generation>,
+    /// False once the server said its list changed.
+    fresh: bool,
+    items: Arc<Vec<T>>,
+}
+
+impl<T> Default for Known<T> {
+    fn default() -> Known<T> {
+        Known {
+            generation: None,
+            fresh: false,
+            items: Arc::new(Vec::new()),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Lists {
+    tools: Known<Tool>,
+    prompts: Known<Prompt>,
+    resources: Known<Resource>,
+    templates: Known<ResourceTemplate>,
+}
+
+/// A list a server offers.
+trait Listing: Clone + Send + Sync + 'static {
+    /// Whether a server with these capabilities offers the list at all.
+    fn offered(caps: &rmcp::model::ServerCapabilities) -> bool;
+    fn slot(lists: &mut Lists) -> &mut Known<Self>;
+    fn fetch(
+        peer: &Peer<RoleClient>,
+    ) -> impl Future<Output = Result<Vec<Self>, rmcp::service::ServiceError>> + Send;
+}
+
+macro_rules! listing {
+    ($t:ty, $field:ident, $cap:ident, $fetch:ident) => {
+        impl Listing for $t {
+            fn offered(caps: &rmcp::model::ServerCapabilities) -> bool {
+                caps.$cap.is_some()
+            }
+            fn slot(lists: &mut Lists) -> &mut Known<Self> {
+                &mut lists.$field
+            }
+            fn fetch(
+                peer: &Peer<RoleClient>,
+            ) -> impl Future<Output = Result<Vec<Self>, rmcp::service::ServiceError>> + Send
+            {
+                peer.$fetch()
+            }
+        }
+    };
+}
+
+listing!(Tool, tools, tools, list_all_tools);
+listing!(Prompt, prompts, prompts, list_all_prompts);
+listing!(Resource, resources, resources, list_all_resources);
+listing!(ResourceTemplate, templates, resources, list_all_resource_templates);
+
+/// Where a relayed progress token goes back to.
+struct ProgressRoute {
+    client: Peer<RoleServer>,
+    token: rmcp::model::ProgressToken,
+}
+
+/// The fleet's aggregation, shared by every client session and both doors.
+pub struct Gateway {
+    members: OnceLock<Vec<Member>>,
+    lists: Mutex<Vec<Lists>>,
+    clients: Mutex<HashMap<u64, Peer<RoleServer>>>,
+    next_id: AtomicU64,
+    progress: Mutex<HashMap<String, ProgressRoute>>,
+    /// Deadlines of the start requests a call makes.
+    pub(crate) start_options: CallOptions,
+    /// Items per page of an aggregated list.
+    pub(crate) page_size: usize,
+    /// Told when a client session opens or closes (G7).
+    sessions: Box<dyn Fn(SessionEvent) + Send + Sync>,
+}
+
+/// A client session opened or closed.
+#[derive(Debug, Clone)]
+pub struct SessionEvent {
+    pub id: u64,
+    pub door: &'static str,
+    pub opened: bool,
+    /// The client's name and version, once known.
+    pub client: Option<String>,
+}
+
+impl Gateway {
+    /// A gateway for `servers` servers; their members are attached once their
+    /// authorities exist (the listeners are needed to create them).
+    pub fn new(
+        servers: usize,
+        start_options: CallOptions,
+        page_size: usize,
+        sessions: Box<dyn Fn(SessionEvent) + Send + Sync>,
+    ) -> Arc<Gateway> {
+        Arc::new(Gateway {
+            members: OnceLock::new(),
+            lists: Mutex::new((0..servers).map(|_| Lists::default()).collect()),
+            clients: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            progress: Mutex::new(HashMap::new()),
+            start_options,
+            page_size: page_size.max(1),
+            sessions,
+        })
+    }
+
+    /// What hears server `index`'s notifications.
+    pub fn listener(self: &Arc<Gateway>, index: usize) -> Arc<dyn Listener> {
+        Arc::new(MemberListener {
+            gateway: Arc::downgrade(self),
+            index,
+        })
+    }
+
+    /// Attaches the servers, and watches each authority's published state so that
+    /// a start, restart or stop is announced to every client (G5).
+    pub fn attach(self: &Arc<Gateway>, members: Vec<Member>, tracker: &tokio_util::task::TaskTracker) {
+        for (index, member) in members.iter().enumerate() {
+            let mut changes = member.handle.changes();
+            let gateway = Arc::downgrade(self);
+            tracker.spawn(async move {
+                let mut seen = running_generation(&changes.borrow());
+                while changes.changed().await.is_ok() {
+                    let now = running_generation(&changes.borrow_and_update());
+                    if now == seen {
+                        continue;
+                    }
+                    seen = now;
+                    let Some(gateway) = gateway.upgrade() else { break };
+                    gateway.changed(index, Notice::ToolsChanged).await;
+                    gateway.changed(index, Notice::PromptsChanged).await;
+                    gateway.changed(index, Notice::ResourcesChanged).await;
+                }
+            });
+        }
+        let _ = self.members.set(members);
+    }
+
+    fn members(&self) -> &[Member] {
+        self.members.get().map_or(&[], Vec::as_slice)
+    }
+
+    /// Registers a client session's peer for announcements.
+    fn open(&self, door: &'static str, peer: Peer<RoleServer>) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let client = peer
+            .peer_info()
+            .map(|i| format!("{} {}", i.client_info.name, i.client_info.version));
+        lock(&self.clients).insert(id, peer);
+        (self.sessions)(SessionEvent {
+            id,
+            door,
+            opened: true,
+            client,
+        });
+        id
+    }
+
+    fn close(&self, id: u64, door: &'static str) {
+        if lock(&self.clients).remove(&id).is_some() {
+            (self.sessions)(SessionEvent {
+                id,
+                door,
+                opened: false,
+                client: None,
+            });
+        }
+    }
+
+    /// Open client sessions.
+    pub fn sessions(&self) -> usize {
+        lock(&self.clients).len()
+    }
+
+    /// A server's list changed: forget it and tell every client.
+    async fn changed(&self, index: usize, notice: Notice) {
+        {
+            let mut lists = lock(&self.lists);
+            let Some(lists) = lists.get_mut(index) else { return };
+            match notice {
+                Notice::ToolsChanged => lists.tools.fresh = false,
+                Notice::PromptsChanged => lists.prompts.fresh = false,
+                Notice::ResourcesChanged => {
+                    lists.resources.fresh = false;
+                    lists.templates.fresh = false;
+                }
+                Notice::Progress(_) => return,
+            }
+        }
+        let clients: Vec<Peer<RoleServer>> = lock(&self.clients).values().cloned().collect();
+        for client in clients {
+            let sent = match notice {
+                Notice::ToolsChanged => client.notify_tool_list_changed().await,
+                Notice::PromptsChanged => client.notify_prompt_list_changed().await,
+                _ => client.notify_resource_list_changed().await,
+            };
+            if let Err(e) = sent {
+                tracing::debug!(error = %e, "a client session did not take a list_changed");
+            }
+        }
+    }
+
+    /// Relays a server's progress notification to the client whose call it is for.
+    async fn progress(&self, mut param: rmcp::model::ProgressNotificationParam) {
+        let key = token_key(&param.progress_token);
+        let route = lock(&self.progress)
+            .get(&key)
+            .map(|r| (r.client.clone(), r.token.clone()));
+        if let Some((client, token)) = route {
+            param.progress_token = token;
+            let _ = client.notify_progress(param).await;
+        }
+    }
+
+    /// A progress token of ours for a call from `client` that carries `token`;
+    /// forgotten when the returned guard drops.
+    fn route_progress(
+        self: &Arc<Gateway>,
+        client: Peer<RoleServer>,
+        token: rmcp::model::ProgressToken,
+    ) -> ProgressGuard {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let ours = rmcp::model::ProgressToken(rmcp::model::NumberOrString::String(
+            format!("mcpfleet-{id}").into(),
+        ));
+        lock(&self.progress).insert(token_key(&ours), ProgressRoute { client, token });
+        ProgressGuard {
+            gateway: Arc::downgrade(self),
+            key: token_key(&ours),
+            token: ours,
+        }
+    }
+
+    /// Every server's items of one list, as last learned: fetched again from a
+    /// running server whose generation changed or that announced a change; kept
+    /// from its last generation for a server that is not running (a call starts it).
+    async fn gather<T: Listing>(&self) -> Vec<(usize, Arc<Vec<T>>)> {
+        let members = self.members();
+        let fetches = members.iter().enumerate().map(|(index, member)| async move {
+            let snapshot = member.handle.snapshot().await.ok()?;
+            let running = (snapshot.state == Phase::Running)
+                .then_some(snapshot.generation)
+                .flatten();
+            {
+                let mut lists = lock(&self.lists);
+                let known = T::slot(lists.get_mut(index)?);
+                let current = known.fresh && known.generation == running;
+                if running.is_none() || current {
+                    return Some((index, known.items.clone()));
+                }
+            }
+            let (generation, peer) = member.handle.peer().await.ok().flatten()?;
+            let offered = peer
+                .peer_info()
+                .is_some_and(|info| T::offered(&info.capabilities));
+            let items = if offered {
+                match tokio::time::timeout(LIST_TIMEOUT, T::fetch(&peer)).await {
+                    Ok(Ok(items)) => items,
+                    Ok(Err(e)) => {
+                        tracing::warn!(server = member.handle.name(), error = %e, "listing failed");
+                        return Some((index, T::slot(lock(&self.lists).get_mut(index)?).items.clone()));
+                    }
+                    Err(_) => {
+                        tracing::warn!(server = member.handle.name(), "listing timed out");
+                        return Some((index, T::slot(lock(&self.lists).get_mut(index)?).items.clone()));
+                    }
+                }
+            } else {
+                Vec::new()
+            };
+            let items = Arc::new(items);
+            let mut lists = lock(&self.lists);
+            let known = T::slot(lists.get_mut(index)?);
+            *known = Known {
+                generation: Some(generation),
+                fresh: true,
+                items: items.clone(),
+            };
+            Some((index, items))
+        });
+        futures::future::join_all(fetches)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    /// The exposed tools (renamed, filtered) and how their names route back.
+    async fn tools(&self) -> (Vec<Tool>, names::Names) {
+        let gathered = self.gather::<Tool>().await;
+        let members = self.members();
+        let mut kept: Vec<(usize, &Tool)> = Vec::new();
+        for (index, tools) in &gathered {
+            let exposure = &members[*index].exposure;
+            for tool in tools.iter() {
+                if names::passes(&tool.name, &exposure.allow, &exposure.deny) {
+                    kept.push((*index, tool));
+                }
+            }
+        }
+        let names = names::Names::assign(
+            kept.iter()
+                .map(|(i, t)| (*i, members[*i].exposure.prefix.as_str(), t.name.as_ref())),
+        );
+        let tools = kept
+            .iter()
+            .zip(names.exposed())
+            .map(|((_, tool), exposed)| {
+                let mut tool = (*tool).clone();
+                tool.name = exposed.clone().into();
+                tool
+            })
+            .collect();
+        (tools, names)
+    }
+
+    /// The exposed prompts and how their names route back.
+    async fn prompts(&self) -> (Vec<Prompt>, names::Names) {
+        let gathered = self.gather::<Prompt>().await;
+        let members = self.members();
+        let all: Vec<(usize, &Prompt)> = gathered
+            .iter()
+            .flat_map(|(i, list)| list.iter().map(move |p| (*i, p)))
+            .collect();
+        let names = names::Names::assign(
+            all.iter()
+                .map(|(i, p)| (*i, members[*i].exposure.prefix.as_str(), p.name.as_str())),
+        );
+        let prompts = all
+            .iter()
+            .zip(names.exposed())
+            .map(|((_, prompt), exposed)| {
+                let mut prompt = (*prompt).clone();
+                prompt.name = exposed.clone();
+                prompt
+            })
+            .collect();
+        (prompts, names)
+    }
+
+    /// The server that lists resource `uri`, or whose template's fixed start it
+    /// begins with.
+    async fn resource_owner(&self, uri: &str) -> Option<usize> {
+        for (index, resources) in self.gather::<Resource>().await {
+            if resources.iter().any(|r| r.uri == uri) {
+                return Some(index);
+            }
+        }
+        for (index, templates) in self.gather::<ResourceTemplate>().await {
+            let fits = templates.iter().any(|t| {
+                let fixed = t.uri_template.split('{').next().unwrap_or_default();
+                !fixed.is_empty() && uri.starts_with(fixed)
+            });
+            if fits {
+                return Some(index);
+            }
+        }
+        None
+    }
+
+    /// The running generation's peer of server `index`, starting it first if it
+    /// is not running (a start request to its authority, G2). A server that cannot
+    /// be started answers with its error (quarantined, crash loop, ...).
+    async fn running(&self, index: usize) -> Result<(Generation, Peer<RoleClient>), ServerError> {
+        let member = self
+            .members()
+            .get(index)
+            .ok_or_else(|| ServerError::new(ErrorKind::Protocol, ErrorPhase::Request, "no such server"))?;
+        if let Ok(Some(p)) = member.handle.peer().await {
+            return Ok(p);
+        }
+        let reply = member
+            .handle
+            .request(Intent::Start, self.start_options)
+            .await
+            .map_err(|e| ServerError::new(ErrorKind::Busy, ErrorPhase::Request, e.to_string()))?;
+        reply.result?;
+        match member.handle.peer().await {
+            Ok(Some(p)) => Ok(p),
+            _ => Err(ServerError::new(
+                ErrorKind::ConnectFailed,
+                ErrorPhase::Running,
+                "the server stopped right after it started",
+            )),
+        }
+    }
+}
+
+/// The generation of a running server, else `None`.
+fn running_generation(s: &crate::lifecycle::authority::Snapshot) -> Option<Generation> {
+    (s.state == Phase::Running).then_some(s.generation).flatten()
+}
+
+fn token_key(token: &rmcp::model::ProgressToken) -> String {
+    serde_json::to_string(&token.0).unwrap_or_default()
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Forgets a relayed progress token when the call ends.
+struct ProgressGuard {
+    gateway: Weak<Gateway>,
+    key: String,
+    token: rmcp::model::ProgressToken,
+}
+
+impl Drop for ProgressGuard {
+    fn drop(&mut self) {
+        if let Some(g) = self.gateway.upgrade() {
+            lock(&g.progress).remove(&self.key);
+        }
+    }
+}
+
+/// Hears one server's notifications for the gateway.
+struct MemberListener {
+    gateway: Weak<Gateway>,
+    index: usize,
+}
+
+impl Listener for MemberListener {
+    fn notified(&self, notice: Notice) {
+        let Some(gateway) = self.gateway.upgrade() else { return };
+        let index = self.index;
+        tokio::spawn(async move {
+            match notice {
+                Notice::Progress(param) => gateway.progress(param).await,
+                other => gateway.changed(index, other).await,
+            }
+        });
+    }
+}

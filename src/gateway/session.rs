@@ -1,0 +1,286 @@
+//! One client session of the gateway: the MCP server side that a client talks
+//! to, through either door. Lists come from the gateway's catalog; calls go to the
+//! owning server's running generation (G2) and are always answered (G4).
+
+use std::sync::{Arc, OnceLock};
+
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorCode, ErrorData,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, ServiceError};
+use serde_json::json;
+
+use super::Gateway;
+use crate::lifecycle::Generation;
+use crate::lifecycle::error::ServerError;
+
+/// The JSON-RPC error code of a server that cannot serve a request (the range
+/// -32000 to -32099 is the implementation's own); `data.kind` says why.
+pub const SERVER_UNAVAILABLE: i32 = -32001;
+
+/// One client's session with the gateway.
+pub struct ClientSession {
+    gateway: Arc<Gateway>,
+    door: &'static str,
+    id: OnceLock<u64>,
+}
+
+impl ClientSession {
+    pub fn new(gateway: Arc<Gateway>, door: &'static str) -> ClientSession {
+        ClientSession {
+            gateway,
+            door,
+            id: OnceLock::new(),
+        }
+    }
+
+    fn server_name(&self, index: usize) -> String {
+        self.gateway
+            .members()
+            .get(index)
+            .map_or_else(String::new, |m| m.handle.name().to_owned())
+    }
+}
+
+impl Drop for ClientSession {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.get() {
+            self.gateway.close(*id, self.door);
+        }
+    }
+}
+
+/// The page of `items` that `cursor` (an offset we handed out) starts.
+fn page<T: Clone>(
+    items: &[T],
+    request: Option<PaginatedRequestParams>,
+    size: usize,
+) -> Result<(Vec<T>, Option<String>), ErrorData> {
+    let start = match request.and_then(|r| r.cursor) {
+        None => 0,
+        Some(c) => c
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n <= items.len())
+            .ok_or_else(|| ErrorData::invalid_params(format!("unknown cursor `{c}`"), None))?,
+    };
+    let end = (start + size).min(items.len());
+    let next = (end < items.len()).then(|| end.to_string());
+    Ok((items[start..end].to_vec(), next))
+}
+
+/// A server's error as a JSON-RPC error that names the server, its generation and
+/// the error kind (G4).
+fn unavailable(server: &str, generation: Option<Generation>, error: &ServerError) -> ErrorData {
+    ErrorData::new(
+        ErrorCode(SERVER_UNAVAILABLE),
+        format!("server `{server}`: {}", error.message),
+        Some(json!({
+            "server": server,
+            "generation": generation,
+            "kind": error.kind,
+        })),
+    )
+}
+
+/// What a failed request to a server's session means for the client.
+fn failed(server: &str, generation: Generation, error: ServiceError) -> ErrorData {
+    match error {
+        // The server's own JSON-RPC error goes to the client as it is.
+        ServiceError::McpError(e) => e,
+        other => ErrorData::new(
+            ErrorCode(SERVER_UNAVAILABLE),
+            format!(
+                "server `{server}`: the session of generation {generation} ended during the request ({other})"
+            ),
+            Some(json!({
+                "server": server,
+                "generation": generation,
+                "kind": "cancelled",
+            })),
+        ),
+    }
+}
+
+impl ServerHandler for ClientSession {
+    fn get_info(&self) -> InitializeResult {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .build();
+        InitializeResult::new(capabilities)
+            .with_server_info(Implementation::new("mcpfleet", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "The servers of an mcpfleet fleet. Tools and prompts are named \
+                 SERVER__NAME after the server that offers them.",
+            )
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let id = self.gateway.open(self.door, context.peer);
+        let _ = self.id.set(id);
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let (tools, _) = self.gateway.tools().await;
+        let (tools, next) = page(&tools, request, self.gateway.page_size)?;
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        mut request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (_, names) = self.gateway.tools().await;
+        let Some(route) = names.route(&request.name).cloned() else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{}`", request.name),
+                None,
+            ));
+        };
+        let server = self.server_name(route.server);
+        let (generation, peer) = self
+            .gateway
+            .running(route.server)
+            .await
+            .map_err(|e| unavailable(&server, None, &e))?;
+        request.name = route.name.into();
+        // Progress from the server goes back to this client under its own token.
+        let _progress = match context.meta.get_progress_token() {
+            Some(token) => {
+                let guard = self.gateway.route_progress(context.peer.clone(), token);
+                let mut meta = request.meta.take().unwrap_or_default();
+                meta.set_progress_token(guard.token.clone());
+                request.meta = Some(meta);
+                Some(guard)
+            }
+            None => None,
+        };
+        // A client's cancellation drops the request, which sends the server
+        // `notifications/cancelled`.
+        let result = tokio::select! {
+            r = peer.call_tool(request) => r,
+            _ = context.ct.cancelled() => {
+                return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
+            }
+        };
+        let mut result: CallToolResult = result.map_err(|e| failed(&server, generation, e))?;
+        let meta = result.meta.get_or_insert_with(Default::default);
+        meta.insert("mcpfleet/server".into(), json!(server));
+        meta.insert("mcpfleet/generation".into(), json!(generation));
+        Ok(CallToolResponse::Complete(result))
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let (prompts, _) = self.gateway.prompts().await;
+        let (prompts, next) = page(&prompts, request, self.gateway.page_size)?;
+        let mut result = ListPromptsResult::with_all_items(prompts);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        mut request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let (_, names) = self.gateway.prompts().await;
+        let Some(route) = names.route(&request.name).cloned() else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown prompt `{}`", request.name),
+                None,
+            ));
+        };
+        let server = self.server_name(route.server);
+        let (generation, peer) = self
+            .gateway
+            .running(route.server)
+            .await
+            .map_err(|e| unavailable(&server, None, &e))?;
+        request.name = route.name;
+        let result = peer
+            .get_prompt(request)
+            .await
+            .map_err(|e| failed(&server, generation, e))?;
+        Ok(GetPromptResponse::Complete(result))
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let all: Vec<_> = self
+            .gateway
+            .gather::<rmcp::model::Resource>()
+            .await
+            .iter()
+            .flat_map(|(_, list)| list.iter().cloned())
+            .collect();
+        let (resources, next) = page(&all, request, self.gateway.page_size)?;
+        let mut result = ListResourcesResult::with_all_items(resources);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let all: Vec<_> = self
+            .gateway
+            .gather::<rmcp::model::ResourceTemplate>()
+            .await
+            .iter()
+            .flat_map(|(_, list)| list.iter().cloned())
+            .collect();
+        let (templates, next) = page(&all, request, self.gateway.page_size)?;
+        let mut result = ListResourceTemplatesResult::with_all_items(templates);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let Some(index) = self.gateway.resource_owner(&request.uri).await else {
+            return Err(ErrorData::resource_not_found(
+                format!("no server of the fleet offers `{}`", request.uri),
+                None,
+            ));
+        };
+        let server = self.server_name(index);
+        let (generation, peer) = self
+            .gateway
+            .running(index)
+            .await
+            .map_err(|e| unavailable(&server, None, &e))?;
+        let result = peer
+            .read_resource(request)
+            .await
+            .map_err(|e| failed(&server, generation, e))?;
+        Ok(ReadResourceResponse::Complete(result))
+    }
+}
