@@ -23,13 +23,12 @@ use crate::lifecycle::authority::{
     self, CallOptions, Context, Handle, Reply, RequestError, ServerConfig,
 };
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
-use crate::lifecycle::events::{EventSink, millis};
-use crate::lifecycle::state::Intent;
+use crate::lifecycle::events::EventSink;
+use crate::lifecycle::state::{Intent, Phase};
 use crate::output::exit::Code;
+use crate::output::line::{RequestParts, unanswered};
 use crate::output::progress::Progress;
-use crate::output::report::{
-    self, ErrorReport, Format, NdjsonEvents, Report, ServerReport, TracingEvents,
-};
+use crate::output::report::{self, Format, NdjsonEvents, Report, ServerReport, TracingEvents};
 
 pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Result<Code, CliError> {
     let fleet = load_fleet(file)?;
@@ -208,19 +207,18 @@ async fn collect(
     out
 }
 
-/// Merges a server's start and stop replies into its line of the report.
+/// Merges a server's start and stop replies into its line of the report: what the
+/// start found (generation, tools, server, connect time) and where the stop left
+/// the server. Nothing of it runs any more: no uptime, restarts or retry.
 fn server_report(
     spec: &ServerSpec,
     start: Option<Result<Reply, RequestError>>,
     stop: Option<Result<Reply, RequestError>>,
     strict: bool,
 ) -> ServerReport {
-    let request_error = |e: RequestError| {
-        ServerError::new(ErrorKind::Cancelled, ErrorPhase::Request, e.to_string())
-    };
     let (start, start_err) = match start {
         Some(Ok(r)) => (Some(r), None),
-        Some(Err(e)) => (None, Some(request_error(e))),
+        Some(Err(e)) => (None, Some(unanswered(&e))),
         None => (
             None,
             Some(ServerError::new(
@@ -232,7 +230,7 @@ fn server_report(
     };
     let (stop, stop_err) = match stop {
         Some(Ok(r)) => (Some(r), None),
-        Some(Err(e)) => (None, Some(request_error(e))),
+        Some(Err(e)) => (None, Some(unanswered(&e))),
         None => (None, None),
     };
     let error = start
@@ -247,27 +245,23 @@ fn server_report(
         .as_ref()
         .and_then(|r| r.teardown.clone())
         .or_else(|| start.as_ref().and_then(|r| r.teardown.clone()));
-    let last = stop.as_ref().or(start.as_ref()).map(|r| &r.snapshot);
-    let mut code = error.as_ref().map_or(Code::Ok, |e| Code::of_error(e.kind));
-    if let Some(t) = &teardown {
-        code = code.max(Code::of_teardown(t.outcome, strict));
-    }
-    ServerReport {
-        name: spec.name.clone(),
-        transport: spec.transport.kind().into(),
-        state: last.map_or(crate::lifecycle::state::Phase::Stopped, |s| s.state),
-        generation: start.as_ref().and_then(|r| r.snapshot.generation),
-        pid: last.and_then(|s| s.pid),
-        connect_ms: start.as_ref().and_then(|r| r.connect).map(millis),
-        tools: start.as_ref().and_then(|r| r.snapshot.tools),
-        server_info: start.as_ref().and_then(|r| r.snapshot.server_info.clone()),
-        uptime_ms: None,
-        restarts: 0,
-        retry_in_ms: None,
-        error: error.as_ref().map(ErrorReport::from),
+    let parts = RequestParts {
+        connect: start.as_ref().and_then(|r| r.connect),
         teardown,
-        exit_code: code.as_i32(),
-    }
+        error,
+    };
+    let code = parts.code(strict);
+    let Some(last) = stop.as_ref().or(start.as_ref()) else {
+        let (name, transport) = (&spec.name, spec.transport.kind());
+        return ServerReport::unpublished(name, transport, Phase::Stopped, parts.error, code);
+    };
+    let mut line = ServerReport::new(&last.snapshot, parts, code);
+    let started = start.as_ref().map(|r| &r.snapshot);
+    line.generation = started.and_then(|s| s.generation);
+    line.tools = started.and_then(|s| s.tools);
+    line.server_info = started.and_then(|s| s.server_info.clone());
+    (line.uptime_ms, line.restarts, line.retry_in_ms) = (None, 0, None);
+    line
 }
 
 /// A scope for process tags that no other run shares.

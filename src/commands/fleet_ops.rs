@@ -9,6 +9,7 @@ use super::client::{self, ClientError};
 use super::{CliError, Global, load_fleet};
 use crate::cli::{DownArgs, ReconnectArgs, ResetArgs, StatusArgs, UpArgs};
 use crate::config::Fleet;
+use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::state::Phase;
 use crate::output::exit::Code;
 use crate::output::progress::Progress;
@@ -165,43 +166,30 @@ fn offline_lines(
             };
             pid = leader;
             let pids: Vec<String> = alive.iter().map(|(p, _)| p.pid.to_string()).collect();
-            error = Some(report::ErrorReport {
-                kind: crate::lifecycle::error::ErrorKind::Quarantined,
-                phase: crate::lifecycle::error::ErrorPhase::Request,
-                message: format!(
+            error = Some(ServerError::new(
+                ErrorKind::Quarantined,
+                ErrorPhase::Request,
+                format!(
                     "left running by a supervisor that is gone (pids {}); the next `up` or `down` recovers it",
                     pids.join(", ")
                 ),
-                stderr_tail: Vec::new(),
-            });
+            ));
             code = Code::TeardownNotClean;
         }
         if let Some(q) = &rec.quarantine {
             state = Phase::Quarantined;
             code = Code::TeardownNotClean;
-            error = Some(report::ErrorReport {
-                kind: crate::lifecycle::error::ErrorKind::Quarantined,
-                phase: crate::lifecycle::error::ErrorPhase::Teardown,
-                message: q.message.clone(),
-                stderr_tail: Vec::new(),
-            });
+            error = Some(ServerError::new(
+                ErrorKind::Quarantined,
+                ErrorPhase::Teardown,
+                q.message.clone(),
+            ));
         }
-        lines.push(ServerReport {
-            name: spec.name.clone(),
-            transport: spec.transport.kind().into(),
-            state,
-            generation: (rec.last_generation > 0).then_some(rec.last_generation),
-            pid,
-            connect_ms: None,
-            tools: None,
-            server_info: None,
-            uptime_ms: None,
-            restarts: 0,
-            retry_in_ms: None,
-            error,
-            teardown: None,
-            exit_code: code.as_i32(),
-        });
+        let mut line =
+            ServerReport::unpublished(&spec.name, spec.transport.kind(), state, error, code);
+        line.generation = (rec.last_generation > 0).then_some(rec.last_generation);
+        line.pid = pid;
+        lines.push(line);
     }
     let unknown: Vec<&String> = names
         .iter()

@@ -2,5 +2,6 @@
 //! terminal, and the exit-code table. Output never touches processes.
 
 pub mod exit;
+pub mod line;
 pub mod progress;
 pub mod report;

@@ -8,10 +8,10 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::exit::Code;
-use crate::lifecycle::authority::TeardownSummary;
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::events::{Event, EventSink};
 use crate::lifecycle::state::{Generation, Phase};
+use crate::lifecycle::summary::TeardownSummary;
 
 pub const SCHEMA_VERSION: u32 = 1;
 

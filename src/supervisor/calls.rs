@@ -8,11 +8,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Shared;
-use super::server::reply_line;
 use crate::lifecycle::authority::{CallOptions, Handle};
 use crate::lifecycle::state::Intent;
 use crate::output::exit::Code;
-use crate::output::report::SCHEMA_VERSION;
+use crate::output::report::{SCHEMA_VERSION, ServerReport};
 use crate::process::session::{self, SessionError};
 use crate::protocol::Response;
 
@@ -50,7 +49,7 @@ async fn ensure_running(
         return Ok(p);
     }
     let started = handle.request(Intent::Start, options).await;
-    let line = reply_line(handle.name(), started, Intent::Start, false);
+    let line = ServerReport::of_reply(handle.name(), started, Intent::Start, false);
     if line.exit_code != 0 {
         return Err(doc(
             command,

@@ -19,11 +19,10 @@ use super::Shared;
 use super::state_dir::StateDir;
 use crate::config::Timeout;
 use crate::lifecycle::authority::{CallOptions, Handle, Reply, RequestError};
-use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::events::Event;
 use crate::lifecycle::state::{Intent, Phase};
 use crate::output::exit::Code;
-use crate::output::report::{ErrorReport, Report, ServerReport};
+use crate::output::report::{Report, ServerReport};
 use crate::protocol::{self, Deadlines, Line, MAX_LINE_BYTES, Op, Response};
 
 /// How long a connected peer may take to send its request.
@@ -186,7 +185,9 @@ pub async fn stop_all(shared: Arc<Shared>) -> Code {
     names
         .iter()
         .zip(replies)
-        .map(|(name, r)| Code::from_i32(reply_line(name, r, Intent::Stop, false).exit_code))
+        .map(|(name, r)| {
+            Code::from_i32(ServerReport::of_reply(name, r, Intent::Stop, false).exit_code)
+        })
         .fold(Code::Ok, Code::max)
 }
 
@@ -365,7 +366,7 @@ pub(super) async fn dispatch(
     let lines = names
         .iter()
         .zip(replies)
-        .map(|(name, r)| reply_line(name, r, intent, strict))
+        .map(|(name, r)| ServerReport::of_reply(name, r, intent, strict))
         .collect();
     reply(Report::new(command, lines, false))
 }
@@ -450,93 +451,7 @@ async fn transition_all(
 
 async fn status_line(handle: &Handle) -> ServerReport {
     match handle.snapshot().await {
-        Ok(s) => {
-            let error = s.error.as_ref().map(ErrorReport::from);
-            let code = match s.state {
-                Phase::Quarantined => Code::TeardownNotClean,
-                _ => Code::Ok,
-            };
-            ServerReport {
-                name: s.name,
-                transport: s.transport,
-                state: s.state,
-                generation: s.generation,
-                pid: s.pid,
-                connect_ms: None,
-                tools: s.tools,
-                server_info: s.server_info,
-                uptime_ms: s.uptime_ms,
-                restarts: s.restarts,
-                retry_in_ms: s.retry_in_ms,
-                error,
-                teardown: s.last_teardown,
-                exit_code: code.as_i32(),
-            }
-        }
-        Err(e) => gone_line(handle.name(), &e),
-    }
-}
-
-fn gone_line(name: &str, e: &RequestError) -> ServerReport {
-    let kind = match e {
-        RequestError::Busy(..) => ErrorKind::Busy,
-        RequestError::Gone(_) => ErrorKind::Cancelled,
-    };
-    let error = ServerError::new(kind, ErrorPhase::Request, e.to_string());
-    ServerReport {
-        name: name.to_owned(),
-        transport: "stdio".into(),
-        state: Phase::Stopped,
-        generation: None,
-        pid: None,
-        connect_ms: None,
-        tools: None,
-        server_info: None,
-        uptime_ms: None,
-        restarts: 0,
-        retry_in_ms: None,
-        error: Some(ErrorReport::from(&error)),
-        teardown: None,
-        exit_code: Code::of_error(kind).as_i32(),
-    }
-}
-
-/// One server's line of the report of a transition request.
-pub(super) fn reply_line(
-    name: &str,
-    reply: Result<Reply, RequestError>,
-    intent: Intent,
-    strict: bool,
-) -> ServerReport {
-    let reply = match reply {
-        Ok(r) => r,
-        Err(e) => return gone_line(name, &e),
-    };
-    let error = reply.result.as_ref().err();
-    let mut code = error.map_or(Code::Ok, |e| Code::of_error(e.kind));
-    if let Some(t) = &reply.teardown {
-        code = code.max(Code::of_teardown(t.outcome, strict));
-    }
-    // `down` over a quarantined server did not leave it clean (L7): that is a 5,
-    // where starting one is a refusal (6).
-    if intent == Intent::Stop && reply.snapshot.state == Phase::Quarantined {
-        code = code.max(Code::TeardownNotClean);
-    }
-    let s = reply.snapshot;
-    ServerReport {
-        name: s.name,
-        transport: s.transport,
-        state: s.state,
-        generation: s.generation,
-        pid: s.pid,
-        connect_ms: reply.connect.map(crate::lifecycle::events::millis),
-        tools: s.tools,
-        server_info: s.server_info,
-        uptime_ms: s.uptime_ms,
-        restarts: s.restarts,
-        retry_in_ms: s.retry_in_ms,
-        error: error.map(ErrorReport::from),
-        teardown: reply.teardown,
-        exit_code: code.as_i32(),
+        Ok(s) => ServerReport::of_state(&s),
+        Err(e) => ServerReport::unanswered(handle.name(), "stdio", &e),
     }
 }
