@@ -1,28 +1,28 @@
 //! `mcpfleet check`: the CI job. In one process and with no daemon, it starts the
-//! selected servers in parallel (at most `--jobs` starts at once, so that each start
-//! gets the machine it needs to meet its own deadline), lists their tools, tears
-//! them all down in parallel, and reports what happened to each, verified.
+//! selected servers in parallel (at most `--jobs` handshakes at once: the start
+//! slots of docs/design.md §4.5, so that each start gets the machine it needs to
+//! meet its own deadline), lists their tools, tears them all down in parallel, and
+//! reports what happened to each, verified.
 //!
-//! A first Ctrl-C (or SIGTERM) interrupts the starts in progress; everything that
-//! was acquired is still torn down, and the command exits 130. A second one sends
-//! SIGKILL at once instead of waiting for the grace periods.
+//! A first Ctrl-C (or SIGTERM) interrupts the starts in progress, also those still
+//! waiting for a slot; everything that was acquired is still torn down, and the
+//! command exits 130. A second one sends SIGKILL at once instead of waiting for the
+//! grace periods.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::{CliError, Global, load_fleet};
 use crate::cli::CheckArgs;
-use crate::config::{Fleet, ServerSpec, Timeout};
+use crate::config::{ServerSpec, Timeout};
+use crate::host::{self, Press, Signals, Unnamed};
 use crate::lifecycle::authority::{
     self, CallOptions, Context, Handle, Reply, RequestError, ServerConfig,
 };
-use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::events::EventSink;
 use crate::lifecycle::state::{Intent, Phase};
 use crate::output::exit::Code;
@@ -32,7 +32,15 @@ use crate::output::report::{self, Format, NdjsonEvents, Report, ServerReport, Tr
 
 pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Result<Code, CliError> {
     let fleet = load_fleet(file)?;
-    let specs = select(&fleet, &args.servers)?;
+    let specs = host::select(&fleet, &args.servers, Unnamed::Enabled).map_err(|e| {
+        let known: Vec<&str> = fleet.servers.iter().map(|s| s.name.as_str()).collect();
+        CliError::Usage(format!(
+            "no server named {} in {} (servers: {})",
+            e.quoted(),
+            fleet.file.display(),
+            known.join(", ")
+        ))
+    })?;
     let files = crate::process::limits::raise_open_files();
     if let Some(warning) = files.shortfall(specs.len()) {
         tracing::warn!("{warning}");
@@ -80,10 +88,15 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
         .collect();
     tracing::info!(servers = handles.len(), jobs, "check: starting");
 
+    // Every start is asked for at once; the start slots let `jobs` of them run.
+    let done = |r: &Result<Reply, RequestError>| {
+        progress.done_one(r.as_ref().map_or("", |r| &r.snapshot.name));
+    };
     progress.stage("starting", handles.len());
-    let starts = start_all(&handles, jobs, options, &ctx.interrupt, &progress).await;
+    let starts = host::request_all(&handles, Intent::Start, options, done).await;
+    // Teardowns wait mostly on grace periods: all at once.
     progress.stage("stopping", handles.len());
-    let stops = stop_all(&handles, options, &progress).await;
+    let stops = host::request_all(&handles, Intent::Stop, options, done).await;
     progress.finish();
 
     // Every authority ends once its handles are gone; wait for all of them, so that
@@ -112,127 +125,21 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
     Ok(Code::from_i32(report.exit_code))
 }
 
-/// The servers to check: the named ones (which must exist), else every enabled one.
-fn select<'a>(fleet: &'a Fleet, names: &[String]) -> Result<Vec<&'a ServerSpec>, CliError> {
-    if names.is_empty() {
-        return Ok(fleet.enabled().collect());
-    }
-    let mut picked: Vec<&ServerSpec> = Vec::new();
-    let mut unknown = Vec::new();
-    for name in names {
-        match fleet.server(name) {
-            Some(spec) if !picked.iter().any(|p| p.name == spec.name) => picked.push(spec),
-            Some(_) => {}
-            None => unknown.push(name.as_str()),
-        }
-    }
-    if !unknown.is_empty() {
-        let known: Vec<&str> = fleet.servers.iter().map(|s| s.name.as_str()).collect();
-        return Err(CliError::Usage(format!(
-            "no server named {} in {} (servers: {})",
-            unknown
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            fleet.file.display(),
-            known.join(", ")
-        )));
-    }
-    Ok(picked)
-}
-
-/// Starts every server, at most `jobs` at once. A server whose turn has not come
-/// when the run is interrupted is not started at all.
-async fn start_all(
-    handles: &[Handle],
-    jobs: usize,
-    options: CallOptions,
-    interrupt: &CancellationToken,
-    progress: &Progress,
-) -> Vec<Option<Result<Reply, RequestError>>> {
-    let permits = Arc::new(Semaphore::new(jobs));
-    let mut set = JoinSet::new();
-    for (i, handle) in handles.iter().enumerate() {
-        let (handle, permits, interrupt) = (handle.clone(), permits.clone(), interrupt.clone());
-        set.spawn(async move {
-            let permit = tokio::select! {
-                biased;
-                _ = interrupt.cancelled() => None,
-                p = permits.acquire_owned() => p.ok(),
-            };
-            let reply = match permit {
-                Some(_permit) => Some(handle.request(Intent::Start, options).await),
-                None => None,
-            };
-            (i, reply)
-        });
-    }
-    collect(set, handles.len(), progress).await
-}
-
-/// Tears every server down, all at once: teardowns wait mostly on grace periods.
-async fn stop_all(
-    handles: &[Handle],
-    options: CallOptions,
-    progress: &Progress,
-) -> Vec<Option<Result<Reply, RequestError>>> {
-    let mut set = JoinSet::new();
-    for (i, handle) in handles.iter().enumerate() {
-        let handle = handle.clone();
-        set.spawn(async move { (i, Some(handle.request(Intent::Stop, options).await)) });
-    }
-    collect(set, handles.len(), progress).await
-}
-
-async fn collect(
-    mut set: JoinSet<(usize, Option<Result<Reply, RequestError>>)>,
-    n: usize,
-    progress: &Progress,
-) -> Vec<Option<Result<Reply, RequestError>>> {
-    let mut out: Vec<Option<Result<Reply, RequestError>>> = (0..n).map(|_| None).collect();
-    while let Some(joined) = set.join_next().await {
-        match joined {
-            Ok((i, reply)) => {
-                if let Some(Ok(r)) = &reply {
-                    progress.done_one(&r.snapshot.name);
-                } else {
-                    progress.done_one("");
-                }
-                out[i] = reply;
-            }
-            Err(e) => tracing::error!(error = %e, "a check task failed"),
-        }
-    }
-    out
-}
-
 /// Merges a server's start and stop replies into its line of the report: what the
 /// start found (generation, tools, server, connect time) and where the stop left
 /// the server. Nothing of it runs any more: no uptime, restarts or retry.
 fn server_report(
     spec: &ServerSpec,
-    start: Option<Result<Reply, RequestError>>,
-    stop: Option<Result<Reply, RequestError>>,
+    start: Result<Reply, RequestError>,
+    stop: Result<Reply, RequestError>,
     strict: bool,
 ) -> ServerReport {
-    let (start, start_err) = match start {
-        Some(Ok(r)) => (Some(r), None),
-        Some(Err(e)) => (None, Some(unanswered(&e))),
-        None => (
-            None,
-            Some(ServerError::new(
-                ErrorKind::Cancelled,
-                ErrorPhase::Request,
-                "not started: the check was interrupted",
-            )),
-        ),
+    let split = |reply: Result<Reply, RequestError>| match reply {
+        Ok(r) => (Some(r), None),
+        Err(e) => (None, Some(unanswered(&e))),
     };
-    let (stop, stop_err) = match stop {
-        Some(Ok(r)) => (Some(r), None),
-        Some(Err(e)) => (None, Some(unanswered(&e))),
-        None => (None, None),
-    };
+    let (start, start_err) = split(start);
+    let (stop, stop_err) = split(stop);
     let error = start
         .as_ref()
         .and_then(|r| r.result.clone().err())
@@ -280,29 +187,25 @@ async fn watch_signals(
     escalate: CancellationToken,
     progress: Progress,
 ) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
+    let Ok(mut signals) = Signals::new() else {
         tracing::warn!(
             "cannot install signal handlers; Ctrl-C will end the process without teardown"
         );
         return;
     };
     loop {
-        tokio::select! {
-            _ = int.recv() => {}
-            _ = term.recv() => {}
-        }
-        if escalate.is_cancelled() {
-            progress.note("mcpfleet: SIGKILL sent; confirming that every process is gone");
-        } else if interrupt.is_cancelled() {
-            progress.note("mcpfleet: second signal: SIGKILL to every server instead of waiting for its grace period");
-            escalate.cancel();
-        } else {
-            progress.note("mcpfleet: interrupted; tearing down every server that was started");
-            interrupt.cancel();
+        match signals.next().await {
+            Press::Interrupt => {
+                progress.note("mcpfleet: interrupted; tearing down every server that was started");
+                interrupt.cancel();
+            }
+            Press::Escalate => {
+                progress.note("mcpfleet: second signal: SIGKILL to every server instead of waiting for its grace period");
+                escalate.cancel();
+            }
+            Press::Exit => {
+                progress.note("mcpfleet: SIGKILL sent; confirming that every process is gone")
+            }
         }
     }
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
+use crate::host::Signals;
 use crate::protocol::{self, Line, MAX_LINE_BYTES, Op, PROTOCOL_VERSION, Request, Response};
 use crate::supervisor::state_dir::{StateDir, open_supervisor_log};
 
@@ -209,16 +210,11 @@ pub async fn request(
             }
         }
     };
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
+    let Ok(mut signals) = Signals::new() else {
         return answer.await;
     };
     tokio::select! {
         r = answer => r,
-        _ = int.recv() => Err(ClientError::Interrupted),
-        _ = term.recv() => Err(ClientError::Interrupted),
+        _ = signals.next() => Err(ClientError::Interrupted),
     }
 }

@@ -9,6 +9,7 @@ use super::client::{self, ClientError};
 use super::{CliError, Global, load_fleet};
 use crate::cli::{DownArgs, ReconnectArgs, ResetArgs, StatusArgs, UpArgs};
 use crate::config::Fleet;
+use crate::host::{self, Unnamed};
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::state::Phase;
 use crate::output::exit::Code;
@@ -131,11 +132,14 @@ fn offline_lines(
     persisted: &Persisted,
     names: &[String],
 ) -> Result<Vec<ServerReport>, CliError> {
+    let selected = host::select(&t.fleet, names, Unnamed::All)
+        .map_err(|e| CliError::Usage(format!("no server named {:?} in this fleet", e.0)))?;
     let scope = crate::supervisor::tag_scope(&t.dir);
     let mut lines = Vec::new();
     let table = procfs::Table::scan();
+    // In fleet order, whatever the order of the names.
     for spec in &t.fleet.servers {
-        if !names.is_empty() && !names.contains(&spec.name) {
+        if !selected.iter().any(|s| s.name == spec.name) {
             continue;
         }
         let rec = persisted
@@ -190,15 +194,6 @@ fn offline_lines(
         line.generation = (rec.last_generation > 0).then_some(rec.last_generation);
         line.pid = pid;
         lines.push(line);
-    }
-    let unknown: Vec<&String> = names
-        .iter()
-        .filter(|n| t.fleet.server(n).is_none())
-        .collect();
-    if !unknown.is_empty() {
-        return Err(CliError::Usage(format!(
-            "no server named {unknown:?} in this fleet"
-        )));
     }
     Ok(lines)
 }
@@ -306,9 +301,10 @@ async fn foreground(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliErr
             t.dir.root().display()
         )));
     }
-    if let Some(unknown) = args.servers.iter().find(|n| t.fleet.server(n).is_none()) {
+    if let Err(e) = host::select(&t.fleet, &args.servers, Unnamed::Enabled) {
+        let first = &e.0[0];
         return Err(CliError::Usage(format!(
-            "no server named `{unknown}` in this fleet"
+            "no server named `{first}` in this fleet"
         )));
     }
     let output = g.output;

@@ -13,6 +13,7 @@ use super::client::{self, ClientError};
 use super::fleet_ops::Target;
 use super::{CliError, Global};
 use crate::cli::{CallArgs, EventsArgs, LogsArgs, ToolsArgs};
+use crate::host::{self, Unnamed};
 use crate::output::exit::Code;
 use crate::output::report::{Format, write_stdout};
 use crate::protocol::{Deadlines, Op};
@@ -131,15 +132,12 @@ fn print(text: &str) -> Result<(), CliError> {
 }
 
 pub async fn logs(t: Target, args: &LogsArgs) -> Result<Code, CliError> {
-    let servers: Vec<String> = match &args.server {
-        Some(name) if t.fleet.server(name).is_none() => {
-            return Err(CliError::Usage(format!(
-                "no server named `{name}` in this fleet"
-            )));
-        }
-        Some(name) => vec![name.clone()],
-        None => t.fleet.servers.iter().map(|s| s.name.clone()).collect(),
-    };
+    let named: Vec<String> = args.server.iter().cloned().collect();
+    let servers: Vec<String> = host::select(&t.fleet, &named, Unnamed::All)
+        .map_err(|e| CliError::Usage(e.to_string()))?
+        .into_iter()
+        .map(|s| s.name.clone())
+        .collect();
     let prefix = servers.len() > 1;
     let mut tails: Vec<Tail> = servers
         .iter()

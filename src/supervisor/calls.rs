@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Shared;
+use crate::host::{self, Unnamed};
 use crate::lifecycle::authority::{CallOptions, Handle};
 use crate::lifecycle::state::Intent;
 use crate::output::exit::Code;
@@ -69,21 +70,25 @@ async fn ensure_running(
     }
 }
 
+/// The authority of the server named `name`, or the usage error that it is none.
+fn handle(shared: &Shared, name: &str) -> Result<Handle, Response> {
+    match shared.select(&[name.to_owned()], Unnamed::All) {
+        Ok(mut handles) => Ok(handles.remove(0)),
+        Err(message) => Err(Response::Error { message }),
+    }
+}
+
 pub async fn tools(shared: &Shared, server: Option<String>, options: CallOptions) -> Response {
-    let handles: Vec<&Handle> = match &server {
-        Some(name) => match shared.handle(name) {
-            Some(h) => vec![h],
-            None => {
-                return Response::Error {
-                    message: format!("usage: no server named `{name}` in this fleet"),
-                };
-            }
+    let handles: Vec<Handle> = match &server {
+        Some(name) => match handle(shared, name) {
+            Ok(h) => vec![h],
+            Err(response) => return response,
         },
-        None => shared.handles.iter().collect(),
+        None => shared.handles.clone(),
     };
     // Peers are taken in fleet order; the lists are then asked for all at once.
     let mut peers = Vec::new();
-    for handle in handles {
+    for handle in &handles {
         let peer = if server.is_some() {
             match ensure_running("tools", handle, options).await {
                 Ok(p) => Some(p),
@@ -96,28 +101,19 @@ pub async fn tools(shared: &Shared, server: Option<String>, options: CallOptions
             peers.push((handle.name().to_owned(), generation, peer));
         }
     }
-    let mut set = tokio::task::JoinSet::new();
-    for (i, (_, _, peer)) in peers.iter().enumerate() {
+    let listings = peers.iter().map(|(_, _, peer)| {
         let peer = peer.clone();
-        set.spawn(async move {
+        async move {
             let listed =
                 tokio::time::timeout(DEFAULT_CALL_TIMEOUT, session::list_tools(&peer)).await;
-            (
-                i,
-                listed.unwrap_or_else(|_| {
-                    Err(SessionError::Protocol(
-                        "tools/list did not answer in time".into(),
-                    ))
-                }),
-            )
-        });
-    }
-    let mut lists: Vec<Option<Result<_, SessionError>>> = peers.iter().map(|_| None).collect();
-    while let Some(joined) = set.join_next().await {
-        if let Ok((i, listed)) = joined {
-            lists[i] = Some(listed);
+            listed.unwrap_or_else(|_| {
+                Err(SessionError::Protocol(
+                    "tools/list did not answer in time".into(),
+                ))
+            })
         }
-    }
+    });
+    let lists = host::join_in_order(listings, |_| {}).await;
     let mut servers = Vec::new();
     for ((name, generation, _), listed) in peers.iter().zip(lists) {
         let listed =
@@ -159,12 +155,11 @@ pub async fn call(
     timeout_ms: Option<u64>,
     options: CallOptions,
 ) -> Response {
-    let Some(handle) = shared.handle(server) else {
-        return Response::Error {
-            message: format!("usage: no server named `{server}` in this fleet"),
-        };
+    let handle = match handle(shared, server) {
+        Ok(h) => h,
+        Err(response) => return response,
     };
-    let (generation, peer) = match ensure_running("call", handle, options).await {
+    let (generation, peer) = match ensure_running("call", &handle, options).await {
         Ok(p) => p,
         Err(response) => return response,
     };

@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Fleet;
+use crate::host::{self, Press, Signals, Unnamed};
 use crate::lifecycle::authority::{self, Context, Handle, Initial, ServerConfig};
 use crate::lifecycle::events::{Cause, Event, EventSink, millis, rfc3339};
 use crate::lifecycle::state::Phase;
@@ -106,6 +107,21 @@ pub struct Shared {
 impl Shared {
     pub fn handle(&self, name: &str) -> Option<&Handle> {
         self.handles.iter().find(|h| h.name() == name)
+    }
+
+    /// The authorities of the servers a request is about (`host::select`); a name
+    /// that is no server of the fleet is a usage error.
+    pub fn select(&self, names: &[String], unnamed: Unnamed) -> Result<Vec<Handle>, String> {
+        let specs = host::select(&self.fleet, names, unnamed).map_err(|e| format!("usage: {e}"))?;
+        Ok(specs
+            .iter()
+            .map(|s| {
+                let handle = self.handle(&s.name);
+                handle
+                    .expect("every server of the fleet has an authority")
+                    .clone()
+            })
+            .collect())
     }
 }
 
@@ -265,7 +281,7 @@ pub async fn run(
         interrupt: ctx.interrupt.clone(),
     });
 
-    let mut signals = server::Signals::new()?;
+    let mut signals = Signals::new()?;
     if let Some(fg) = foreground {
         let shared = shared.clone();
         tokio::spawn(async move {
@@ -299,13 +315,13 @@ pub async fn run(
         }
     };
     tokio::pin!(stopping);
-    let mut presses = u8::from(shared.shutdown.is_cancelled());
     let teardown = loop {
         tokio::select! {
             code = &mut stopping => break code,
-            _ = signals.recv() => {
-                presses += 1;
-                if presses >= 3 {
+            // The first signal ended `serve`; after an idle exit, the first one
+            // here already escalates.
+            press = signals.next() => {
+                if press == Press::Exit {
                     eprintln!("mcpfleet: third signal: exiting now, without waiting for teardown");
                     std::process::exit(130);
                 }

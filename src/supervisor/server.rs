@@ -12,13 +12,13 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{Notify, mpsc};
-use tokio::task::JoinSet;
 use tokio_util::task::TaskTracker;
 
 use super::Shared;
 use super::state_dir::StateDir;
 use crate::config::Timeout;
-use crate::lifecycle::authority::{CallOptions, Handle, Reply, RequestError};
+use crate::host::{self, Signals, Unnamed};
+use crate::lifecycle::authority::{CallOptions, Handle};
 use crate::lifecycle::events::Event;
 use crate::lifecycle::state::{Intent, Phase};
 use crate::output::exit::Code;
@@ -73,7 +73,7 @@ pub async fn serve(
             },
             _ = finished.notified() => {}
             _ = tokio::time::sleep(Duration::from_millis(200)) => {}
-            _ = signals.recv() => {
+            _ = signals.next() => {
                 tracing::info!("signal: tearing everything down");
                 shared.shutdown.cancel();
                 // Starts in progress end now; what they spawned is torn down (L8).
@@ -137,29 +137,6 @@ fn same_user(stream: UnixStream) -> Option<UnixStream> {
     }
 }
 
-/// SIGINT and SIGTERM, as one stream.
-pub struct Signals {
-    int: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    pub fn new() -> std::io::Result<Signals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Signals {
-            int: signal(SignalKind::interrupt())?,
-            term: signal(SignalKind::terminate())?,
-        })
-    }
-
-    pub async fn recv(&mut self) {
-        tokio::select! {
-            _ = self.int.recv() => {}
-            _ = self.term.recv() => {}
-        }
-    }
-}
-
 async fn all_down(shared: &Shared) -> bool {
     for h in &shared.handles {
         match h.snapshot().await {
@@ -180,14 +157,13 @@ async fn all_down(shared: &Shared) -> bool {
 /// Tears down every running server (supervisor shutdown) and returns the code of
 /// the outcome, as `down` would rank it.
 pub async fn stop_all(shared: Arc<Shared>) -> Code {
-    let names: Vec<String> = shared.handles.iter().map(|h| h.name().to_owned()).collect();
-    let replies = transition_all(&shared, &names, Intent::Stop, CallOptions::default()).await;
-    names
+    let handles = &shared.handles;
+    let replies = host::request_all(handles, Intent::Stop, CallOptions::default(), |_| {}).await;
+    handles
         .iter()
         .zip(replies)
-        .map(|(name, r)| {
-            Code::from_i32(ServerReport::of_reply(name, r, Intent::Stop, false).exit_code)
-        })
+        .map(|(h, r)| ServerReport::of_reply(h.name(), r, Intent::Stop, false).exit_code)
+        .map(Code::from_i32)
         .fold(Code::Ok, Code::max)
 }
 
@@ -263,13 +239,12 @@ pub(super) async fn dispatch(
                 .await;
         }
         Op::Status { servers } => {
-            let names = match select(shared, &servers, false) {
-                Ok(n) => n,
+            let handles = match shared.select(&servers, Unnamed::Enabled) {
+                Ok(h) => h,
                 Err(message) => return Response::Error { message },
             };
             let mut lines = Vec::new();
-            for name in names {
-                let handle = shared.handle(&name).expect("selected names exist");
+            for handle in &handles {
                 lines.push(status_line(handle).await);
             }
             return reply(Report::new("status", lines, false));
@@ -318,19 +293,22 @@ pub(super) async fn dispatch(
         ),
     };
     let must_name = matches!(intent, Intent::Reconnect { .. } | Intent::Reset);
-    let names = match select(shared, &names, intent == Intent::Stop) {
-        Ok(n) if must_name && names.is_empty() => {
-            drop(n);
+    let unnamed = match intent {
+        Intent::Stop => Unnamed::All,
+        _ => Unnamed::Enabled,
+    };
+    let handles = match shared.select(&names, unnamed) {
+        Ok(_) if must_name && names.is_empty() => {
             return Response::Error {
                 message: format!("{command} needs at least one server name"),
             };
         }
-        Ok(n) => n,
+        Ok(h) => h,
         Err(message) => return Response::Error { message },
     };
     // Stream this request's events while it runs.
     let mut events = shared.events.subscribe();
-    let watched = names.clone();
+    let watched: Vec<String> = handles.iter().map(|h| h.name().to_owned()).collect();
     let forward_tx = tx.clone();
     let (done_tx, mut done_rx) = tokio::sync::oneshot::channel::<()>();
     let forward = tokio::spawn(async move {
@@ -360,13 +338,13 @@ pub(super) async fn dispatch(
             }
         }
     });
-    let replies = transition_all(shared, &names, intent, options).await;
+    let replies = host::request_all(&handles, intent, options, |_| {}).await;
     let _ = done_tx.send(());
     let _ = forward.await;
-    let lines = names
+    let lines = handles
         .iter()
         .zip(replies)
-        .map(|(name, r)| ServerReport::of_reply(name, r, intent, strict))
+        .map(|(h, r)| ServerReport::of_reply(h.name(), r, intent, strict))
         .collect();
     reply(Report::new(command, lines, false))
 }
@@ -388,65 +366,6 @@ pub(super) fn call_options(d: Deadlines, force: bool) -> CallOptions {
         wait_timeout: d.wait_ms.unwrap_or(Timeout::After(DEFAULT_WAIT)),
         force,
     }
-}
-
-/// The servers a request is about: the named ones (which must exist), else every
-/// enabled one (every one at all for `down`, so nothing is left running).
-fn select(shared: &Shared, names: &[String], all_when_empty: bool) -> Result<Vec<String>, String> {
-    if names.is_empty() {
-        return Ok(shared
-            .fleet
-            .servers
-            .iter()
-            .filter(|s| s.enabled || all_when_empty)
-            .map(|s| s.name.clone())
-            .collect());
-    }
-    let unknown: Vec<&String> = names
-        .iter()
-        .filter(|n| shared.handle(n).is_none())
-        .collect();
-    if !unknown.is_empty() {
-        return Err(format!(
-            "usage: no server named {} in this fleet",
-            unknown
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    let mut out: Vec<String> = Vec::new();
-    for n in names {
-        if !out.contains(n) {
-            out.push(n.clone());
-        }
-    }
-    Ok(out)
-}
-
-/// Sends `intent` to every named server at once and waits for all replies.
-async fn transition_all(
-    shared: &Shared,
-    names: &[String],
-    intent: Intent,
-    options: CallOptions,
-) -> Vec<Result<Reply, RequestError>> {
-    let mut set = JoinSet::new();
-    for (i, name) in names.iter().enumerate() {
-        let handle: Handle = shared.handle(name).expect("selected names exist").clone();
-        set.spawn(async move { (i, handle.request(intent, options).await) });
-    }
-    let mut out: Vec<Option<Result<Reply, RequestError>>> = names.iter().map(|_| None).collect();
-    while let Some(joined) = set.join_next().await {
-        if let Ok((i, r)) = joined {
-            out[i] = Some(r);
-        }
-    }
-    out.into_iter()
-        .zip(names)
-        .map(|(r, name)| r.unwrap_or_else(|| Err(RequestError::Gone(name.clone()))))
-        .collect()
 }
 
 async fn status_line(handle: &Handle) -> ServerReport {
