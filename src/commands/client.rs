@@ -9,10 +9,12 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use serde::de::{DeserializeOwned, IgnoredAny};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
 use crate::host::Signals;
+use crate::output::report::EventReport;
 use crate::protocol::{self, Line, MAX_LINE_BYTES, Op, PROTOCOL_VERSION, Request, Response};
 use crate::supervisor::state_dir::{StateDir, open_supervisor_log};
 
@@ -33,6 +35,9 @@ pub enum ClientError {
     /// The caller was interrupted; the supervisor carries on (exit 130).
     #[error("interrupted")]
     Interrupted,
+    /// The supervisor answered with a report this CLI cannot read (exit 1).
+    #[error("{0}")]
+    Unreadable(String),
 }
 
 /// Connects to the supervisor of `dir`, starting one for `fleet_file` when `start`.
@@ -167,13 +172,14 @@ fn spawn_supervisor(dir: &StateDir, fleet_file: &Path) -> std::io::Result<std::p
     cmd.spawn()
 }
 
-/// Sends `op` and waits for its report, handing each event to `on_event`. A first
-/// Ctrl-C (or SIGTERM) stops waiting: the supervisor goes on with the request.
-pub async fn request(
+/// Sends `op` and waits for its report `R` (`Report`, or `CallReport` for `tools`
+/// and `call`), handing each event to `on_event`. A first Ctrl-C (or SIGTERM)
+/// stops waiting: the supervisor goes on with the request.
+pub async fn request<R: DeserializeOwned>(
     stream: UnixStream,
     op: Op,
-    mut on_event: impl FnMut(serde_json::Value),
-) -> Result<serde_json::Value, ClientError> {
+    mut on_event: impl FnMut(EventReport),
+) -> Result<R, ClientError> {
     let (read, mut write) = stream.into_split();
     let line = protocol::encode(&Request {
         v: PROTOCOL_VERSION,
@@ -202,11 +208,18 @@ pub async fn request(
                     ));
                 }
             };
-            match serde_json::from_str::<Response>(&text) {
+            match serde_json::from_str::<Response<EventReport, R>>(&text) {
                 Ok(Response::Event { event }) => on_event(event),
                 Ok(Response::Reply { report }) => return Ok(report),
                 Ok(Response::Error { message }) => return Err(ClientError::Refused(message)),
-                Err(e) => return Err(ClientError::Unreachable(format!("unreadable answer: {e}"))),
+                Err(e) => match serde_json::from_str::<Response<IgnoredAny, IgnoredAny>>(&text) {
+                    // An event this CLI cannot read costs that event, not the request.
+                    Ok(Response::Event { .. }) => tracing::warn!(error = %e, "unreadable event"),
+                    Ok(Response::Reply { .. }) => {
+                        return Err(ClientError::Unreadable(format!("unreadable report: {e}")));
+                    }
+                    _ => return Err(ClientError::Unreachable(format!("unreadable answer: {e}"))),
+                },
             }
         }
     };

@@ -14,7 +14,7 @@ use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::state::Phase;
 use crate::output::exit::Code;
 use crate::output::progress::Progress;
-use crate::output::report::{self, Format, Report, ServerReport};
+use crate::output::report::{self, FailureKind, FailureReport, Format, Report, ServerReport};
 use crate::process::procfs;
 use crate::protocol::{Deadlines, Op};
 use crate::supervisor::persist::Persisted;
@@ -223,20 +223,19 @@ async fn send(
     progress.stage(command, total);
     let result = client::request(stream, op, |event| {
         // A server is done when it reaches a state that ends the request for it.
-        let to = event["to"].as_str().unwrap_or("");
-        let settled = matches!(to, "running" | "failed" | "quarantined")
-            || (to == "stopped" && event["from"] == "stopping" && command == "down");
+        let settled =
+            matches!(
+                event.to,
+                Phase::Running | Phase::Failed | Phase::Quarantined
+            ) || (event.to == Phase::Stopped && event.from == Phase::Stopping && command == "down");
         if settled {
-            progress.done_one(event["server"].as_str().unwrap_or(""));
+            progress.done_one(&event.server);
         }
         if ndjson {
-            let mut e = event;
-            if let Some(m) = e.as_object_mut() {
-                m.insert("type".into(), "event".into());
-            }
-            let _ = report::write_stdout(&format!("{e}\n"));
+            let _ = report::write_stdout(&report::event_line(&event));
         } else if verbose {
-            eprintln!("{} {} -> {}", event["server"], event["from"], event["to"]);
+            let (from, to) = (event.from.as_str(), event.to.as_str());
+            eprintln!("{:?} {from:?} -> {to:?}", event.server);
         }
     })
     .await;
@@ -245,27 +244,42 @@ async fn send(
 }
 
 fn finish(
-    result: Result<serde_json::Value, ClientError>,
+    result: Result<Report, ClientError>,
     command: &'static str,
     g: &Global,
 ) -> Result<Code, CliError> {
     match result {
-        Ok(value) => {
-            let report: Report = serde_json::from_value(value)
-                .map_err(|e| anyhow::anyhow!("unreadable report: {e}"))?;
-            emit(report, g)
-        }
-        Err(ClientError::Interrupted) => {
-            eprintln!(
+        Ok(report) => emit(report, g),
+        Err(e) => {
+            let interrupted = format!(
                 "mcpfleet {command}: interrupted; the supervisor carries on with the request (see `mcpfleet status` and `mcpfleet events`)"
             );
+            no_report(e, command, &interrupted, g)
+        }
+    }
+}
+
+/// What a request that got no report ends in: an interruption (130, after
+/// `interrupted` on stderr), a usage error, an internal error, or an unreachable
+/// supervisor.
+pub(super) fn no_report(
+    e: ClientError,
+    command: &str,
+    interrupted: &str,
+    g: &Global,
+) -> Result<Code, CliError> {
+    match e {
+        ClientError::Interrupted => {
+            eprintln!("{interrupted}");
             Ok(Code::Interrupted)
         }
-        Err(ClientError::Refused(m)) if m.starts_with("usage: ") => {
+        ClientError::Refused(m) if m.starts_with("usage: ") => {
             Err(CliError::Usage(m["usage: ".len()..].to_owned()))
         }
-        Err(ClientError::Refused(m)) => Err(CliError::Internal(anyhow::anyhow!(m))),
-        Err(e @ ClientError::Unreachable(_)) => Ok(unreachable(command, &e, g)),
+        ClientError::Refused(m) | ClientError::Unreadable(m) => {
+            Err(CliError::Internal(anyhow::anyhow!(m)))
+        }
+        e @ ClientError::Unreachable(_) => Ok(unreachable(command, &e, g)),
     }
 }
 
@@ -274,14 +288,12 @@ fn finish(
 pub(super) fn unreachable(command: &str, e: &ClientError, g: &Global) -> Code {
     eprintln!("mcpfleet {command}: {e}");
     if g.output != Format::Text {
-        let doc = serde_json::json!({
-            "schema_version": report::SCHEMA_VERSION,
-            "command": command,
-            "exit_code": Code::Unreachable.as_i32(),
-            "servers": [],
-            "error": {"kind": "unreachable", "message": e.to_string()},
-        });
-        let _ = report::write_stdout(&format!("{doc}\n"));
+        let error = FailureReport {
+            kind: FailureKind::Unreachable,
+            message: e.to_string(),
+        };
+        let doc = super::failed_command(command, Code::Unreachable, error, None);
+        let _ = report::write_stdout(&report::json_line(&doc));
     }
     Code::Unreachable
 }
@@ -310,11 +322,9 @@ async fn foreground(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliErr
     let output = g.output;
     let code = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
     let seen = code.clone();
-    let on_started = Box::new(move |value: serde_json::Value| {
-        if let Ok(report) = serde_json::from_value::<Report>(value) {
-            seen.store(report.exit_code, std::sync::atomic::Ordering::SeqCst);
-            let _ = report::write_stdout(&report::render(&report, output));
-        }
+    let on_started = Box::new(move |report: Report| {
+        seen.store(report.exit_code, std::sync::atomic::Ordering::SeqCst);
+        let _ = report::write_stdout(&report::render(&report, output));
         eprintln!("mcpfleet: running in the foreground; Ctrl-C tears everything down");
     });
     let fg = crate::supervisor::Foreground {

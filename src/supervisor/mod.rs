@@ -25,6 +25,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -34,7 +35,10 @@ use crate::host::{self, Press, Signals, Unnamed};
 use crate::lifecycle::authority::{self, Context, Handle, Initial, ServerConfig};
 use crate::lifecycle::events::{Cause, Event, EventSink, millis, rfc3339};
 use crate::lifecycle::state::Phase;
+use crate::output::calls::CallReport;
+use crate::output::report::{EventReport, Report};
 use crate::process::procfs;
+use crate::protocol;
 use persist::{Persisted, StateFile, SupervisorRecord};
 use state_dir::{StateDir, open_append, open_rw};
 
@@ -91,6 +95,19 @@ pub fn tag_scope(dir: &StateDir) -> String {
         state_dir::fnv1a(dir.root().as_os_str().as_encoded_bytes())
     )
 }
+
+/// The report of a request, as the supervisor sends it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Answer {
+    /// `up`, `down`, `status`, `reconnect`, `reset` and `ping`.
+    Report(Report),
+    /// `tools` and `call`.
+    Call(CallReport),
+}
+
+/// A line the supervisor sends on the control socket (docs/design.md §9).
+pub type Response = protocol::Response<EventReport, Answer>;
 
 /// What the request handlers share.
 pub struct Shared {
@@ -154,7 +171,7 @@ pub struct Foreground {
     /// The servers to start (empty: every enabled one).
     pub servers: Vec<String>,
     /// Called with the report of the start.
-    pub on_started: Box<dyn FnOnce(serde_json::Value) + Send>,
+    pub on_started: Box<dyn FnOnce(Report) + Send>,
 }
 
 /// Runs the supervisor of `fleet` until it is idle or told to stop, and returns the
@@ -291,8 +308,9 @@ pub async fn run(
                 deadlines: Default::default(),
             };
             let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-            if let crate::protocol::Response::Reply { report } =
-                server::dispatch(op, &shared, &tx).await
+            if let Response::Reply {
+                report: Answer::Report(report),
+            } = server::dispatch(op, &shared, &tx).await
             {
                 (fg.on_started)(report);
             }

@@ -14,16 +14,16 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::task::TaskTracker;
 
-use super::Shared;
 use super::state_dir::StateDir;
+use super::{Answer, Response, Shared};
 use crate::config::Timeout;
 use crate::host::{self, Signals, Unnamed};
 use crate::lifecycle::authority::{CallOptions, Handle};
 use crate::lifecycle::events::Event;
 use crate::lifecycle::state::{Intent, Phase};
 use crate::output::exit::Code;
-use crate::output::report::{Report, ServerReport};
-use crate::protocol::{self, Deadlines, Line, MAX_LINE_BYTES, Op, Response};
+use crate::output::report::{EventReport, Report, ServerReport};
+use crate::protocol::{self, Deadlines, Line, MAX_LINE_BYTES, Op};
 
 /// How long a connected peer may take to send its request.
 const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -314,8 +314,8 @@ pub(super) async fn dispatch(
     let forward = tokio::spawn(async move {
         let send = |event: Event| {
             if watched.contains(&event.server) {
-                let value = serde_json::to_value(&event).expect("events serialize");
-                let _ = forward_tx.send(protocol::encode(&Response::Event { event: value }));
+                let event = EventReport::from(&event);
+                let _ = forward_tx.send(protocol::encode(&Response::Event { event }));
             }
         };
         loop {
@@ -349,9 +349,9 @@ pub(super) async fn dispatch(
     reply(Report::new(command, lines, false))
 }
 
-pub(super) fn reply(report: Report) -> Response {
+fn reply(report: Report) -> Response {
     Response::Reply {
-        report: serde_json::to_value(report).expect("reports serialize"),
+        report: Answer::Report(report),
     }
 }
 
