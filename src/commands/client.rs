@@ -16,7 +16,7 @@ use tokio::net::UnixStream;
 use crate::host::Signals;
 use crate::output::report::EventReport;
 use crate::protocol::{self, Line, MAX_LINE_BYTES, Op, PROTOCOL_VERSION, Request, Response};
-use crate::supervisor::state_dir::{StateDir, open_supervisor_log};
+use crate::supervisor::state_dir::{StateDir, lock_before, open_rw, open_supervisor_log};
 
 /// How long the CLI waits for a supervisor to come up and accept the connection.
 const CONNECT_WAIT: Duration = Duration::from_secs(30);
@@ -116,21 +116,13 @@ async fn take_spawn_lock(dir: &StateDir, deadline: Instant) -> Result<std::fs::F
     let unreachable = |e: std::io::Error| {
         ClientError::Unreachable(format!("cannot lock {}: {e}", dir.root().display()))
     };
-    let file = crate::supervisor::state_dir::open_rw(&dir.root().join("spawn.lock"))
-        .map_err(unreachable)?;
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(file),
-            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(ClientError::Unreachable(
-                    "another client has been starting the supervisor for too long".into(),
-                ));
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(unreachable(e)),
-        }
+    let file = open_rw(&dir.root().join("spawn.lock")).map_err(unreachable)?;
+    match lock_before(&file, deadline, async || false).await {
+        Ok(true) => Ok(file),
+        Ok(false) => Err(ClientError::Unreachable(
+            "another client has been starting the supervisor for too long".into(),
+        )),
+        Err(e) => Err(unreachable(e)),
     }
 }
 

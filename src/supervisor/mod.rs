@@ -40,7 +40,7 @@ use crate::output::report::{EventReport, Report};
 use crate::process::procfs;
 use crate::protocol;
 use persist::{Persisted, StateFile, SupervisorRecord};
-use state_dir::{StateDir, open_append, open_rw};
+use state_dir::{StateDir, lock_before, open_append, open_rw};
 
 /// How long a new supervisor waits for the lock of one that is exiting.
 const LOCK_WAIT: Duration = Duration::from_secs(5);
@@ -144,26 +144,17 @@ impl Shared {
 
 /// Takes the supervisor lock, waiting a moment for a predecessor that is exiting.
 /// `None`: another supervisor is running.
-fn take_lock(dir: &StateDir) -> anyhow::Result<Option<File>> {
+async fn take_lock(dir: &StateDir) -> anyhow::Result<Option<File>> {
     let lock = open_rw(&dir.lock())?;
-    let deadline = Instant::now() + LOCK_WAIT;
-    loop {
-        match lock.try_lock() {
-            Ok(()) => return Ok(Some(lock)),
-            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
-                // Another supervisor is serving: nothing for this one to do.
-                let serving = dir
-                    .socket_path()
-                    .and_then(|socket| std::os::unix::net::UnixStream::connect(socket.as_path()));
-                if serving.is_ok() {
-                    return Ok(None);
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
-        }
-    }
+    // Another supervisor that is serving is not exiting: nothing for this one to do.
+    let serving = async || match dir.socket_path() {
+        Ok(socket) => tokio::net::UnixStream::connect(socket.as_path())
+            .await
+            .is_ok(),
+        Err(_) => false,
+    };
+    let taken = lock_before(&lock, Instant::now() + LOCK_WAIT, serving).await?;
+    Ok(taken.then_some(lock))
 }
 
 /// What `up --foreground` asks of the supervisor it runs in the terminal.
@@ -183,7 +174,7 @@ pub async fn run(
     dir: StateDir,
     foreground: Option<Foreground>,
 ) -> anyhow::Result<crate::output::exit::Code> {
-    let Some(mut lock) = take_lock(&dir)? else {
+    let Some(mut lock) = take_lock(&dir).await? else {
         tracing::info!("another supervisor holds {}", dir.lock().display());
         return Ok(crate::output::exit::Code::Ok);
     };
@@ -255,6 +246,8 @@ pub async fn run(
         });
     }
 
+    // From here on, every transition of every authority reaches the idle watch.
+    let transitions = events.subscribe();
     let tracker = TaskTracker::new();
     let ctx = Context {
         events: events.clone(),
@@ -316,7 +309,7 @@ pub async fn run(
             }
         });
     }
-    let result = server::serve(&dir, shared.clone(), IDLE_LINGER, &mut signals).await;
+    let result = server::serve(&dir, shared.clone(), transitions, IDLE_LINGER, &mut signals).await;
     let _ = std::fs::remove_file(dir.socket());
 
     // Whatever still runs is torn down before the supervisor goes (L6, L9); the

@@ -3,15 +3,15 @@
 //! request's events before the final reply. A bad request gets an error line and
 //! never disturbs other connections.
 
+use std::collections::HashSet;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::task::TaskTracker;
 
 use super::state_dir::StateDir;
@@ -28,11 +28,14 @@ use crate::protocol::{self, Deadlines, Line, MAX_LINE_BYTES, Op};
 /// How long a connected peer may take to send its request.
 const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Serves the socket until the supervisor is idle (every server down, no connection)
-/// for `linger`, or a signal asks it to stop.
+/// Serves the socket until the supervisor is idle (every server at rest, no
+/// connection) for `linger`, or a signal asks it to stop. `transitions` is the
+/// event log, subscribed to before any authority existed: what it says, and the
+/// connections opening and closing, are what wakes the idle watch.
 pub async fn serve(
     dir: &StateDir,
     shared: Arc<Shared>,
+    transitions: broadcast::Receiver<Event>,
     linger: Duration,
     signals: &mut Signals,
 ) -> anyhow::Result<TaskTracker> {
@@ -45,23 +48,29 @@ pub async fn serve(
     let mut listener = bind(&path)?;
     tracing::info!(socket = %path.display(), "supervisor serving");
 
-    let active = Arc::new(AtomicUsize::new(0));
-    let finished = Arc::new(Notify::new());
+    let (open, mut opened_or_closed) = watch::channel(0usize);
     let connections = TaskTracker::new();
     let serve_one = |stream: UnixStream| {
-        active.fetch_add(1, Ordering::SeqCst);
-        let (shared, active, finished) = (shared.clone(), active.clone(), finished.clone());
+        let (open, shared) = (Open::count(&open), shared.clone());
         connections.spawn(async move {
             handle_connection(stream, &shared).await;
-            active.fetch_sub(1, Ordering::SeqCst);
-            finished.notify_one();
+            drop(open);
         });
     };
+    let mut busy = Busy::new(transitions);
     let mut idle_since: Option<Instant> = None;
     let stop_sweeping = tokio_util::sync::CancellationToken::new();
     let _sweeping = stop_sweeping.clone().drop_guard();
     tokio::spawn(crate::process::lineage::keep_current(stop_sweeping));
     loop {
+        let idle = *opened_or_closed.borrow_and_update() == 0 && busy.servers.is_empty();
+        idle_since = idle.then(|| idle_since.unwrap_or_else(Instant::now));
+        let lingered = async {
+            match idle_since {
+                Some(since) => tokio::time::sleep_until((since + linger).into()).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
@@ -71,8 +80,8 @@ pub async fn serve(
                 }
                 Err(e) => tracing::warn!(error = %e, "accept failed"),
             },
-            _ = finished.notified() => {}
-            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+            _ = opened_or_closed.changed() => {}
+            received = busy.transitions.recv(), if busy.listening => busy.note(received, &shared).await,
             _ = signals.next() => {
                 tracing::info!("signal: tearing everything down");
                 shared.shutdown.cancel();
@@ -80,41 +89,102 @@ pub async fn serve(
                 shared.interrupt.cancel();
                 break;
             }
-        }
-        if active.load(Ordering::SeqCst) > 0 || !all_down(&shared).await {
-            idle_since = None;
-            continue;
-        }
-        let since = *idle_since.get_or_insert_with(Instant::now);
-        if since.elapsed() < linger {
-            continue;
-        }
-        // Idle long enough. First make sure no new client can find this supervisor,
-        // then serve whoever connected before that: a client already in the queue
-        // must get its answer, never a reset connection.
-        let _ = std::fs::remove_file(&path);
-        let mut drained = false;
-        while let Ok(Ok((stream, _))) =
-            tokio::time::timeout(Duration::from_millis(10), listener.accept()).await
-        {
-            drained = true;
-            if let Some(stream) = same_user(stream) {
-                serve_one(stream);
+            () = lingered => {
+                // Idle long enough. First make sure no new client can find this
+                // supervisor, then serve whoever connected before that: a client
+                // already in the queue must get its answer, never a reset connection.
+                let _ = std::fs::remove_file(&path);
+                let mut drained = false;
+                while let Ok(Ok((stream, _))) =
+                    tokio::time::timeout(Duration::from_millis(10), listener.accept()).await
+                {
+                    drained = true;
+                    if let Some(stream) = same_user(stream) {
+                        serve_one(stream);
+                    }
+                }
+                if !drained {
+                    tracing::info!("every server is down and no request is pending: exiting");
+                    break;
+                }
+                // Requests came in at the last moment: serve them, and be findable again.
+                listener = bind(&path)?;
+                idle_since = None;
             }
         }
-        if !drained {
-            tracing::info!("every server is down and no request is pending: exiting");
-            break;
-        }
-        // Requests came in at the last moment: serve them, and be findable again.
-        listener = bind(&path)?;
-        idle_since = None;
     }
     drop(listener);
     let _ = std::fs::remove_file(&path);
     // The caller waits for the connections, still listening for signals.
     connections.close();
     Ok(connections)
+}
+
+/// Counts a connection as open for as long as it lives.
+struct Open(watch::Sender<usize>);
+
+impl Open {
+    fn count(open: &watch::Sender<usize>) -> Open {
+        open.send_modify(|n| *n += 1);
+        Open(open.clone())
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
+}
+
+/// The servers that keep the supervisor: those starting, running, stopping or in
+/// backoff (docs/design.md §3). Kept from the transitions as they are recorded: every
+/// change of state is one (L12), and says where it led.
+struct Busy {
+    servers: HashSet<String>,
+    transitions: broadcast::Receiver<Event>,
+    /// False once the event log is gone (it lives as long as `Shared`).
+    listening: bool,
+}
+
+impl Busy {
+    /// Subscribed before any authority existed, so every server starts at rest
+    /// (`stopped`, or `quarantined` from `state.json`).
+    fn new(transitions: broadcast::Receiver<Event>) -> Busy {
+        Busy {
+            servers: HashSet::new(),
+            transitions,
+            listening: true,
+        }
+    }
+
+    async fn note(&mut self, received: Result<Event, RecvError>, shared: &Shared) {
+        match received {
+            Ok(event) => self.set(&event.server, event.to),
+            // Transitions were missed: each authority's published state stands for
+            // them. One recorded but not yet published is still in the stream, after
+            // the gap, and is read next.
+            Err(RecvError::Lagged(missed)) => {
+                tracing::warn!(missed, "idle watch lagged behind the event log");
+                for handle in &shared.handles {
+                    if let Ok(s) = handle.snapshot().await {
+                        self.set(handle.name(), s.state);
+                    }
+                }
+            }
+            Err(RecvError::Closed) => self.listening = false,
+        }
+    }
+
+    fn set(&mut self, server: &str, phase: Phase) {
+        match phase {
+            Phase::Running | Phase::Starting | Phase::Stopping | Phase::Backoff => {
+                self.servers.insert(server.to_owned());
+            }
+            Phase::Stopped | Phase::Failed | Phase::Quarantined | Phase::CrashLoop => {
+                self.servers.remove(server);
+            }
+        }
+    }
 }
 
 /// Binds the control socket, private to this user.
@@ -135,23 +205,6 @@ fn same_user(stream: UnixStream) -> Option<UnixStream> {
             None
         }
     }
-}
-
-async fn all_down(shared: &Shared) -> bool {
-    for h in &shared.handles {
-        match h.snapshot().await {
-            Ok(s)
-                if matches!(
-                    s.state,
-                    Phase::Running | Phase::Starting | Phase::Stopping | Phase::Backoff
-                ) =>
-            {
-                return false;
-            }
-            _ => {}
-        }
-    }
-    true
 }
 
 /// Tears down every running server (supervisor shutdown) and returns the code of
