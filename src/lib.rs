@@ -3,12 +3,14 @@
 //!
 //! Layout: `config` reads fleet files; `lifecycle` holds the authority of each
 //! server; `process` spawns, talks to and tears down server processes; `output`
-//! renders reports and owns the exit-code table; `commands` and `cli` are the edge.
+//! renders reports and owns the exit-code table; `host` is what `check` and the
+//! supervisor, which both hold authorities, share; `commands` and `cli` are the edge.
 
 pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod gateway;
+pub mod host;
 pub mod lifecycle;
 pub mod logging;
 pub mod output;

@@ -9,11 +9,14 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use serde::de::{DeserializeOwned, IgnoredAny};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
+use crate::host::Signals;
+use crate::output::report::EventReport;
 use crate::protocol::{self, Line, MAX_LINE_BYTES, Op, PROTOCOL_VERSION, Request, Response};
-use crate::supervisor::state_dir::{StateDir, open_supervisor_log};
+use crate::supervisor::state_dir::{StateDir, lock_before, open_rw, open_supervisor_log};
 
 /// How long the CLI waits for a supervisor to come up and accept the connection.
 const CONNECT_WAIT: Duration = Duration::from_secs(30);
@@ -32,6 +35,9 @@ pub enum ClientError {
     /// The caller was interrupted; the supervisor carries on (exit 130).
     #[error("interrupted")]
     Interrupted,
+    /// The supervisor answered with a report this CLI cannot read (exit 1).
+    #[error("{0}")]
+    Unreadable(String),
 }
 
 /// Connects to the supervisor of `dir`, starting one for `fleet_file` when `start`.
@@ -110,21 +116,13 @@ async fn take_spawn_lock(dir: &StateDir, deadline: Instant) -> Result<std::fs::F
     let unreachable = |e: std::io::Error| {
         ClientError::Unreachable(format!("cannot lock {}: {e}", dir.root().display()))
     };
-    let file = crate::supervisor::state_dir::open_rw(&dir.root().join("spawn.lock"))
-        .map_err(unreachable)?;
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(file),
-            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(ClientError::Unreachable(
-                    "another client has been starting the supervisor for too long".into(),
-                ));
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(unreachable(e)),
-        }
+    let file = open_rw(&dir.root().join("spawn.lock")).map_err(unreachable)?;
+    match lock_before(&file, deadline, async || false).await {
+        Ok(true) => Ok(file),
+        Ok(false) => Err(ClientError::Unreachable(
+            "another client has been starting the supervisor for too long".into(),
+        )),
+        Err(e) => Err(unreachable(e)),
     }
 }
 
@@ -166,13 +164,14 @@ fn spawn_supervisor(dir: &StateDir, fleet_file: &Path) -> std::io::Result<std::p
     cmd.spawn()
 }
 
-/// Sends `op` and waits for its report, handing each event to `on_event`. A first
-/// Ctrl-C (or SIGTERM) stops waiting: the supervisor goes on with the request.
-pub async fn request(
+/// Sends `op` and waits for its report `R` (`Report`, or `CallReport` for `tools`
+/// and `call`), handing each event to `on_event`. A first Ctrl-C (or SIGTERM)
+/// stops waiting: the supervisor goes on with the request.
+pub async fn request<R: DeserializeOwned>(
     stream: UnixStream,
     op: Op,
-    mut on_event: impl FnMut(serde_json::Value),
-) -> Result<serde_json::Value, ClientError> {
+    mut on_event: impl FnMut(EventReport),
+) -> Result<R, ClientError> {
     let (read, mut write) = stream.into_split();
     let line = protocol::encode(&Request {
         v: PROTOCOL_VERSION,
@@ -201,24 +200,26 @@ pub async fn request(
                     ));
                 }
             };
-            match serde_json::from_str::<Response>(&text) {
+            match serde_json::from_str::<Response<EventReport, R>>(&text) {
                 Ok(Response::Event { event }) => on_event(event),
                 Ok(Response::Reply { report }) => return Ok(report),
                 Ok(Response::Error { message }) => return Err(ClientError::Refused(message)),
-                Err(e) => return Err(ClientError::Unreachable(format!("unreadable answer: {e}"))),
+                Err(e) => match serde_json::from_str::<Response<IgnoredAny, IgnoredAny>>(&text) {
+                    // An event this CLI cannot read costs that event, not the request.
+                    Ok(Response::Event { .. }) => tracing::warn!(error = %e, "unreadable event"),
+                    Ok(Response::Reply { .. }) => {
+                        return Err(ClientError::Unreadable(format!("unreadable report: {e}")));
+                    }
+                    _ => return Err(ClientError::Unreachable(format!("unreadable answer: {e}"))),
+                },
             }
         }
     };
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
+    let Ok(mut signals) = Signals::new() else {
         return answer.await;
     };
     tokio::select! {
         r = answer => r,
-        _ = int.recv() => Err(ClientError::Interrupted),
-        _ = term.recv() => Err(ClientError::Interrupted),
+        _ = signals.next() => Err(ClientError::Interrupted),
     }
 }

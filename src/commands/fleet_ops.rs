@@ -9,10 +9,12 @@ use super::client::{self, ClientError};
 use super::{CliError, Global, load_fleet};
 use crate::cli::{DownArgs, ReconnectArgs, ResetArgs, StatusArgs, UpArgs};
 use crate::config::Fleet;
+use crate::host::{self, Unnamed};
+use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::state::Phase;
 use crate::output::exit::Code;
 use crate::output::progress::Progress;
-use crate::output::report::{self, Format, Report, ServerReport};
+use crate::output::report::{self, FailureKind, FailureReport, Format, Report, ServerReport};
 use crate::process::procfs;
 use crate::protocol::{Deadlines, Op};
 use crate::supervisor::persist::Persisted;
@@ -130,11 +132,14 @@ fn offline_lines(
     persisted: &Persisted,
     names: &[String],
 ) -> Result<Vec<ServerReport>, CliError> {
+    let selected = host::select(&t.fleet, names, Unnamed::All)
+        .map_err(|e| CliError::Usage(format!("no server named {:?} in this fleet", e.0)))?;
     let scope = crate::supervisor::tag_scope(&t.dir);
     let mut lines = Vec::new();
     let table = procfs::Table::scan();
+    // In fleet order, whatever the order of the names.
     for spec in &t.fleet.servers {
-        if !names.is_empty() && !names.contains(&spec.name) {
+        if !selected.iter().any(|s| s.name == spec.name) {
             continue;
         }
         let rec = persisted
@@ -165,52 +170,30 @@ fn offline_lines(
             };
             pid = leader;
             let pids: Vec<String> = alive.iter().map(|(p, _)| p.pid.to_string()).collect();
-            error = Some(report::ErrorReport {
-                kind: crate::lifecycle::error::ErrorKind::Quarantined,
-                phase: crate::lifecycle::error::ErrorPhase::Request,
-                message: format!(
+            error = Some(ServerError::new(
+                ErrorKind::Quarantined,
+                ErrorPhase::Request,
+                format!(
                     "left running by a supervisor that is gone (pids {}); the next `up` or `down` recovers it",
                     pids.join(", ")
                 ),
-                stderr_tail: Vec::new(),
-            });
+            ));
             code = Code::TeardownNotClean;
         }
         if let Some(q) = &rec.quarantine {
             state = Phase::Quarantined;
             code = Code::TeardownNotClean;
-            error = Some(report::ErrorReport {
-                kind: crate::lifecycle::error::ErrorKind::Quarantined,
-                phase: crate::lifecycle::error::ErrorPhase::Teardown,
-                message: q.message.clone(),
-                stderr_tail: Vec::new(),
-            });
+            error = Some(ServerError::new(
+                ErrorKind::Quarantined,
+                ErrorPhase::Teardown,
+                q.message.clone(),
+            ));
         }
-        lines.push(ServerReport {
-            name: spec.name.clone(),
-            transport: spec.transport.kind().into(),
-            state,
-            generation: (rec.last_generation > 0).then_some(rec.last_generation),
-            pid,
-            connect_ms: None,
-            tools: None,
-            server_info: None,
-            uptime_ms: None,
-            restarts: 0,
-            retry_in_ms: None,
-            error,
-            teardown: None,
-            exit_code: code.as_i32(),
-        });
-    }
-    let unknown: Vec<&String> = names
-        .iter()
-        .filter(|n| t.fleet.server(n).is_none())
-        .collect();
-    if !unknown.is_empty() {
-        return Err(CliError::Usage(format!(
-            "no server named {unknown:?} in this fleet"
-        )));
+        let mut line =
+            ServerReport::unpublished(&spec.name, spec.transport.kind(), state, error, code);
+        line.generation = (rec.last_generation > 0).then_some(rec.last_generation);
+        line.pid = pid;
+        lines.push(line);
     }
     Ok(lines)
 }
@@ -240,20 +223,19 @@ async fn send(
     progress.stage(command, total);
     let result = client::request(stream, op, |event| {
         // A server is done when it reaches a state that ends the request for it.
-        let to = event["to"].as_str().unwrap_or("");
-        let settled = matches!(to, "running" | "failed" | "quarantined")
-            || (to == "stopped" && event["from"] == "stopping" && command == "down");
+        let settled =
+            matches!(
+                event.to,
+                Phase::Running | Phase::Failed | Phase::Quarantined
+            ) || (event.to == Phase::Stopped && event.from == Phase::Stopping && command == "down");
         if settled {
-            progress.done_one(event["server"].as_str().unwrap_or(""));
+            progress.done_one(&event.server);
         }
         if ndjson {
-            let mut e = event;
-            if let Some(m) = e.as_object_mut() {
-                m.insert("type".into(), "event".into());
-            }
-            let _ = report::write_stdout(&format!("{e}\n"));
+            let _ = report::write_stdout(&report::event_line(&event));
         } else if verbose {
-            eprintln!("{} {} -> {}", event["server"], event["from"], event["to"]);
+            let (from, to) = (event.from.as_str(), event.to.as_str());
+            eprintln!("{:?} {from:?} -> {to:?}", event.server);
         }
     })
     .await;
@@ -262,27 +244,42 @@ async fn send(
 }
 
 fn finish(
-    result: Result<serde_json::Value, ClientError>,
+    result: Result<Report, ClientError>,
     command: &'static str,
     g: &Global,
 ) -> Result<Code, CliError> {
     match result {
-        Ok(value) => {
-            let report: Report = serde_json::from_value(value)
-                .map_err(|e| anyhow::anyhow!("unreadable report: {e}"))?;
-            emit(report, g)
-        }
-        Err(ClientError::Interrupted) => {
-            eprintln!(
+        Ok(report) => emit(report, g),
+        Err(e) => {
+            let interrupted = format!(
                 "mcpfleet {command}: interrupted; the supervisor carries on with the request (see `mcpfleet status` and `mcpfleet events`)"
             );
+            no_report(e, command, &interrupted, g)
+        }
+    }
+}
+
+/// What a request that got no report ends in: an interruption (130, after
+/// `interrupted` on stderr), a usage error, an internal error, or an unreachable
+/// supervisor.
+pub(super) fn no_report(
+    e: ClientError,
+    command: &str,
+    interrupted: &str,
+    g: &Global,
+) -> Result<Code, CliError> {
+    match e {
+        ClientError::Interrupted => {
+            eprintln!("{interrupted}");
             Ok(Code::Interrupted)
         }
-        Err(ClientError::Refused(m)) if m.starts_with("usage: ") => {
+        ClientError::Refused(m) if m.starts_with("usage: ") => {
             Err(CliError::Usage(m["usage: ".len()..].to_owned()))
         }
-        Err(ClientError::Refused(m)) => Err(CliError::Internal(anyhow::anyhow!(m))),
-        Err(e @ ClientError::Unreachable(_)) => Ok(unreachable(command, &e, g)),
+        ClientError::Refused(m) | ClientError::Unreadable(m) => {
+            Err(CliError::Internal(anyhow::anyhow!(m)))
+        }
+        e @ ClientError::Unreachable(_) => Ok(unreachable(command, &e, g)),
     }
 }
 
@@ -291,14 +288,12 @@ fn finish(
 pub(super) fn unreachable(command: &str, e: &ClientError, g: &Global) -> Code {
     eprintln!("mcpfleet {command}: {e}");
     if g.output != Format::Text {
-        let doc = serde_json::json!({
-            "schema_version": report::SCHEMA_VERSION,
-            "command": command,
-            "exit_code": Code::Unreachable.as_i32(),
-            "servers": [],
-            "error": {"kind": "unreachable", "message": e.to_string()},
-        });
-        let _ = report::write_stdout(&format!("{doc}\n"));
+        let error = FailureReport {
+            kind: FailureKind::Unreachable,
+            message: e.to_string(),
+        };
+        let doc = super::failed_command(command, Code::Unreachable, error, None);
+        let _ = report::write_stdout(&report::json_line(&doc));
     }
     Code::Unreachable
 }
@@ -318,19 +313,18 @@ async fn foreground(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliErr
             t.dir.root().display()
         )));
     }
-    if let Some(unknown) = args.servers.iter().find(|n| t.fleet.server(n).is_none()) {
+    if let Err(e) = host::select(&t.fleet, &args.servers, Unnamed::Enabled) {
+        let first = &e.0[0];
         return Err(CliError::Usage(format!(
-            "no server named `{unknown}` in this fleet"
+            "no server named `{first}` in this fleet"
         )));
     }
     let output = g.output;
     let code = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
     let seen = code.clone();
-    let on_started = Box::new(move |value: serde_json::Value| {
-        if let Ok(report) = serde_json::from_value::<Report>(value) {
-            seen.store(report.exit_code, std::sync::atomic::Ordering::SeqCst);
-            let _ = report::write_stdout(&report::render(&report, output));
-        }
+    let on_started = Box::new(move |report: Report| {
+        seen.store(report.exit_code, std::sync::atomic::Ordering::SeqCst);
+        let _ = report::write_stdout(&report::render(&report, output));
         eprintln!("mcpfleet: running in the foreground; Ctrl-C tears everything down");
     });
     let fg = crate::supervisor::Foreground {

@@ -9,12 +9,14 @@ pub mod validate;
 
 use std::path::Path;
 
-use serde_json::json;
+use serde::Serialize;
 
 use crate::cli::{Cli, Command};
-use crate::config::{self, ConfigErrors, Fleet};
+use crate::config::{self, ConfigError, ConfigErrors, Fleet};
 use crate::output::exit::Code;
-use crate::output::report::{Format, SCHEMA_VERSION, write_stdout};
+use crate::output::report::{
+    FailureKind, FailureReport, Format, SCHEMA_VERSION, ServerReport, json_line, write_stdout,
+};
 
 /// Options every command gets.
 pub struct Global {
@@ -44,26 +46,84 @@ impl CliError {
     }
 
     /// The error as the JSON document a script reads on stdout.
-    fn to_json(&self, command: &str) -> serde_json::Value {
-        let error = match self {
-            CliError::Config(e) => json!({
-                "kind": "invalid_fleet_file",
-                "message": format!("invalid fleet file {}", e.file.display()),
-                "file": e.file,
-                "errors": e.errors.iter().map(|x| json!({
-                    "line": x.line, "column": x.column, "path": x.path, "message": x.message,
-                })).collect::<Vec<_>>(),
-            }),
-            CliError::Usage(m) => json!({"kind": "usage", "message": m}),
-            CliError::Internal(e) => json!({"kind": "internal", "message": format!("{e:#}")}),
+    fn to_json(&self, command: &str) -> String {
+        let (kind, message) = match self {
+            CliError::Config(e) => (
+                FailureKind::InvalidFleetFile,
+                format!("invalid fleet file {}", e.file.display()),
+            ),
+            CliError::Usage(m) => (FailureKind::Usage, m.clone()),
+            CliError::Internal(e) => (FailureKind::Internal, format!("{e:#}")),
         };
-        json!({
-            "schema_version": SCHEMA_VERSION,
-            "command": command,
-            "exit_code": self.code().as_i32(),
-            "servers": [],
-            "error": error,
-        })
+        let fleet_file = match self {
+            CliError::Config(e) => Some(FleetFile {
+                file: &e.file,
+                errors: e.errors.iter().map(FleetFileError::from).collect(),
+            }),
+            _ => None,
+        };
+        let error = FailureReport { kind, message };
+        json_line(&failed_command(command, self.code(), error, fleet_file))
+    }
+}
+
+/// The document of a command that could not run at all, when the format is not
+/// text (docs/design.md §6): no server lines, and the error.
+#[derive(Serialize)]
+struct FailedCommand<'a> {
+    schema_version: u32,
+    command: &'a str,
+    exit_code: i32,
+    servers: [ServerReport; 0],
+    error: Failure<'a>,
+}
+
+#[derive(Serialize)]
+struct Failure<'a> {
+    #[serde(flatten)]
+    error: FailureReport,
+    #[serde(flatten)]
+    fleet_file: Option<FleetFile<'a>>,
+}
+
+/// Which fleet file is invalid, and every error in it.
+#[derive(Serialize)]
+struct FleetFile<'a> {
+    file: &'a Path,
+    errors: Vec<FleetFileError<'a>>,
+}
+
+#[derive(Serialize)]
+struct FleetFileError<'a> {
+    line: Option<usize>,
+    column: Option<usize>,
+    path: &'a str,
+    message: &'a str,
+}
+
+impl<'a> From<&'a ConfigError> for FleetFileError<'a> {
+    fn from(e: &'a ConfigError) -> Self {
+        FleetFileError {
+            line: e.line,
+            column: e.column,
+            path: &e.path,
+            message: &e.message,
+        }
+    }
+}
+
+fn failed_command<'a>(
+    command: &'a str,
+    code: Code,
+    error: FailureReport,
+    fleet_file: Option<FleetFile<'a>>,
+) -> FailedCommand<'a> {
+    FailedCommand {
+        schema_version: SCHEMA_VERSION,
+        command,
+        exit_code: code.as_i32(),
+        servers: [],
+        error: Failure { error, fleet_file },
     }
 }
 
@@ -128,7 +188,7 @@ pub async fn run(cli: Cli) -> Code {
         Err(e) => {
             eprintln!("mcpfleet {name}: {e:#}");
             if global.output != Format::Text {
-                let _ = write_stdout(&format!("{}\n", e.to_json(name)));
+                let _ = write_stdout(&e.to_json(name));
             }
             e.code()
         }

@@ -9,12 +9,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::client::{self, ClientError};
+use super::client;
 use super::fleet_ops::Target;
 use super::{CliError, Global};
 use crate::cli::{CallArgs, EventsArgs, LogsArgs, ToolsArgs};
+use crate::host::{self, Unnamed};
+use crate::output::calls::{CallBody, CallReport};
 use crate::output::exit::Code;
-use crate::output::report::{Format, write_stdout};
+use crate::output::report::{Format, json_line, write_stdout};
 use crate::protocol::{Deadlines, Op};
 
 pub async fn tools(t: Target, args: &ToolsArgs, g: &Global) -> Result<Code, CliError> {
@@ -29,27 +31,27 @@ pub async fn tools(t: Target, args: &ToolsArgs, g: &Global) -> Result<Code, CliE
     let text = match g.output {
         Format::Text => {
             let mut out = String::new();
-            for server in doc["servers"].as_array().into_iter().flatten() {
-                for tool in server["tools"].as_array().into_iter().flatten() {
-                    let description = tool["description"].as_str().unwrap_or("");
-                    let first = description.lines().next().unwrap_or("");
-                    out.push_str(&format!(
-                        "{:<16} {:<28} {}\n",
-                        server["name"].as_str().unwrap_or(""),
-                        tool["name"].as_str().unwrap_or(""),
-                        first
-                    ));
+            if let CallBody::Tools { servers } = &doc.body {
+                for server in servers {
+                    for tool in &server.tools {
+                        let description = tool.description.as_deref().unwrap_or("");
+                        let first = description.lines().next().unwrap_or("");
+                        out.push_str(&format!(
+                            "{:<16} {:<28} {}\n",
+                            server.name, tool.name, first
+                        ));
+                    }
                 }
             }
-            if let Some(e) = doc.get("error") {
-                eprintln!("mcpfleet tools: {}", e["message"].as_str().unwrap_or(""));
+            if let Some(e) = doc.error() {
+                eprintln!("mcpfleet tools: {}", e.message);
             }
             out
         }
-        _ => format!("{doc}\n"),
+        _ => json_line(&doc),
     };
     print(&text)?;
-    Ok(Code::from_i32(doc["exit_code"].as_i64().unwrap_or(1) as i32))
+    Ok(Code::from_i32(doc.exit_code))
 }
 
 pub async fn call(t: Target, args: &CallArgs, g: &Global) -> Result<Code, CliError> {
@@ -80,23 +82,27 @@ pub async fn call(t: Target, args: &CallArgs, g: &Global) -> Result<Code, CliErr
     };
     let text = match g.output {
         Format::Text => {
-            if let Some(e) = doc.get("error") {
-                eprintln!("mcpfleet call: {}", e["message"].as_str().unwrap_or(""));
+            if let Some(e) = doc.error() {
+                eprintln!("mcpfleet call: {}", e.message);
             }
             let mut out = String::new();
-            for block in doc["result"]["content"].as_array().into_iter().flatten() {
-                match block["text"].as_str() {
-                    Some(text) => out.push_str(text),
-                    None => out.push_str(&block.to_string()),
+            if let CallBody::Result { result, .. } = &doc.body {
+                // The tool's result is the server's MCP answer: its text blocks
+                // as they are, any other block as JSON.
+                for block in result["content"].as_array().into_iter().flatten() {
+                    match block["text"].as_str() {
+                        Some(text) => out.push_str(text),
+                        None => out.push_str(&block.to_string()),
+                    }
+                    out.push('\n');
                 }
-                out.push('\n');
             }
             out
         }
-        _ => format!("{doc}\n"),
+        _ => json_line(&doc),
     };
     print(&text)?;
-    Ok(Code::from_i32(doc["exit_code"].as_i64().unwrap_or(1) as i32))
+    Ok(Code::from_i32(doc.exit_code))
 }
 
 /// Sends `op`; `Err(code)` when the supervisor could not be reached or the
@@ -107,22 +113,14 @@ async fn exchange(
     start: bool,
     command: &str,
     g: &Global,
-) -> Result<Result<Value, Code>, CliError> {
+) -> Result<Result<CallReport, Code>, CliError> {
     let stream = match client::connect(&t.dir, &t.fleet.file, start).await {
         Ok(s) => s,
         Err(e) => return Ok(Err(super::fleet_ops::unreachable(command, &e, g))),
     };
     match client::request(stream, op, |_| {}).await {
         Ok(doc) => Ok(Ok(doc)),
-        Err(ClientError::Refused(m)) if m.starts_with("usage: ") => {
-            Err(CliError::Usage(m["usage: ".len()..].to_owned()))
-        }
-        Err(ClientError::Refused(m)) => Err(CliError::Internal(anyhow::anyhow!(m))),
-        Err(ClientError::Interrupted) => {
-            eprintln!("mcpfleet: interrupted");
-            Ok(Err(Code::Interrupted))
-        }
-        Err(e) => Ok(Err(super::fleet_ops::unreachable(command, &e, g))),
+        Err(e) => super::fleet_ops::no_report(e, command, "mcpfleet: interrupted", g).map(Err),
     }
 }
 
@@ -131,15 +129,12 @@ fn print(text: &str) -> Result<(), CliError> {
 }
 
 pub async fn logs(t: Target, args: &LogsArgs) -> Result<Code, CliError> {
-    let servers: Vec<String> = match &args.server {
-        Some(name) if t.fleet.server(name).is_none() => {
-            return Err(CliError::Usage(format!(
-                "no server named `{name}` in this fleet"
-            )));
-        }
-        Some(name) => vec![name.clone()],
-        None => t.fleet.servers.iter().map(|s| s.name.clone()).collect(),
-    };
+    let named: Vec<String> = args.server.iter().cloned().collect();
+    let servers: Vec<String> = host::select(&t.fleet, &named, Unnamed::All)
+        .map_err(|e| CliError::Usage(e.to_string()))?
+        .into_iter()
+        .map(|s| s.name.clone())
+        .collect();
     let prefix = servers.len() > 1;
     let mut tails: Vec<Tail> = servers
         .iter()

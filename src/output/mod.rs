@@ -1,6 +1,8 @@
 //! Output: the report model, its text, JSON and NDJSON renderings, progress on a
 //! terminal, and the exit-code table. Output never touches processes.
 
+pub mod calls;
 pub mod exit;
+pub mod line;
 pub mod progress;
 pub mod report;

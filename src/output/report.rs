@@ -8,10 +8,10 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::exit::Code;
-use crate::lifecycle::authority::TeardownSummary;
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::events::{Event, EventSink};
 use crate::lifecycle::state::{Generation, Phase};
+use crate::lifecycle::summary::TeardownSummary;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -33,11 +33,88 @@ pub struct ErrorReport {
 
 impl From<&ServerError> for ErrorReport {
     fn from(e: &ServerError) -> Self {
+        let ServerError {
+            kind,
+            phase,
+            message,
+            stderr_tail,
+        } = e;
         ErrorReport {
-            kind: e.kind,
-            phase: e.phase,
-            message: e.message.clone(),
-            stderr_tail: e.stderr_tail.clone(),
+            kind: *kind,
+            phase: *phase,
+            message: message.clone(),
+            stderr_tail: stderr_tail.clone(),
+        }
+    }
+}
+
+/// The `error.kind` of a document without a server's line for the error
+/// (docs/design.md §6): a command that could not run at all, or a `tools` or
+/// `call` request that failed on a server's session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    InvalidFleetFile,
+    Usage,
+    Internal,
+    /// No supervisor could be reached, or it was lost during the request.
+    Unreachable,
+    /// A tool call did not answer within its timeout.
+    CallTimeout,
+    /// A server's own error kind.
+    #[serde(untagged)]
+    Server(ErrorKind),
+}
+
+/// An error of a document without a server's line for it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FailureReport {
+    pub kind: FailureKind,
+    pub message: String,
+}
+
+/// A transition as reported: `lifecycle::events::Event` in the shape of the event
+/// log and of NDJSON output, and readable back, since this is how a supervisor's
+/// events reach the CLI (docs/design.md §9).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct EventReport {
+    pub time: String,
+    pub server: String,
+    pub generation: Option<Generation>,
+    pub from: Phase,
+    pub to: Phase,
+    /// The `Cause`, by its name in output.
+    pub cause: String,
+    pub duration_ms: u64,
+    pub waited_ms: u64,
+    pub error: Option<ErrorReport>,
+}
+
+impl From<&Event> for EventReport {
+    fn from(event: &Event) -> Self {
+        // Every field is named, so that a new one cannot be left out of what the
+        // CLI sees of a supervisor's events.
+        let Event {
+            time,
+            server,
+            generation,
+            from,
+            to,
+            cause,
+            duration_ms,
+            waited_ms,
+            error,
+        } = event;
+        EventReport {
+            time: time.clone(),
+            server: server.clone(),
+            generation: *generation,
+            from: *from,
+            to: *to,
+            cause: serde_plain(cause),
+            duration_ms: *duration_ms,
+            waited_ms: *waited_ms,
+            error: error.as_ref().map(ErrorReport::from),
         }
     }
 }
@@ -117,17 +194,30 @@ pub fn render(report: &Report, format: Format) -> String {
             s.push('\n');
             s
         }
-        Format::Ndjson => {
-            let mut value = serde_json::to_value(report).expect("reports serialize");
-            if let Some(map) = value.as_object_mut() {
-                map.insert("type".into(), "summary".into());
-            }
-            let mut s = value.to_string();
-            s.push('\n');
-            s
-        }
+        Format::Ndjson => typed_line("summary", report),
         Format::Text => render_text(report),
     }
+}
+
+/// A document as one line of JSON, its keys in sorted order: how the documents
+/// other than a `Report` (`tools`, `call`, a command that could not run) print.
+pub fn json_line<T: Serialize>(doc: &T) -> String {
+    let value = serde_json::to_value(doc).expect("documents serialize");
+    format!("{value}\n")
+}
+
+/// An NDJSON line: `doc` with its `type` (`event`, `summary`), keys sorted.
+fn typed_line<T: Serialize>(kind: &str, doc: &T) -> String {
+    let mut value = serde_json::to_value(doc).expect("documents serialize");
+    if let Some(map) = value.as_object_mut() {
+        map.insert("type".into(), kind.into());
+    }
+    format!("{value}\n")
+}
+
+/// An event's NDJSON line.
+pub fn event_line(event: &EventReport) -> String {
+    typed_line("event", event)
 }
 
 fn dash<T: ToString>(v: Option<T>) -> String {
@@ -281,12 +371,9 @@ impl Default for NdjsonEvents {
 
 impl EventSink for NdjsonEvents {
     fn record(&self, event: &Event) {
-        let mut value = serde_json::to_value(event).expect("events serialize");
-        if let Some(map) = value.as_object_mut() {
-            map.insert("type".into(), "event".into());
-        }
+        let line = event_line(&EventReport::from(event));
         let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = write_stdout(&format!("{value}\n"));
+        let _ = write_stdout(&line);
     }
 }
 
@@ -304,5 +391,64 @@ impl EventSink for TracingEvents {
             ms = e.duration_ms,
             "transition"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lifecycle::events::Cause;
+
+    fn event(error: Option<ServerError>) -> Event {
+        Event {
+            time: "2026-01-02T03:04:05.678Z".into(),
+            server: "a".into(),
+            generation: Some(3),
+            from: Phase::Starting,
+            to: Phase::Failed,
+            cause: Cause::Reconnect,
+            duration_ms: 12,
+            waited_ms: 4,
+            error,
+        }
+    }
+
+    #[test]
+    fn an_event_report_reads_like_the_event() {
+        let error = ServerError::new(ErrorKind::ConnectTimeout, ErrorPhase::Initialize, "slow")
+            .with_stderr(vec!["last line".into()]);
+        for e in [event(None), event(Some(error))] {
+            let report = EventReport::from(&e);
+            assert_eq!(
+                serde_json::to_value(&report).unwrap(),
+                serde_json::to_value(&e).unwrap()
+            );
+            let line = event_line(&report);
+            let back: serde_json::Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(back["type"], "event");
+            assert_eq!(back["cause"], "reconnect");
+            let read: EventReport = serde_json::from_str(&line).unwrap();
+            assert_eq!(read, report);
+        }
+    }
+
+    #[test]
+    fn failure_kinds_are_named_like_error_kinds() {
+        let name = |k: FailureKind| serde_json::to_value(k).unwrap();
+        assert_eq!(name(FailureKind::CallTimeout), "call_timeout");
+        assert_eq!(name(FailureKind::InvalidFleetFile), "invalid_fleet_file");
+        assert_eq!(name(FailureKind::Unreachable), "unreachable");
+        assert_eq!(
+            name(FailureKind::Server(ErrorKind::SessionLost)),
+            "session_lost"
+        );
+        for kind in [
+            FailureKind::Usage,
+            FailureKind::CallTimeout,
+            FailureKind::Server(ErrorKind::ConnectFailed),
+        ] {
+            let back: FailureKind = serde_json::from_value(name(kind)).unwrap();
+            assert_eq!(back, kind);
+        }
     }
 }

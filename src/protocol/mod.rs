@@ -119,14 +119,17 @@ pub enum Op {
     Ping,
 }
 
-/// One line from the supervisor.
+/// One line from the supervisor: `E` is an event, `R` the report of the request.
+/// Both sides name the same types (the output model's `EventReport`, and the
+/// report of the op), so the messages are typed both ways while this module
+/// stays data only and knows nothing of the lifecycle or of output.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "type", rename_all = "kebab-case")]
-pub enum Response {
+pub enum Response<E, R> {
     /// A transition, as it happens.
-    Event { event: serde_json::Value },
+    Event { event: E },
     /// The final answer: the report of the request.
-    Reply { report: serde_json::Value },
+    Reply { report: R },
     /// The request could not be handled at all.
     Error { message: String },
 }

@@ -5,38 +5,31 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::Shared;
-use super::server::reply_line;
+use super::{Answer, Response, Shared};
+use crate::host::{self, Unnamed};
 use crate::lifecycle::authority::{CallOptions, Handle};
+use crate::lifecycle::error::ErrorKind;
 use crate::lifecycle::state::Intent;
+use crate::output::calls::{CallBody, CallReport, ServerTools, ToolReport};
 use crate::output::exit::Code;
-use crate::output::report::SCHEMA_VERSION;
+use crate::output::report::{FailureKind, ServerReport};
 use crate::process::session::{self, SessionError};
-use crate::protocol::Response;
 
 /// How long a tool call may take unless the caller says otherwise.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
-fn doc(command: &str, code: Code, body: Value) -> Response {
-    let mut report = json!({
-        "schema_version": SCHEMA_VERSION,
-        "command": command,
-        "exit_code": code.as_i32(),
-    });
-    if let (Some(r), Some(b)) = (report.as_object_mut(), body.as_object()) {
-        r.extend(b.clone());
+fn reply(report: CallReport) -> Response {
+    Response::Reply {
+        report: Answer::Call(report),
     }
-    Response::Reply { report }
 }
 
-fn failure(command: &str, code: Code, server: &str, kind: &str, message: String) -> Response {
-    doc(
-        command,
-        code,
-        json!({"server": server, "error": {"kind": kind, "message": message}}),
-    )
+/// A request that failed on `server`'s session, with a server's error kind.
+fn failed(command: &str, server: &str, kind: ErrorKind, message: String) -> Response {
+    let kind = FailureKind::Server(kind);
+    reply(CallReport::failed(command, server, kind, message))
 }
 
 /// Starts `handle` if it is not running and returns its peer, or the response that
@@ -50,41 +43,43 @@ async fn ensure_running(
         return Ok(p);
     }
     let started = handle.request(Intent::Start, options).await;
-    let line = reply_line(handle.name(), started, Intent::Start, false);
+    let line = ServerReport::of_reply(handle.name(), started, Intent::Start, false);
     if line.exit_code != 0 {
-        return Err(doc(
-            command,
-            Code::StartFailed.max(Code::from_i32(line.exit_code)),
-            json!({"servers": [line]}),
-        ));
+        let code = Code::StartFailed.max(Code::from_i32(line.exit_code));
+        let body = CallBody::NotStarted {
+            servers: vec![line],
+        };
+        return Err(reply(CallReport::new(command, code, body)));
     }
     match handle.peer().await {
         Ok(Some(p)) => Ok(p),
-        _ => Err(failure(
+        _ => Err(failed(
             command,
-            Code::StartFailed,
             handle.name(),
-            "connect_failed",
+            ErrorKind::ConnectFailed,
             "the server stopped right after it started".into(),
         )),
     }
 }
 
+/// The authority of the server named `name`, or the usage error that it is none.
+fn named(shared: &Shared, name: &str) -> Result<Handle, String> {
+    shared
+        .select(&[name.to_owned()], Unnamed::All)
+        .map(|mut handles| handles.remove(0))
+}
+
 pub async fn tools(shared: &Shared, server: Option<String>, options: CallOptions) -> Response {
-    let handles: Vec<&Handle> = match &server {
-        Some(name) => match shared.handle(name) {
-            Some(h) => vec![h],
-            None => {
-                return Response::Error {
-                    message: format!("usage: no server named `{name}` in this fleet"),
-                };
-            }
+    let handles: Vec<Handle> = match &server {
+        Some(name) => match named(shared, name) {
+            Ok(h) => vec![h],
+            Err(message) => return Response::Error { message },
         },
-        None => shared.handles.iter().collect(),
+        None => shared.handles.clone(),
     };
     // Peers are taken in fleet order; the lists are then asked for all at once.
     let mut peers = Vec::new();
-    for handle in handles {
+    for handle in &handles {
         let peer = if server.is_some() {
             match ensure_running("tools", handle, options).await {
                 Ok(p) => Some(p),
@@ -97,59 +92,51 @@ pub async fn tools(shared: &Shared, server: Option<String>, options: CallOptions
             peers.push((handle.name().to_owned(), generation, peer));
         }
     }
-    let mut set = tokio::task::JoinSet::new();
-    for (i, (_, _, peer)) in peers.iter().enumerate() {
+    let listings = peers.iter().map(|(_, _, peer)| {
         let peer = peer.clone();
-        set.spawn(async move {
+        async move {
             let listed =
                 tokio::time::timeout(DEFAULT_CALL_TIMEOUT, session::list_tools(&peer)).await;
-            (
-                i,
-                listed.unwrap_or_else(|_| {
-                    Err(SessionError::Protocol(
-                        "tools/list did not answer in time".into(),
-                    ))
-                }),
-            )
-        });
-    }
-    let mut lists: Vec<Option<Result<_, SessionError>>> = peers.iter().map(|_| None).collect();
-    while let Some(joined) = set.join_next().await {
-        if let Ok((i, listed)) = joined {
-            lists[i] = Some(listed);
+            listed.unwrap_or_else(|_| {
+                Err(SessionError::Protocol(
+                    "tools/list did not answer in time".into(),
+                ))
+            })
         }
-    }
+    });
+    let lists = host::join_in_order(listings, |_| {}).await;
     let mut servers = Vec::new();
     for ((name, generation, _), listed) in peers.iter().zip(lists) {
         let listed =
             listed.unwrap_or_else(|| Err(SessionError::Protocol("tools/list was lost".into())));
         match listed {
-            Ok(tools) => servers.push(json!({
-                "name": name,
-                "generation": generation,
-                "tools": tools.iter().map(|t| json!({
-                    "name": t.name,
-                    "description": t.description,
-                    "input_schema": t.input_schema,
-                })).collect::<Vec<_>>(),
-            })),
+            Ok(tools) => servers.push(ServerTools {
+                name: name.clone(),
+                generation: *generation,
+                tools: tools
+                    .iter()
+                    .map(|t| ToolReport {
+                        name: t.name.to_string(),
+                        description: t.description.as_ref().map(|d| d.to_string()),
+                        input_schema: (*t.input_schema).clone(),
+                    })
+                    .collect(),
+            }),
             Err(e) => {
                 let kind = match e {
-                    SessionError::Lost(_) => "session_lost",
-                    SessionError::Unauthorized(_) => "unauthorized",
-                    _ => "protocol",
+                    SessionError::Lost(_) => ErrorKind::SessionLost,
+                    SessionError::Unauthorized(_) => ErrorKind::Unauthorized,
+                    _ => ErrorKind::Protocol,
                 };
-                return failure(
-                    "tools",
-                    Code::StartFailed,
-                    name,
-                    kind,
-                    format!("tools/list failed: {e}"),
-                );
+                return failed("tools", name, kind, format!("tools/list failed: {e}"));
             }
         }
     }
-    doc("tools", Code::Ok, json!({"servers": servers}))
+    reply(CallReport::new(
+        "tools",
+        Code::Ok,
+        CallBody::Tools { servers },
+    ))
 }
 
 pub async fn call(
@@ -160,42 +147,36 @@ pub async fn call(
     timeout_ms: Option<u64>,
     options: CallOptions,
 ) -> Response {
-    let Some(handle) = shared.handle(server) else {
-        return Response::Error {
-            message: format!("usage: no server named `{server}` in this fleet"),
-        };
+    let handle = match named(shared, server) {
+        Ok(h) => h,
+        Err(message) => return Response::Error { message },
     };
-    let (generation, peer) = match ensure_running("call", handle, options).await {
+    let (generation, peer) = match ensure_running("call", &handle, options).await {
         Ok(p) => p,
         Err(response) => return response,
     };
     let limit = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis);
     match tokio::time::timeout(limit, session::call_tool(&peer, tool, arguments)).await {
-        Err(_) => failure(
+        Err(_) => reply(CallReport::failed(
             "call",
-            Code::StartFailed,
             server,
-            "call_timeout",
+            FailureKind::CallTimeout,
             format!(
                 "`{tool}` did not answer within {}ms (the request was cancelled)",
                 limit.as_millis()
             ),
-        ),
-        Ok(Err(SessionError::Closed(m))) => failure(
+        )),
+        Ok(Err(SessionError::Closed(m))) => failed(
             "call",
-            Code::StartFailed,
             server,
-            "connect_failed",
+            ErrorKind::ConnectFailed,
             format!("the session of generation {generation} closed during the call: {m}"),
         ),
-        Ok(Err(SessionError::Protocol(m))) => {
-            failure("call", Code::StartFailed, server, "protocol", m)
-        }
-        Ok(Err(SessionError::Lost(m))) => failure(
+        Ok(Err(SessionError::Protocol(m))) => failed("call", server, ErrorKind::Protocol, m),
+        Ok(Err(SessionError::Lost(m))) => failed(
             "call",
-            Code::StartFailed,
             server,
-            "session_lost",
+            ErrorKind::SessionLost,
             format!(
                 "{m}; the server may have restarted. Generation {generation} has ended; a new \
                  session starts with the next call, `mcpfleet reconnect {server}` or the \
@@ -203,13 +184,12 @@ pub async fn call(
             ),
         ),
         Ok(Err(SessionError::Unauthorized(m))) => {
-            failure("call", Code::StartFailed, server, "unauthorized", m)
+            failed("call", server, ErrorKind::Unauthorized, m)
         }
-        Ok(Err(SessionError::Http(m))) => failure(
+        Ok(Err(SessionError::Http(m))) => failed(
             "call",
-            Code::StartFailed,
             server,
-            "connect_failed",
+            ErrorKind::ConnectFailed,
             format!("the call to generation {generation} failed: {m}"),
         ),
         Ok(Ok(result)) => {
@@ -222,11 +202,13 @@ pub async fn call(
             } else {
                 Code::Ok
             };
-            doc(
-                "call",
-                code,
-                json!({"server": server, "generation": generation, "tool": tool, "result": result}),
-            )
+            let body = CallBody::Result {
+                server: server.to_owned(),
+                generation,
+                tool: tool.to_owned(),
+                result,
+            };
+            reply(CallReport::new("call", code, body))
         }
     }
 }

@@ -25,17 +25,22 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Fleet;
+use crate::host::{self, Press, Signals, Unnamed};
 use crate::lifecycle::authority::{self, Context, Handle, Initial, ServerConfig};
 use crate::lifecycle::events::{Cause, Event, EventSink, millis, rfc3339};
 use crate::lifecycle::state::Phase;
+use crate::output::calls::CallReport;
+use crate::output::report::{EventReport, Report};
 use crate::process::procfs;
+use crate::protocol;
 use persist::{Persisted, StateFile, SupervisorRecord};
-use state_dir::{StateDir, open_append, open_rw};
+use state_dir::{StateDir, lock_before, open_append, open_rw};
 
 /// How long a new supervisor waits for the lock of one that is exiting.
 const LOCK_WAIT: Duration = Duration::from_secs(5);
@@ -91,6 +96,19 @@ pub fn tag_scope(dir: &StateDir) -> String {
     )
 }
 
+/// The report of a request, as the supervisor sends it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Answer {
+    /// `up`, `down`, `status`, `reconnect`, `reset` and `ping`.
+    Report(Report),
+    /// `tools` and `call`.
+    Call(CallReport),
+}
+
+/// A line the supervisor sends on the control socket (docs/design.md §9).
+pub type Response = protocol::Response<EventReport, Answer>;
+
 /// What the request handlers share.
 pub struct Shared {
     pub fleet: Fleet,
@@ -107,30 +125,36 @@ impl Shared {
     pub fn handle(&self, name: &str) -> Option<&Handle> {
         self.handles.iter().find(|h| h.name() == name)
     }
+
+    /// The authorities of the servers a request is about (`host::select`); a name
+    /// that is no server of the fleet is a usage error.
+    pub fn select(&self, names: &[String], unnamed: Unnamed) -> Result<Vec<Handle>, String> {
+        let specs = host::select(&self.fleet, names, unnamed).map_err(|e| format!("usage: {e}"))?;
+        Ok(specs
+            .iter()
+            .map(|s| {
+                let handle = self.handle(&s.name);
+                handle
+                    .expect("every server of the fleet has an authority")
+                    .clone()
+            })
+            .collect())
+    }
 }
 
 /// Takes the supervisor lock, waiting a moment for a predecessor that is exiting.
 /// `None`: another supervisor is running.
-fn take_lock(dir: &StateDir) -> anyhow::Result<Option<File>> {
+async fn take_lock(dir: &StateDir) -> anyhow::Result<Option<File>> {
     let lock = open_rw(&dir.lock())?;
-    let deadline = Instant::now() + LOCK_WAIT;
-    loop {
-        match lock.try_lock() {
-            Ok(()) => return Ok(Some(lock)),
-            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
-                // Another supervisor is serving: nothing for this one to do.
-                let serving = dir
-                    .socket_path()
-                    .and_then(|socket| std::os::unix::net::UnixStream::connect(socket.as_path()));
-                if serving.is_ok() {
-                    return Ok(None);
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
-        }
-    }
+    // Another supervisor that is serving is not exiting: nothing for this one to do.
+    let serving = async || match dir.socket_path() {
+        Ok(socket) => tokio::net::UnixStream::connect(socket.as_path())
+            .await
+            .is_ok(),
+        Err(_) => false,
+    };
+    let taken = lock_before(&lock, Instant::now() + LOCK_WAIT, serving).await?;
+    Ok(taken.then_some(lock))
 }
 
 /// What `up --foreground` asks of the supervisor it runs in the terminal.
@@ -138,7 +162,7 @@ pub struct Foreground {
     /// The servers to start (empty: every enabled one).
     pub servers: Vec<String>,
     /// Called with the report of the start.
-    pub on_started: Box<dyn FnOnce(serde_json::Value) + Send>,
+    pub on_started: Box<dyn FnOnce(Report) + Send>,
 }
 
 /// Runs the supervisor of `fleet` until it is idle or told to stop, and returns the
@@ -150,7 +174,7 @@ pub async fn run(
     dir: StateDir,
     foreground: Option<Foreground>,
 ) -> anyhow::Result<crate::output::exit::Code> {
-    let Some(mut lock) = take_lock(&dir)? else {
+    let Some(mut lock) = take_lock(&dir).await? else {
         tracing::info!("another supervisor holds {}", dir.lock().display());
         return Ok(crate::output::exit::Code::Ok);
     };
@@ -222,6 +246,8 @@ pub async fn run(
         });
     }
 
+    // From here on, every transition of every authority reaches the idle watch.
+    let transitions = events.subscribe();
     let tracker = TaskTracker::new();
     let ctx = Context {
         events: events.clone(),
@@ -265,7 +291,7 @@ pub async fn run(
         interrupt: ctx.interrupt.clone(),
     });
 
-    let mut signals = server::Signals::new()?;
+    let mut signals = Signals::new()?;
     if let Some(fg) = foreground {
         let shared = shared.clone();
         tokio::spawn(async move {
@@ -275,14 +301,15 @@ pub async fn run(
                 deadlines: Default::default(),
             };
             let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-            if let crate::protocol::Response::Reply { report } =
-                server::dispatch(op, &shared, &tx).await
+            if let Response::Reply {
+                report: Answer::Report(report),
+            } = server::dispatch(op, &shared, &tx).await
             {
                 (fg.on_started)(report);
             }
         });
     }
-    let result = server::serve(&dir, shared.clone(), IDLE_LINGER, &mut signals).await;
+    let result = server::serve(&dir, shared.clone(), transitions, IDLE_LINGER, &mut signals).await;
     let _ = std::fs::remove_file(dir.socket());
 
     // Whatever still runs is torn down before the supervisor goes (L6, L9); the
@@ -299,13 +326,13 @@ pub async fn run(
         }
     };
     tokio::pin!(stopping);
-    let mut presses = u8::from(shared.shutdown.is_cancelled());
     let teardown = loop {
         tokio::select! {
             code = &mut stopping => break code,
-            _ = signals.recv() => {
-                presses += 1;
-                if presses >= 3 {
+            // The first signal ended `serve`; after an idle exit, the first one
+            // here already escalates.
+            press = signals.next() => {
+                if press == Press::Exit {
                     eprintln!("mcpfleet: third signal: exiting now, without waiting for teardown");
                     std::process::exit(130);
                 }

@@ -3,37 +3,39 @@
 //! request's events before the final reply. A bad request gets an error line and
 //! never disturbs other connections.
 
+use std::collections::HashSet;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::{Notify, mpsc};
-use tokio::task::JoinSet;
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::task::TaskTracker;
 
-use super::Shared;
 use super::state_dir::StateDir;
+use super::{Answer, Response, Shared};
 use crate::config::Timeout;
-use crate::lifecycle::authority::{CallOptions, Handle, Reply, RequestError};
-use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
+use crate::host::{self, Signals, Unnamed};
+use crate::lifecycle::authority::{CallOptions, Handle};
 use crate::lifecycle::events::Event;
 use crate::lifecycle::state::{Intent, Phase};
 use crate::output::exit::Code;
-use crate::output::report::{ErrorReport, Report, ServerReport};
-use crate::protocol::{self, Deadlines, Line, MAX_LINE_BYTES, Op, Response};
+use crate::output::report::{EventReport, Report, ServerReport};
+use crate::protocol::{self, Deadlines, Line, MAX_LINE_BYTES, Op};
 
 /// How long a connected peer may take to send its request.
 const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Serves the socket until the supervisor is idle (every server down, no connection)
-/// for `linger`, or a signal asks it to stop.
+/// Serves the socket until the supervisor is idle (every server at rest, no
+/// connection) for `linger`, or a signal asks it to stop. `transitions` is the
+/// event log, subscribed to before any authority existed: what it says, and the
+/// connections opening and closing, are what wakes the idle watch.
 pub async fn serve(
     dir: &StateDir,
     shared: Arc<Shared>,
+    transitions: broadcast::Receiver<Event>,
     linger: Duration,
     signals: &mut Signals,
 ) -> anyhow::Result<TaskTracker> {
@@ -46,23 +48,29 @@ pub async fn serve(
     let mut listener = bind(&path)?;
     tracing::info!(socket = %path.display(), "supervisor serving");
 
-    let active = Arc::new(AtomicUsize::new(0));
-    let finished = Arc::new(Notify::new());
+    let (open, mut opened_or_closed) = watch::channel(0usize);
     let connections = TaskTracker::new();
     let serve_one = |stream: UnixStream| {
-        active.fetch_add(1, Ordering::SeqCst);
-        let (shared, active, finished) = (shared.clone(), active.clone(), finished.clone());
+        let (open, shared) = (Open::count(&open), shared.clone());
         connections.spawn(async move {
             handle_connection(stream, &shared).await;
-            active.fetch_sub(1, Ordering::SeqCst);
-            finished.notify_one();
+            drop(open);
         });
     };
+    let mut busy = Busy::new(transitions);
     let mut idle_since: Option<Instant> = None;
     let stop_sweeping = tokio_util::sync::CancellationToken::new();
     let _sweeping = stop_sweeping.clone().drop_guard();
     tokio::spawn(crate::process::lineage::keep_current(stop_sweeping));
     loop {
+        let idle = *opened_or_closed.borrow_and_update() == 0 && busy.servers.is_empty();
+        idle_since = idle.then(|| idle_since.unwrap_or_else(Instant::now));
+        let lingered = async {
+            match idle_since {
+                Some(since) => tokio::time::sleep_until((since + linger).into()).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
@@ -72,50 +80,111 @@ pub async fn serve(
                 }
                 Err(e) => tracing::warn!(error = %e, "accept failed"),
             },
-            _ = finished.notified() => {}
-            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
-            _ = signals.recv() => {
+            _ = opened_or_closed.changed() => {}
+            received = busy.transitions.recv(), if busy.listening => busy.note(received, &shared).await,
+            _ = signals.next() => {
                 tracing::info!("signal: tearing everything down");
                 shared.shutdown.cancel();
                 // Starts in progress end now; what they spawned is torn down (L8).
                 shared.interrupt.cancel();
                 break;
             }
-        }
-        if active.load(Ordering::SeqCst) > 0 || !all_down(&shared).await {
-            idle_since = None;
-            continue;
-        }
-        let since = *idle_since.get_or_insert_with(Instant::now);
-        if since.elapsed() < linger {
-            continue;
-        }
-        // Idle long enough. First make sure no new client can find this supervisor,
-        // then serve whoever connected before that: a client already in the queue
-        // must get its answer, never a reset connection.
-        let _ = std::fs::remove_file(&path);
-        let mut drained = false;
-        while let Ok(Ok((stream, _))) =
-            tokio::time::timeout(Duration::from_millis(10), listener.accept()).await
-        {
-            drained = true;
-            if let Some(stream) = same_user(stream) {
-                serve_one(stream);
+            () = lingered => {
+                // Idle long enough. First make sure no new client can find this
+                // supervisor, then serve whoever connected before that: a client
+                // already in the queue must get its answer, never a reset connection.
+                let _ = std::fs::remove_file(&path);
+                let mut drained = false;
+                while let Ok(Ok((stream, _))) =
+                    tokio::time::timeout(Duration::from_millis(10), listener.accept()).await
+                {
+                    drained = true;
+                    if let Some(stream) = same_user(stream) {
+                        serve_one(stream);
+                    }
+                }
+                if !drained {
+                    tracing::info!("every server is down and no request is pending: exiting");
+                    break;
+                }
+                // Requests came in at the last moment: serve them, and be findable again.
+                listener = bind(&path)?;
+                idle_since = None;
             }
         }
-        if !drained {
-            tracing::info!("every server is down and no request is pending: exiting");
-            break;
-        }
-        // Requests came in at the last moment: serve them, and be findable again.
-        listener = bind(&path)?;
-        idle_since = None;
     }
     drop(listener);
     let _ = std::fs::remove_file(&path);
     // The caller waits for the connections, still listening for signals.
     connections.close();
     Ok(connections)
+}
+
+/// Counts a connection as open for as long as it lives.
+struct Open(watch::Sender<usize>);
+
+impl Open {
+    fn count(open: &watch::Sender<usize>) -> Open {
+        open.send_modify(|n| *n += 1);
+        Open(open.clone())
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
+}
+
+/// The servers that keep the supervisor: those starting, running, stopping or in
+/// backoff (docs/design.md §3). Kept from the transitions as they are recorded: every
+/// change of state is one (L12), and says where it led.
+struct Busy {
+    servers: HashSet<String>,
+    transitions: broadcast::Receiver<Event>,
+    /// False once the event log is gone (it lives as long as `Shared`).
+    listening: bool,
+}
+
+impl Busy {
+    /// Subscribed before any authority existed, so every server starts at rest
+    /// (`stopped`, or `quarantined` from `state.json`).
+    fn new(transitions: broadcast::Receiver<Event>) -> Busy {
+        Busy {
+            servers: HashSet::new(),
+            transitions,
+            listening: true,
+        }
+    }
+
+    async fn note(&mut self, received: Result<Event, RecvError>, shared: &Shared) {
+        match received {
+            Ok(event) => self.set(&event.server, event.to),
+            // Transitions were missed: each authority's published state stands for
+            // them. One recorded but not yet published is still in the stream, after
+            // the gap, and is read next.
+            Err(RecvError::Lagged(missed)) => {
+                tracing::warn!(missed, "idle watch lagged behind the event log");
+                for handle in &shared.handles {
+                    if let Ok(s) = handle.snapshot().await {
+                        self.set(handle.name(), s.state);
+                    }
+                }
+            }
+            Err(RecvError::Closed) => self.listening = false,
+        }
+    }
+
+    fn set(&mut self, server: &str, phase: Phase) {
+        match phase {
+            Phase::Running | Phase::Starting | Phase::Stopping | Phase::Backoff => {
+                self.servers.insert(server.to_owned());
+            }
+            Phase::Stopped | Phase::Failed | Phase::Quarantined | Phase::CrashLoop => {
+                self.servers.remove(server);
+            }
+        }
+    }
 }
 
 /// Binds the control socket, private to this user.
@@ -138,55 +207,16 @@ fn same_user(stream: UnixStream) -> Option<UnixStream> {
     }
 }
 
-/// SIGINT and SIGTERM, as one stream.
-pub struct Signals {
-    int: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    pub fn new() -> std::io::Result<Signals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Signals {
-            int: signal(SignalKind::interrupt())?,
-            term: signal(SignalKind::terminate())?,
-        })
-    }
-
-    pub async fn recv(&mut self) {
-        tokio::select! {
-            _ = self.int.recv() => {}
-            _ = self.term.recv() => {}
-        }
-    }
-}
-
-async fn all_down(shared: &Shared) -> bool {
-    for h in &shared.handles {
-        match h.snapshot().await {
-            Ok(s)
-                if matches!(
-                    s.state,
-                    Phase::Running | Phase::Starting | Phase::Stopping | Phase::Backoff
-                ) =>
-            {
-                return false;
-            }
-            _ => {}
-        }
-    }
-    true
-}
-
 /// Tears down every running server (supervisor shutdown) and returns the code of
 /// the outcome, as `down` would rank it.
 pub async fn stop_all(shared: Arc<Shared>) -> Code {
-    let names: Vec<String> = shared.handles.iter().map(|h| h.name().to_owned()).collect();
-    let replies = transition_all(&shared, &names, Intent::Stop, CallOptions::default()).await;
-    names
+    let handles = &shared.handles;
+    let replies = host::request_all(handles, Intent::Stop, CallOptions::default(), |_| {}).await;
+    handles
         .iter()
         .zip(replies)
-        .map(|(name, r)| Code::from_i32(reply_line(name, r, Intent::Stop, false).exit_code))
+        .map(|(h, r)| ServerReport::of_reply(h.name(), r, Intent::Stop, false).exit_code)
+        .map(Code::from_i32)
         .fold(Code::Ok, Code::max)
 }
 
@@ -262,13 +292,12 @@ pub(super) async fn dispatch(
                 .await;
         }
         Op::Status { servers } => {
-            let names = match select(shared, &servers, false) {
-                Ok(n) => n,
+            let handles = match shared.select(&servers, Unnamed::Enabled) {
+                Ok(h) => h,
                 Err(message) => return Response::Error { message },
             };
             let mut lines = Vec::new();
-            for name in names {
-                let handle = shared.handle(&name).expect("selected names exist");
+            for handle in &handles {
                 lines.push(status_line(handle).await);
             }
             return reply(Report::new("status", lines, false));
@@ -317,26 +346,29 @@ pub(super) async fn dispatch(
         ),
     };
     let must_name = matches!(intent, Intent::Reconnect { .. } | Intent::Reset);
-    let names = match select(shared, &names, intent == Intent::Stop) {
-        Ok(n) if must_name && names.is_empty() => {
-            drop(n);
+    let unnamed = match intent {
+        Intent::Stop => Unnamed::All,
+        _ => Unnamed::Enabled,
+    };
+    let handles = match shared.select(&names, unnamed) {
+        Ok(_) if must_name && names.is_empty() => {
             return Response::Error {
                 message: format!("{command} needs at least one server name"),
             };
         }
-        Ok(n) => n,
+        Ok(h) => h,
         Err(message) => return Response::Error { message },
     };
     // Stream this request's events while it runs.
     let mut events = shared.events.subscribe();
-    let watched = names.clone();
+    let watched: Vec<String> = handles.iter().map(|h| h.name().to_owned()).collect();
     let forward_tx = tx.clone();
     let (done_tx, mut done_rx) = tokio::sync::oneshot::channel::<()>();
     let forward = tokio::spawn(async move {
         let send = |event: Event| {
             if watched.contains(&event.server) {
-                let value = serde_json::to_value(&event).expect("events serialize");
-                let _ = forward_tx.send(protocol::encode(&Response::Event { event: value }));
+                let event = EventReport::from(&event);
+                let _ = forward_tx.send(protocol::encode(&Response::Event { event }));
             }
         };
         loop {
@@ -359,20 +391,20 @@ pub(super) async fn dispatch(
             }
         }
     });
-    let replies = transition_all(shared, &names, intent, options).await;
+    let replies = host::request_all(&handles, intent, options, |_| {}).await;
     let _ = done_tx.send(());
     let _ = forward.await;
-    let lines = names
+    let lines = handles
         .iter()
         .zip(replies)
-        .map(|(name, r)| reply_line(name, r, intent, strict))
+        .map(|(h, r)| ServerReport::of_reply(h.name(), r, intent, strict))
         .collect();
     reply(Report::new(command, lines, false))
 }
 
-pub(super) fn reply(report: Report) -> Response {
+fn reply(report: Report) -> Response {
     Response::Reply {
-        report: serde_json::to_value(report).expect("reports serialize"),
+        report: Answer::Report(report),
     }
 }
 
@@ -389,154 +421,9 @@ pub(super) fn call_options(d: Deadlines, force: bool) -> CallOptions {
     }
 }
 
-/// The servers a request is about: the named ones (which must exist), else every
-/// enabled one (every one at all for `down`, so nothing is left running).
-fn select(shared: &Shared, names: &[String], all_when_empty: bool) -> Result<Vec<String>, String> {
-    if names.is_empty() {
-        return Ok(shared
-            .fleet
-            .servers
-            .iter()
-            .filter(|s| s.enabled || all_when_empty)
-            .map(|s| s.name.clone())
-            .collect());
-    }
-    let unknown: Vec<&String> = names
-        .iter()
-        .filter(|n| shared.handle(n).is_none())
-        .collect();
-    if !unknown.is_empty() {
-        return Err(format!(
-            "usage: no server named {} in this fleet",
-            unknown
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    let mut out: Vec<String> = Vec::new();
-    for n in names {
-        if !out.contains(n) {
-            out.push(n.clone());
-        }
-    }
-    Ok(out)
-}
-
-/// Sends `intent` to every named server at once and waits for all replies.
-async fn transition_all(
-    shared: &Shared,
-    names: &[String],
-    intent: Intent,
-    options: CallOptions,
-) -> Vec<Result<Reply, RequestError>> {
-    let mut set = JoinSet::new();
-    for (i, name) in names.iter().enumerate() {
-        let handle: Handle = shared.handle(name).expect("selected names exist").clone();
-        set.spawn(async move { (i, handle.request(intent, options).await) });
-    }
-    let mut out: Vec<Option<Result<Reply, RequestError>>> = names.iter().map(|_| None).collect();
-    while let Some(joined) = set.join_next().await {
-        if let Ok((i, r)) = joined {
-            out[i] = Some(r);
-        }
-    }
-    out.into_iter()
-        .zip(names)
-        .map(|(r, name)| r.unwrap_or_else(|| Err(RequestError::Gone(name.clone()))))
-        .collect()
-}
-
 async fn status_line(handle: &Handle) -> ServerReport {
     match handle.snapshot().await {
-        Ok(s) => {
-            let error = s.error.as_ref().map(ErrorReport::from);
-            let code = match s.state {
-                Phase::Quarantined => Code::TeardownNotClean,
-                _ => Code::Ok,
-            };
-            ServerReport {
-                name: s.name,
-                transport: s.transport,
-                state: s.state,
-                generation: s.generation,
-                pid: s.pid,
-                connect_ms: None,
-                tools: s.tools,
-                server_info: s.server_info,
-                uptime_ms: s.uptime_ms,
-                restarts: s.restarts,
-                retry_in_ms: s.retry_in_ms,
-                error,
-                teardown: s.last_teardown,
-                exit_code: code.as_i32(),
-            }
-        }
-        Err(e) => gone_line(handle.name(), &e),
-    }
-}
-
-fn gone_line(name: &str, e: &RequestError) -> ServerReport {
-    let kind = match e {
-        RequestError::Busy(..) => ErrorKind::Busy,
-        RequestError::Gone(_) => ErrorKind::Cancelled,
-    };
-    let error = ServerError::new(kind, ErrorPhase::Request, e.to_string());
-    ServerReport {
-        name: name.to_owned(),
-        transport: "stdio".into(),
-        state: Phase::Stopped,
-        generation: None,
-        pid: None,
-        connect_ms: None,
-        tools: None,
-        server_info: None,
-        uptime_ms: None,
-        restarts: 0,
-        retry_in_ms: None,
-        error: Some(ErrorReport::from(&error)),
-        teardown: None,
-        exit_code: Code::of_error(kind).as_i32(),
-    }
-}
-
-/// One server's line of the report of a transition request.
-pub(super) fn reply_line(
-    name: &str,
-    reply: Result<Reply, RequestError>,
-    intent: Intent,
-    strict: bool,
-) -> ServerReport {
-    let reply = match reply {
-        Ok(r) => r,
-        Err(e) => return gone_line(name, &e),
-    };
-    let error = reply.result.as_ref().err();
-    let mut code = error.map_or(Code::Ok, |e| Code::of_error(e.kind));
-    if let Some(t) = &reply.teardown {
-        code = code.max(Code::of_teardown(t.outcome, strict));
-    }
-    // `down` over a quarantined server did not leave it clean (L7): that is a 5,
-    // where starting one is a refusal (6).
-    if intent == Intent::Stop && reply.snapshot.state == Phase::Quarantined {
-        code = code.max(Code::TeardownNotClean);
-    }
-    let s = reply.snapshot;
-    ServerReport {
-        name: s.name,
-        transport: s.transport,
-        state: s.state,
-        generation: s.generation,
-        pid: s.pid,
-        connect_ms: reply.connect.map(crate::lifecycle::events::millis),
-        tools: s.tools,
-        server_info: s.server_info,
-        uptime_ms: s.uptime_ms,
-        restarts: s.restarts,
-        retry_in_ms: s.retry_in_ms,
-        error: error.map(ErrorReport::from),
-        teardown: reply.teardown,
-        exit_code: code.as_i32(),
+        Ok(s) => ServerReport::of_state(&s),
+        Err(e) => ServerReport::unanswered(handle.name(), "stdio", &e),
     }
 }

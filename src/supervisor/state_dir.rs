@@ -177,6 +177,28 @@ pub fn open_rw(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
+/// Takes the exclusive lock of `file`, trying again every 20 ms until `deadline`
+/// unless `stop_waiting` says there is no point. `Ok(false)`: not taken.
+pub async fn lock_before(
+    file: &File,
+    deadline: std::time::Instant,
+    mut stop_waiting: impl AsyncFnMut() -> bool,
+) -> io::Result<bool> {
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(true),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                if stop_waiting().await {
+                    return Ok(false);
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+    }
+}
+
 /// Replaces `path` atomically with `bytes`: write a temporary file beside it, flush
 /// it to disk, rename it over the old one. A reader sees the old or the new file,
 /// never a torn one.
