@@ -24,7 +24,8 @@
 //! orphan as left (failed, quarantined), since it may be this generation's.
 //!
 //! Lineages are refreshed by every pass over the process table (`procfs::Table::scan`
-//! calls [`observe`]), so no pass is made per server: while servers run, the
+//! hands its table to [`observe`], which the first [`Lineage::prepare`] registers
+//! with `procfs::on_every_pass`), so no pass is made per server: while servers run, the
 //! periodic [`sweep`] makes one, and every teardown makes its own. This module
 //! decides membership only; `teardown` signals, and the authority writes members to
 //! the ledger.
@@ -190,6 +191,9 @@ impl Lineage {
     /// a process forked by the new server before its lineage knew its root is
     /// then never given to another generation on the ground that it was alone.
     pub fn prepare(tag: &str) -> Lineage {
+        // From the first lineage on, every pass over the process table updates
+        // them all: before it there is nothing to update.
+        procfs::on_every_pass(observe);
         let shared = Arc::new(Shared {
             root: std::sync::OnceLock::new(),
             tag: tag.into(),
@@ -299,7 +303,7 @@ impl Lineage {
 }
 
 /// Brings every lineage of this process up to date with `table`. Called by every
-/// pass over the process table.
+/// pass over the process table (registered with `procfs::on_every_pass`).
 pub fn observe(table: &Table) {
     let mut guard = registry();
     let Some(reg) = guard.as_mut() else { return };
