@@ -24,7 +24,8 @@
 //! orphan as left (failed, quarantined), since it may be this generation's.
 //!
 //! Lineages are refreshed by every pass over the process table (`procfs::Table::scan`
-//! calls [`observe`]), so no pass is made per server: while servers run, the
+//! hands its table to [`observe`], which the first [`Lineage::prepare`] registers
+//! with `procfs::on_every_pass`), so no pass is made per server: while servers run, the
 //! periodic [`sweep`] makes one, and every teardown makes its own. This module
 //! decides membership only; `teardown` signals, and the authority writes members to
 //! the ledger.
@@ -190,6 +191,9 @@ impl Lineage {
     /// a process forked by the new server before its lineage knew its root is
     /// then never given to another generation on the ground that it was alone.
     pub fn prepare(tag: &str) -> Lineage {
+        // From the first lineage on, every pass over the process table updates
+        // them all: before it there is nothing to update.
+        procfs::on_every_pass(observe);
         let shared = Arc::new(Shared {
             root: std::sync::OnceLock::new(),
             tag: tag.into(),
@@ -299,7 +303,7 @@ impl Lineage {
 }
 
 /// Brings every lineage of this process up to date with `table`. Called by every
-/// pass over the process table.
+/// pass over the process table (registered with `procfs::on_every_pass`).
 pub fn observe(table: &Table) {
     let mut guard = registry();
     let Some(reg) = guard.as_mut() else { return };
@@ -606,6 +610,15 @@ pub fn become_subreaper() {
 pub fn reap_orphans(table: &Table) {
     use nix::sys::wait::{WaitPidFlag, waitpid};
     let me = std::process::id() as i32;
+    let dead: Vec<&ProcStat> = table
+        .procs()
+        .iter()
+        .map(|p| &p.stat)
+        .filter(|s| s.ppid == me && !s.is_alive())
+        .collect();
+    if dead.is_empty() {
+        return;
+    }
     let my_sid = nix::unistd::getsid(None).map_or(-1, |s| s.as_raw());
     let roots: HashSet<ProcId> = {
         let guard = registry();
@@ -617,17 +630,24 @@ pub fn reap_orphans(table: &Table) {
                 .collect()
         })
     };
-    for s in table.procs().iter().map(|p| &p.stat) {
-        if s.ppid != me || s.is_alive() {
-            continue;
-        }
-        if roots.contains(&ProcId::of(s)) {
-            continue;
-        }
-        // A leader not yet registered looks like this; a former member that made
-        // itself a group leader in our session is known by its pid.
-        let leader_shaped = s.pgid == s.pid && s.sid == my_sid;
-        if !leader_shaped || was_member(s.pid) {
+    let unregistered: Vec<&ProcStat> = dead
+        .into_iter()
+        .filter(|s| !roots.contains(&ProcId::of(s)))
+        .collect();
+    // A leader not yet registered looks like this; a former member that made
+    // itself a group leader in our session is known by its pid.
+    let leader_shaped = |s: &ProcStat| s.pgid == s.pid && s.sid == my_sid;
+    // Former members are looked up once for the whole table, not once per dead
+    // child: while many servers are torn down at once, a table shows many leaders
+    // that their own teardowns have reaped and unregistered since the pass, and a
+    // look over every lineage for each of them cost more than the pass itself.
+    let former = if unregistered.iter().any(|s| leader_shaped(s)) {
+        former_members()
+    } else {
+        HashSet::new()
+    };
+    for s in unregistered {
+        if !leader_shaped(s) || former.contains(&s.pid) {
             let _ = waitpid(
                 nix::unistd::Pid::from_raw(s.pid),
                 Some(WaitPidFlag::WNOHANG),
@@ -636,13 +656,22 @@ pub fn reap_orphans(table: &Table) {
     }
 }
 
-/// Whether a lineage of this process has had a member with this pid.
-fn was_member(pid: i32) -> bool {
+/// The pids that members of this process's lineages have had, each lineage's own
+/// root aside.
+fn former_members() -> HashSet<i32> {
     let guard = registry();
-    guard.as_ref().is_some_and(|r| {
-        r.lineages
-            .iter()
-            .filter_map(Weak::upgrade)
-            .any(|l| l.root().is_none_or(|r| r.pid != pid) && lock(&l.inner).known.contains(&pid))
-    })
+    let Some(reg) = guard.as_ref() else {
+        return HashSet::new();
+    };
+    let mut pids = HashSet::new();
+    for l in reg.lineages.iter().filter_map(Weak::upgrade) {
+        let root = l.root().map(|r| r.pid);
+        pids.extend(
+            lock(&l.inner)
+                .known
+                .iter()
+                .filter(|pid| Some(**pid) != root),
+        );
+    }
+    pids
 }

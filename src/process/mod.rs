@@ -18,4 +18,5 @@ pub mod remote;
 pub mod session;
 pub mod spawn;
 pub mod stderr;
+pub mod tag;
 pub mod teardown;

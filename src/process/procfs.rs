@@ -1,18 +1,22 @@
 //! Reading the process table from `/proc`: who is in a process group, who carries a
 //! generation's tag, and what identifies a process beyond its pid.
 //!
-//! This module only reads. It never signals or reaps (a pass does update the
-//! lineages, see `lineage`); `teardown` decides what to do
-//! with what it finds. Every read tolerates the process vanishing midway, which is
-//! the normal case while a group is being torn down.
+//! This module only reads. It never signals or reaps; `teardown` decides what to
+//! do with what it finds. Every read tolerates the process vanishing midway, which
+//! is the normal case while a group is being torn down.
+//!
+//! It is the bottom of `process`: it imports nothing from `spawn` or `lineage`.
+//! Every pass still keeps the lineages current (docs/design.md §12.1, rule L13):
+//! `lineage` registers its update with [`on_every_pass`] before its first lineage
+//! exists, and each pass hands its table to it.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use super::spawn::TAG_VAR;
+use super::tag::TAG_VAR;
 
 /// One line of `/proc/PID/stat`, reduced to what teardown and identity need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,7 +146,9 @@ impl Table {
         let table = Table { started, procs };
         // Every pass keeps the lineages of running servers current: no pass is
         // ever made for one server alone.
-        super::lineage::observe(&table);
+        if let Some(observe) = OBSERVER.get() {
+            observe(&table);
+        }
         table
     }
 
@@ -181,6 +187,15 @@ impl Table {
             })
             .collect()
     }
+}
+
+/// What every pass hands its table to once it is read: the lineages' update.
+static OBSERVER: OnceLock<fn(&Table)> = OnceLock::new();
+
+/// Has every pass from now on call `observe` with its table before anyone else
+/// sees it. The first call decides; later ones change nothing.
+pub fn on_every_pass(observe: fn(&Table)) {
+    let _ = OBSERVER.set(observe);
 }
 
 /// Tags already read, by (pid, start time): an environment is read once per

@@ -11,9 +11,9 @@ use tokio::task::JoinHandle;
 
 use super::procfs;
 use super::stderr::{LogFile, StderrTail};
-
-/// The environment variable that marks every process of a generation.
-pub const TAG_VAR: &str = "MCPFLEET_TAG";
+// The tag is spawn's to give; it lives in its own module so that `procfs`, which
+// reads it back, needs nothing from here.
+pub use super::tag::{TAG_VAR, Tag};
 
 /// What to run, already resolved from the fleet file.
 #[derive(Debug, Clone)]
@@ -53,26 +53,6 @@ impl Launch {
                 cwd,
             }
         }
-    }
-}
-
-/// The mark that a generation's processes carry in their environment, unique per
-/// host of authorities, server and generation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tag(String);
-
-impl Tag {
-    pub fn new(scope: &str, server: &str, generation: u64) -> Tag {
-        Tag(format!("{scope}:{server}:{generation}"))
-    }
-
-    /// The `NAME=VALUE` entry as it appears in `/proc/PID/environ`.
-    pub fn environ_entry(&self) -> Vec<u8> {
-        format!("{TAG_VAR}={}", self.0).into_bytes()
-    }
-
-    pub fn value(&self) -> &str {
-        &self.0
     }
 }
 

@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use super::lineage::{self, Lineage, Member, ProcId};
 use super::procfs::{self, Table};
-use super::spawn::Tag;
+use super::tag::Tag;
 use crate::config::Timeout;
 
 /// The strongest signal teardown had to send.

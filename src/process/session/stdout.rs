@@ -1,19 +1,13 @@
-//! The MCP session with a server, over its stdin and stdout, through rmcp.
+//! The server's stdout as rmcp reads it.
 //!
-//! The handshake is pinned to the newest protocol version that still has
-//! `initialize` (rmcp's default announces one without it). The client declares the
-//! `roots` capability and answers `roots/list` with an empty list, so that servers
-//! which ask for roots right after the handshake (with request id 0) get a proper
-//! answer. This module holds no deadlines of its own: the authority bounds every
-//! call.
-//!
-//! The server's stdout is read through a guard (`StdoutGuard`), which keeps what a
-//! server can cost the supervisor bounded whatever it writes: one message (one line)
-//! may be at most [`MAX_MESSAGE_BYTES`], and a longer one ends the session with a
-//! protocol error that names the limit, instead of being buffered; lines that cannot
-//! be JSON-RPC at all (a banner, debug output, binary noise) are dropped before they
-//! are parsed, and what is logged about them is bounded (the first one, then a count
-//! at most every [`DROPPED_REPORT_EVERY`]), however many there are.
+//! It is read through a guard (`StdoutGuard`), which keeps what a server can cost
+//! the supervisor bounded whatever it writes: one message (one line) may be at most
+//! [`MAX_MESSAGE_BYTES`], and a longer one ends the session with a protocol error
+//! that names the limit, instead of being buffered; lines that cannot be JSON-RPC at
+//! all (a banner, debug output, binary noise) are dropped before they are parsed,
+//! and what is logged about them is bounded (the first one, then a count at most
+//! every [`DROPPED_REPORT_EVERY`]), however many there are. Once the session is
+//! over, what rmcp lets go of is read on and discarded (`EndSignal`, rule L5).
 
 use std::io;
 use std::pin::Pin;
@@ -21,279 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, Implementation, InitializeRequestParams,
-    ProtocolVersion, Tool,
-};
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
-use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::{ClientHandler, ServiceExt};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::sync::CancellationToken;
-
-/// mcpfleet's side of an MCP session. rmcp's default handlers answer `ping` and
-/// `roots/list` (with no roots), and refuse sampling and elicitation.
-#[derive(Debug, Clone, Default)]
-pub struct FleetClient;
-
-impl ClientHandler for FleetClient {
-    fn get_info(&self) -> InitializeRequestParams {
-        let mut capabilities = ClientCapabilities::default();
-        capabilities.roots = Some(Default::default());
-        InitializeRequestParams::new(
-            capabilities,
-            Implementation::new("mcpfleet", env!("CARGO_PKG_VERSION")),
-        )
-        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
-    }
-}
-
-/// Why a session could not be set up or used.
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    /// The server closed its output before or during the handshake.
-    #[error("the server closed the connection during the handshake: {0}")]
-    Closed(String),
-    /// The server answered, but not as MCP requires.
-    #[error("protocol error: {0}")]
-    Protocol(String),
-    /// A remote server no longer knows the session (it restarted, or ended it).
-    #[error("{0}")]
-    Lost(String),
-    /// A remote server wants credentials, or other ones (HTTP 401 or 403).
-    #[error("{0}")]
-    Unauthorized(String),
-    /// A remote server refused a request or could not be reached; the message
-    /// names the HTTP status and the start of the answer's body.
-    #[error("{0}")]
-    Http(String),
-}
-
-impl SessionError {
-    /// A remote server's failure as found in rmcp's error, if it is one.
-    fn of_http(error: &(dyn std::error::Error + 'static)) -> Option<SessionError> {
-        use crate::process::remote::{FailureKind, failure_in};
-        let failure = failure_in(error)?;
-        let message = failure.message.clone();
-        Some(match failure.kind {
-            FailureKind::SessionLost => SessionError::Lost(message),
-            FailureKind::Unauthorized => SessionError::Unauthorized(message),
-            FailureKind::LegacySse => SessionError::Protocol(message),
-            FailureKind::Other => SessionError::Http(message),
-        })
-    }
-}
-
-/// An initialized MCP session.
-pub struct Session {
-    service: RunningService<RoleClient, FleetClient>,
-    /// Why the server's stdout was cut off, once a limit has been exceeded.
-    violation: Violation,
-    /// Cancelled when rmcp lets go of the server's stdout: its service loop has
-    /// ended (stdio sessions only).
-    ended: CancellationToken,
-    /// Fires when a remote server no longer knows the session (HTTP only).
-    loss: Option<crate::process::remote::SessionLoss>,
-}
-
-impl Session {
-    /// Runs the initialize handshake over `output` (the server's stdout) and `input`
-    /// (its stdin). Unbounded by itself: the caller wraps it in the connect deadline,
-    /// and dropping the future closes stdin. Once the session is over, stdout is
-    /// still read (and discarded) until `drain_until` fires or the server closes it.
-    pub async fn initialize<R, W>(
-        output: R,
-        input: W,
-        drain_until: CancellationToken,
-    ) -> Result<Session, SessionError>
-    where
-        R: AsyncRead + Send + Unpin + 'static,
-        W: AsyncWrite + Send + Unpin + 'static,
-    {
-        use rmcp::service::ClientInitializeError as E;
-        let violation = Violation::default();
-        let ended = CancellationToken::new();
-        let output = EndSignal {
-            inner: Some(output),
-            ended: ended.clone(),
-            drain_until,
-        };
-        let output = StdoutGuard::new(output, MAX_MESSAGE_BYTES, violation.clone());
-        // rmcp's own line limit sits above ours, so that an oversized line always
-        // ends the session here rather than being dropped silently by rmcp.
-        let transport = AsyncRwTransport::new_client(output, input)
-            .with_max_line_length(MAX_MESSAGE_BYTES.saturating_mul(2));
-        let result = FleetClient.serve(transport).await;
-        if let Some(why) = violation.get() {
-            return Err(SessionError::Protocol(why));
-        }
-        match result {
-            Ok(service) => Ok(Session {
-                service,
-                violation,
-                ended,
-                loss: None,
-            }),
-            Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
-                Err(SessionError::Closed(e.to_string()))
-            }
-            Err(e) => Err(SessionError::Protocol(e.to_string())),
-        }
-    }
-
-    /// Runs the initialize handshake with a remote server over streamable HTTP.
-    /// `probe` learns how the DELETE that ends the session goes.
-    pub async fn initialize_http(
-        remote: &crate::process::remote::Remote,
-        probe: crate::process::remote::DeleteProbe,
-    ) -> Result<Session, SessionError> {
-        use crate::process::remote::{ObservedClient, SessionLoss};
-        use rmcp::service::ClientInitializeError as E;
-        use rmcp::transport::streamable_http_client::{
-            StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
-        };
-        let mut headers = std::collections::HashMap::new();
-        for (name, value) in &remote.headers {
-            // Values may be secrets: errors name the header, never its value.
-            let name = http::HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| SessionError::Protocol(format!("invalid header name `{name}`")))?;
-            let value = http::HeaderValue::from_str(value).map_err(|_| {
-                SessionError::Protocol(format!("invalid value for header `{name}`"))
-            })?;
-            headers.insert(name, value);
-        }
-        // A session the server no longer knows ends this generation; the authority
-        // and its restart policy decide what comes next, so rmcp must not open a
-        // new session behind them.
-        let config = StreamableHttpClientTransportConfig::with_uri(remote.url.as_str())
-            .custom_headers(headers)
-            .reinit_on_expired_session(false);
-        let loss = SessionLoss::default();
-        let transport = StreamableHttpClientTransport::with_client(
-            ObservedClient::new(remote, probe, loss.clone()),
-            config,
-        );
-        let result = FleetClient.serve(transport).await;
-        if let Err(E::TransportError { error, .. }) = &result
-            && let Some(http) = SessionError::of_http(error.error.as_ref())
-        {
-            return Err(http);
-        }
-        match result {
-            Ok(service) => Ok(Session {
-                service,
-                violation: Violation::default(),
-                // Over HTTP there is no stream to lose: the session ends when the
-                // server no longer knows it (`loss`).
-                ended: CancellationToken::new(),
-                loss: Some(loss),
-            }),
-            Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
-                Err(SessionError::Closed(e.to_string()))
-            }
-            Err(e) => Err(SessionError::Protocol(e.to_string())),
-        }
-    }
-
-    /// The server's name and version as it announced them.
-    pub fn server_info(&self) -> Option<String> {
-        let info = self.service.peer().peer_info()?;
-        let server = info.server_info.as_ref()?;
-        Some(format!("{} {}", server.name, server.version))
-    }
-
-    /// All tools, following pagination.
-    pub async fn list_tools(&self) -> Result<Vec<Tool>, SessionError> {
-        let listed = self.service.peer().list_all_tools().await;
-        listed.map_err(|e| match self.violation.get() {
-            Some(why) => SessionError::Protocol(why),
-            None => request_error(e),
-        })
-    }
-
-    /// Resolves once the session has ended on its own. Over stdio: the server
-    /// closed its stdout, or it was cut off for exceeding a limit (rmcp's service
-    /// loop drops the transport when it ends, and with it the reader that signals
-    /// this). Over HTTP: the server no longer knows the session.
-    pub async fn ended(&self) {
-        match &self.loss {
-            Some(loss) => loss.lost().await,
-            None => self.ended.cancelled().await,
-        }
-    }
-
-    /// How a remote server showed that it no longer knows the session (`HTTP 404`,
-    /// or what it answered), once it has.
-    pub fn lost(&self) -> Option<String> {
-        self.loss.as_ref().and_then(|l| l.how())
-    }
-
-    /// Why the session was cut off by a limit on what the server writes, if it was.
-    pub fn violation(&self) -> Option<String> {
-        self.violation.get()
-    }
-
-    /// Ends the session: stops the service loop, which drops the transport and so
-    /// closes the server's stdin (or, over HTTP, sends the DELETE that ends the
-    /// session). Bounded by `limit`; past it the session is dropped, which cancels
-    /// it all the same. True when it ended within the limit.
-    pub async fn close(mut self, limit: Duration) -> bool {
-        matches!(self.service.close_with_timeout(limit).await, Ok(Some(_)))
-    }
-
-    /// A handle for requests made outside the authority (`tools`, `call`): they
-    /// fail at once when the session is closed, so a torn-down server never leaves
-    /// a caller hanging.
-    pub fn peer(&self) -> Peer<RoleClient> {
-        self.service.peer().clone()
-    }
-}
-
-/// An MCP `ping`; unbounded by itself (the caller adds the health timeout).
-pub async fn ping(peer: &Peer<RoleClient>) -> Result<(), SessionError> {
-    use rmcp::model::{ClientRequest, PingRequest, ServerResult};
-    match peer
-        .send_request(ClientRequest::PingRequest(PingRequest::default()))
-        .await
-    {
-        Ok(ServerResult::EmptyResult(_)) => Ok(()),
-        Ok(_) => Ok(()),
-        Err(e) => Err(request_error(e)),
-    }
-}
-
-/// All tools of the server behind `peer`.
-pub async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, SessionError> {
-    peer.list_all_tools().await.map_err(request_error)
-}
-
-/// Calls `tool` with `arguments` (a JSON object) and returns the result as JSON.
-pub async fn call_tool(
-    peer: &Peer<RoleClient>,
-    tool: &str,
-    arguments: Option<serde_json::Map<String, serde_json::Value>>,
-) -> Result<serde_json::Value, SessionError> {
-    let mut params = CallToolRequestParams::new(tool.to_owned());
-    if let Some(args) = arguments {
-        params = params.with_arguments(args);
-    }
-    let result = peer.call_tool(params).await.map_err(request_error)?;
-    serde_json::to_value(result).map_err(|e| SessionError::Protocol(e.to_string()))
-}
-
-fn request_error(e: ServiceError) -> SessionError {
-    if let ServiceError::TransportSend(sent) = &e
-        && let Some(http) = SessionError::of_http(sent.error.as_ref())
-    {
-        return http;
-    }
-    match e {
-        ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-            SessionError::Closed(e.to_string())
-        }
-        other => SessionError::Protocol(other.to_string()),
-    }
-}
 
 /// The largest message (one line of the server's stdout, its newline included) the
 /// supervisor accepts: the same as rmcp's default for stdio and its limit of one
@@ -310,10 +33,10 @@ const PREVIEW_BYTES: usize = 120;
 /// The reason a server's stdout was cut off, shared between the reader that found
 /// it and the session that reports it.
 #[derive(Clone, Default)]
-struct Violation(Arc<Mutex<Option<String>>>);
+pub(super) struct Violation(Arc<Mutex<Option<String>>>);
 
 impl Violation {
-    fn get(&self) -> Option<String> {
+    pub(super) fn get(&self) -> Option<String> {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
@@ -337,7 +60,7 @@ enum LineState {
 /// The server's stdout as rmcp reads it, with the limits of the module comment
 /// applied. Bytes are filtered in place in the caller's buffer, so the guard holds
 /// no buffer of its own: its memory is a few counters and one short preview.
-struct StdoutGuard<R> {
+pub(super) struct StdoutGuard<R> {
     inner: R,
     max_line: usize,
     violation: Violation,
@@ -420,10 +143,26 @@ impl DroppedLines {
 /// an answer in flight) must not die of a broken pipe. So what rmcp lets go of is
 /// read on and discarded until the server's side is closed or `drain_until` fires
 /// (the authority fires it once teardown has ended the server's processes).
-struct EndSignal<R: AsyncRead + Send + Unpin + 'static> {
+pub(super) struct EndSignal<R: AsyncRead + Send + Unpin + 'static> {
     inner: Option<R>,
     ended: CancellationToken,
     drain_until: CancellationToken,
+}
+
+impl<R: AsyncRead + Send + Unpin + 'static> EndSignal<R> {
+    /// `ended` is cancelled when rmcp drops `inner`; from then on it is drained
+    /// until `drain_until` fires or the server closes it.
+    pub(super) fn new(
+        inner: R,
+        ended: CancellationToken,
+        drain_until: CancellationToken,
+    ) -> EndSignal<R> {
+        EndSignal {
+            inner: Some(inner),
+            ended,
+            drain_until,
+        }
+    }
 }
 
 impl<R: AsyncRead + Send + Unpin + 'static> Drop for EndSignal<R> {
@@ -480,7 +219,7 @@ impl<R> Drop for StdoutGuard<R> {
 }
 
 impl<R> StdoutGuard<R> {
-    fn new(inner: R, max_line: usize, violation: Violation) -> StdoutGuard<R> {
+    pub(super) fn new(inner: R, max_line: usize, violation: Violation) -> StdoutGuard<R> {
         StdoutGuard {
             inner,
             max_line,
