@@ -41,6 +41,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('reset', 'reset', [CompletionResultType]::ParameterValue, 'Clear a server''s quarantine, once nothing of it is alive')
             [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List the tools of running servers, or of one server (started if needed)')
             [CompletionResult]::new('call', 'call', [CompletionResultType]::ParameterValue, 'Call a tool of a server (started if needed) and print its result')
+            [CompletionResult]::new('connect', 'connect', [CompletionResultType]::ParameterValue, 'Serve the fleet as one MCP server on stdin/stdout, for an MCP client to launch (starts the supervisor and the servers as `up` does)')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve the fleet as one MCP server over streamable HTTP at /mcp, from the supervisor, with a bearer token (starts the servers as `up` does)')
             [CompletionResult]::new('logs', 'logs', [CompletionResultType]::ParameterValue, 'Show the servers'' stderr logs')
             [CompletionResult]::new('events', 'events', [CompletionResultType]::ParameterValue, 'Show the event log (every transition) as NDJSON')
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Check a fleet file and print the resolved fleet (secrets redacted)')
@@ -155,6 +157,33 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'mcpfleet;connect' {
+            [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Override the connect timeout of the servers'' start (e.g. 30s, none)')
+            [CompletionResult]::new('--wait-timeout', '--wait-timeout', [CompletionResultType]::ParameterName, 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'mcpfleet;serve' {
+            [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Where to listen, ADDRESS:PORT (default: 127.0.0.1:7077; port 0 picks one)')
+            [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Override the connect timeout of the servers'' start (e.g. 30s, none)')
+            [CompletionResult]::new('--wait-timeout', '--wait-timeout', [CompletionResultType]::ParameterName, 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'mcpfleet;logs' {
             [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'How many of the last lines to print first')
             [CompletionResult]::new('--lines', '--lines', [CompletionResultType]::ParameterName, 'How many of the last lines to print first')
@@ -227,6 +256,8 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('reset', 'reset', [CompletionResultType]::ParameterValue, 'Clear a server''s quarantine, once nothing of it is alive')
             [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List the tools of running servers, or of one server (started if needed)')
             [CompletionResult]::new('call', 'call', [CompletionResultType]::ParameterValue, 'Call a tool of a server (started if needed) and print its result')
+            [CompletionResult]::new('connect', 'connect', [CompletionResultType]::ParameterValue, 'Serve the fleet as one MCP server on stdin/stdout, for an MCP client to launch (starts the supervisor and the servers as `up` does)')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Serve the fleet as one MCP server over streamable HTTP at /mcp, from the supervisor, with a bearer token (starts the servers as `up` does)')
             [CompletionResult]::new('logs', 'logs', [CompletionResultType]::ParameterValue, 'Show the servers'' stderr logs')
             [CompletionResult]::new('events', 'events', [CompletionResultType]::ParameterValue, 'Show the event log (every transition) as NDJSON')
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Check a fleet file and print the resolved fleet (secrets redacted)')
@@ -257,6 +288,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;help;call' {
+            break
+        }
+        'mcpfleet;help;connect' {
+            break
+        }
+        'mcpfleet;help;serve' {
             break
         }
         'mcpfleet;help;logs' {

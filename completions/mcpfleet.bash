@@ -25,6 +25,9 @@ _mcpfleet() {
             mcpfleet,completions)
                 cmd="mcpfleet__subcmd__completions"
                 ;;
+            mcpfleet,connect)
+                cmd="mcpfleet__subcmd__connect"
+                ;;
             mcpfleet,down)
                 cmd="mcpfleet__subcmd__down"
                 ;;
@@ -42,6 +45,9 @@ _mcpfleet() {
                 ;;
             mcpfleet,reset)
                 cmd="mcpfleet__subcmd__reset"
+                ;;
+            mcpfleet,serve)
+                cmd="mcpfleet__subcmd__serve"
                 ;;
             mcpfleet,status)
                 cmd="mcpfleet__subcmd__status"
@@ -67,6 +73,9 @@ _mcpfleet() {
             mcpfleet__subcmd__help,completions)
                 cmd="mcpfleet__subcmd__help__subcmd__completions"
                 ;;
+            mcpfleet__subcmd__help,connect)
+                cmd="mcpfleet__subcmd__help__subcmd__connect"
+                ;;
             mcpfleet__subcmd__help,down)
                 cmd="mcpfleet__subcmd__help__subcmd__down"
                 ;;
@@ -84,6 +93,9 @@ _mcpfleet() {
                 ;;
             mcpfleet__subcmd__help,reset)
                 cmd="mcpfleet__subcmd__help__subcmd__reset"
+                ;;
+            mcpfleet__subcmd__help,serve)
+                cmd="mcpfleet__subcmd__help__subcmd__serve"
                 ;;
             mcpfleet__subcmd__help,status)
                 cmd="mcpfleet__subcmd__help__subcmd__status"
@@ -107,7 +119,7 @@ _mcpfleet() {
 
     case "${cmd}" in
         mcpfleet)
-            opts="-f -v -q -h -V --file --state-dir --output --verbose --quiet --help --version check up down status reconnect reset tools call logs events validate supervise completions help"
+            opts="-f -v -q -h -V --file --state-dir --output --verbose --quiet --help --version check up down status reconnect reset tools call connect serve logs events validate supervise completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -226,6 +238,36 @@ _mcpfleet() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mcpfleet__subcmd__connect)
+            opts="-v -q -h --connect-timeout --wait-timeout --state-dir --output --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mcpfleet__subcmd__down)
             opts="-v -q -h --strict --cleanup-timeout --wait-timeout --state-dir --output --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -287,7 +329,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__help)
-            opts="check up down status reconnect reset tools call logs events validate supervise completions help"
+            opts="check up down status reconnect reset tools call connect serve logs events validate supervise completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -329,6 +371,20 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpfleet__subcmd__help__subcmd__connect)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -413,6 +469,20 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__help__subcmd__reset)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpfleet__subcmd__help__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -563,6 +633,40 @@ _mcpfleet() {
                 return 0
             fi
             case "${prev}" in
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpfleet__subcmd__serve)
+            opts="-v -q -h --listen --connect-timeout --wait-timeout --state-dir --output --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -38,6 +38,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand reset 'Clear a server''s quarantine, once nothing of it is alive'
             cand tools 'List the tools of running servers, or of one server (started if needed)'
             cand call 'Call a tool of a server (started if needed) and print its result'
+            cand connect 'Serve the fleet as one MCP server on stdin/stdout, for an MCP client to launch (starts the supervisor and the servers as `up` does)'
+            cand serve 'Serve the fleet as one MCP server over streamable HTTP at /mcp, from the supervisor, with a bearer token (starts the servers as `up` does)'
             cand logs 'Show the servers'' stderr logs'
             cand events 'Show the event log (every transition) as NDJSON'
             cand validate 'Check a fleet file and print the resolved fleet (secrets redacted)'
@@ -143,6 +145,31 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
+        &'mcpfleet;connect'= {
+            cand --connect-timeout 'Override the connect timeout of the servers'' start (e.g. 30s, none)'
+            cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand --output 'Output format for the result on stdout'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -q 'No progress and no log lines below errors on stderr'
+            cand --quiet 'No progress and no log lines below errors on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'mcpfleet;serve'= {
+            cand --listen 'Where to listen, ADDRESS:PORT (default: 127.0.0.1:7077; port 0 picks one)'
+            cand --connect-timeout 'Override the connect timeout of the servers'' start (e.g. 30s, none)'
+            cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand --output 'Output format for the result on stdout'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -q 'No progress and no log lines below errors on stderr'
+            cand --quiet 'No progress and no log lines below errors on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
         &'mcpfleet;logs'= {
             cand -n 'How many of the last lines to print first'
             cand --lines 'How many of the last lines to print first'
@@ -210,6 +237,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand reset 'Clear a server''s quarantine, once nothing of it is alive'
             cand tools 'List the tools of running servers, or of one server (started if needed)'
             cand call 'Call a tool of a server (started if needed) and print its result'
+            cand connect 'Serve the fleet as one MCP server on stdin/stdout, for an MCP client to launch (starts the supervisor and the servers as `up` does)'
+            cand serve 'Serve the fleet as one MCP server over streamable HTTP at /mcp, from the supervisor, with a bearer token (starts the servers as `up` does)'
             cand logs 'Show the servers'' stderr logs'
             cand events 'Show the event log (every transition) as NDJSON'
             cand validate 'Check a fleet file and print the resolved fleet (secrets redacted)'
@@ -232,6 +261,10 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;help;tools'= {
         }
         &'mcpfleet;help;call'= {
+        }
+        &'mcpfleet;help;connect'= {
+        }
+        &'mcpfleet;help;serve'= {
         }
         &'mcpfleet;help;logs'= {
         }

@@ -62,6 +62,12 @@ pub enum Command {
     Tools(ToolsArgs),
     /// Call a tool of a server (started if needed) and print its result
     Call(CallArgs),
+    /// Serve the fleet as one MCP server on stdin/stdout, for an MCP client to
+    /// launch (starts the supervisor and the servers as `up` does)
+    Connect(ConnectArgs),
+    /// Serve the fleet as one MCP server over streamable HTTP at /mcp, from the
+    /// supervisor, with a bearer token (starts the servers as `up` does)
+    Serve(ServeArgs),
     /// Show the servers' stderr logs
     Logs(LogsArgs),
     /// Show the event log (every transition) as NDJSON
@@ -131,6 +137,33 @@ pub struct UpArgs {
     #[arg(long)]
     pub foreground: bool,
     /// Override the connect timeout for this start (e.g. 30s, none)
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub connect_timeout: Option<Timeout>,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ConnectArgs {
+    /// Servers the client sees (default: every enabled server)
+    #[arg(value_name = "SERVER")]
+    pub servers: Vec<String>,
+    /// Override the connect timeout of the servers' start (e.g. 30s, none)
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub connect_timeout: Option<Timeout>,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Servers to start with it (default: every enabled server); clients see all
+    #[arg(value_name = "SERVER")]
+    pub servers: Vec<String>,
+    /// Where to listen, ADDRESS:PORT (default: 127.0.0.1:7077; port 0 picks one)
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Override the connect timeout of the servers' start (e.g. 30s, none)
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     pub connect_timeout: Option<Timeout>,
     #[command(flatten)]

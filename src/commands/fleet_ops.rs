@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::client::{self, ClientError};
 use super::{CliError, Global, load_fleet};
-use crate::cli::{DownArgs, ReconnectArgs, ResetArgs, StatusArgs, UpArgs};
+use crate::cli::{DownArgs, ReconnectArgs, ResetArgs, ServeArgs, StatusArgs, UpArgs};
 use crate::config::Fleet;
 use crate::host::{self, Unnamed};
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
@@ -60,6 +60,21 @@ pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> 
         },
     };
     send(&t, op, true, "up", g).await
+}
+
+/// Opens the gateway's HTTP door in the supervisor (starting it and the servers
+/// as `up` does) and reports where it listens.
+pub async fn serve(t: Target, args: &ServeArgs, g: &Global) -> Result<Code, CliError> {
+    let op = Op::Serve {
+        servers: args.servers.clone(),
+        listen: args.listen.clone(),
+        deadlines: Deadlines {
+            wait_ms: args.wait.wait_timeout,
+            connect_ms: args.connect_timeout,
+            cleanup_ms: None,
+        },
+    };
+    send(&t, op, true, "serve", g).await
 }
 
 pub async fn down(t: Target, args: &DownArgs, g: &Global) -> Result<Code, CliError> {

@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod client;
+pub mod connect;
 pub mod fleet_ops;
 pub mod observe;
 pub mod validate;
@@ -168,6 +169,14 @@ pub async fn run(cli: Cli) -> Code {
         Command::Call(args) => (
             "call",
             with_target(&cli, |t| observe::call(t, args, &global)).await,
+        ),
+        Command::Connect(args) => (
+            "connect",
+            with_target(&cli, |t| connect::connect(t, args, &global)).await,
+        ),
+        Command::Serve(args) => (
+            "serve",
+            with_target(&cli, |t| fleet_ops::serve(t, args, &global)).await,
         ),
         Command::Logs(args) => ("logs", with_target(&cli, |t| observe::logs(t, args)).await),
         Command::Events(args) => (

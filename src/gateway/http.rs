@@ -40,7 +40,12 @@ pub fn serve(
 ) {
     let loopback = listener.local_addr().is_ok_and(|a| a.ip().is_loopback());
     let mut config = StreamableHttpServerConfig::default()
-        .with_allowed_origins(LOOPBACK_ORIGINS.iter().map(|s| s.to_string()).chain(origins))
+        .with_allowed_origins(
+            LOOPBACK_ORIGINS
+                .iter()
+                .map(|s| s.to_string())
+                .chain(origins),
+        )
         .enforce_origin_validation();
     config.cancellation_token = shutdown.child_token();
     if !loopback {
@@ -102,9 +107,10 @@ async fn route(
             StatusCode::UNAUTHORIZED,
             "unauthorized: send the gateway's token as `Authorization: Bearer <token>`",
         );
-        response
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            http::HeaderValue::from_static("Bearer"),
+        );
         return response;
     }
     service.handle(request).await

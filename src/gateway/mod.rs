@@ -36,7 +36,7 @@ pub mod http;
 pub mod names;
 mod session;
 
-pub use session::ClientSession;
+pub use session::{ClientSession, Scope};
 
 /// How long a server may take to list what it offers.
 const LIST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -104,8 +104,7 @@ macro_rules! listing {
             }
             fn fetch(
                 peer: &Peer<RoleClient>,
-            ) -> impl Future<Output = Result<Vec<Self>, rmcp::service::ServiceError>> + Send
-            {
+            ) -> impl Future<Output = Result<Vec<Self>, rmcp::service::ServiceError>> + Send {
                 peer.$fetch()
             }
         }
@@ -115,7 +114,12 @@ macro_rules! listing {
 listing!(Tool, tools, tools, list_all_tools);
 listing!(Prompt, prompts, prompts, list_all_prompts);
 listing!(Resource, resources, resources, list_all_resources);
-listing!(ResourceTemplate, templates, resources, list_all_resource_templates);
+listing!(
+    ResourceTemplate,
+    templates,
+    resources,
+    list_all_resource_templates
+);
 
 /// Where a relayed progress token goes back to.
 struct ProgressRoute {
@@ -179,7 +183,11 @@ impl Gateway {
 
     /// Attaches the servers, and watches each authority's published state so that
     /// a start, restart or stop is announced to every client (G5).
-    pub fn attach(self: &Arc<Gateway>, members: Vec<Member>, tracker: &tokio_util::task::TaskTracker) {
+    pub fn attach(
+        self: &Arc<Gateway>,
+        members: Vec<Member>,
+        tracker: &tokio_util::task::TaskTracker,
+    ) {
         for (index, member) in members.iter().enumerate() {
             let mut changes = member.handle.changes();
             let gateway = Arc::downgrade(self);
@@ -191,7 +199,9 @@ impl Gateway {
                         continue;
                     }
                     seen = now;
-                    let Some(gateway) = gateway.upgrade() else { break };
+                    let Some(gateway) = gateway.upgrade() else {
+                        break;
+                    };
                     gateway.changed(index, Notice::ToolsChanged).await;
                     gateway.changed(index, Notice::PromptsChanged).await;
                     gateway.changed(index, Notice::ResourcesChanged).await;
@@ -241,7 +251,9 @@ impl Gateway {
     async fn changed(&self, index: usize, notice: Notice) {
         {
             let mut lists = lock(&self.lists);
-            let Some(lists) = lists.get_mut(index) else { return };
+            let Some(lists) = lists.get_mut(index) else {
+                return;
+            };
             match notice {
                 Notice::ToolsChanged => lists.tools.fresh = false,
                 Notice::PromptsChanged => lists.prompts.fresh = false,
@@ -299,9 +311,10 @@ impl Gateway {
     /// Every server's items of one list, as last learned: fetched again from a
     /// running server whose generation changed or that announced a change; kept
     /// from its last generation for a server that is not running (a call starts it).
-    async fn gather<T: Listing>(&self) -> Vec<(usize, Arc<Vec<T>>)> {
+    async fn gather<T: Listing>(&self, scope: &Scope) -> Vec<(usize, Arc<Vec<T>>)> {
         let members = self.members();
-        let fetches = members.iter().enumerate().map(|(index, member)| async move {
+        let seen = |i: &usize| scope.as_ref().is_none_or(|s| s.contains(i));
+        let fetches = members.iter().enumerate().filter(|(i, _)| seen(i)).map(|(index, member)| async move {
             let snapshot = member.handle.snapshot().await.ok()?;
             let running = (snapshot.state == Phase::Running)
                 .then_some(snapshot.generation)
@@ -351,8 +364,8 @@ impl Gateway {
     }
 
     /// The exposed tools (renamed, filtered) and how their names route back.
-    async fn tools(&self) -> (Vec<Tool>, names::Names) {
-        let gathered = self.gather::<Tool>().await;
+    async fn tools(&self, scope: &Scope) -> (Vec<Tool>, names::Names) {
+        let gathered = self.gather::<Tool>(scope).await;
         let members = self.members();
         let mut kept: Vec<(usize, &Tool)> = Vec::new();
         for (index, tools) in &gathered {
@@ -380,8 +393,8 @@ impl Gateway {
     }
 
     /// The exposed prompts and how their names route back.
-    async fn prompts(&self) -> (Vec<Prompt>, names::Names) {
-        let gathered = self.gather::<Prompt>().await;
+    async fn prompts(&self, scope: &Scope) -> (Vec<Prompt>, names::Names) {
+        let gathered = self.gather::<Prompt>(scope).await;
         let members = self.members();
         let all: Vec<(usize, &Prompt)> = gathered
             .iter()
@@ -405,13 +418,13 @@ impl Gateway {
 
     /// The server that lists resource `uri`, or whose template's fixed start it
     /// begins with.
-    async fn resource_owner(&self, uri: &str) -> Option<usize> {
-        for (index, resources) in self.gather::<Resource>().await {
+    async fn resource_owner(&self, scope: &Scope, uri: &str) -> Option<usize> {
+        for (index, resources) in self.gather::<Resource>(scope).await {
             if resources.iter().any(|r| r.uri == uri) {
                 return Some(index);
             }
         }
-        for (index, templates) in self.gather::<ResourceTemplate>().await {
+        for (index, templates) in self.gather::<ResourceTemplate>(scope).await {
             let fits = templates.iter().any(|t| {
                 let fixed = t.uri_template.split('{').next().unwrap_or_default();
                 !fixed.is_empty() && uri.starts_with(fixed)
@@ -427,10 +440,9 @@ impl Gateway {
     /// is not running (a start request to its authority, G2). A server that cannot
     /// be started answers with its error (quarantined, crash loop, ...).
     async fn running(&self, index: usize) -> Result<(Generation, Peer<RoleClient>), ServerError> {
-        let member = self
-            .members()
-            .get(index)
-            .ok_or_else(|| ServerError::new(ErrorKind::Protocol, ErrorPhase::Request, "no such server"))?;
+        let member = self.members().get(index).ok_or_else(|| {
+            ServerError::new(ErrorKind::Protocol, ErrorPhase::Request, "no such server")
+        })?;
         if let Ok(Some(p)) = member.handle.peer().await {
             return Ok(p);
         }
@@ -453,7 +465,9 @@ impl Gateway {
 
 /// The generation of a running server, else `None`.
 fn running_generation(s: &crate::lifecycle::authority::Snapshot) -> Option<Generation> {
-    (s.state == Phase::Running).then_some(s.generation).flatten()
+    (s.state == Phase::Running)
+        .then_some(s.generation)
+        .flatten()
 }
 
 fn token_key(token: &rmcp::model::ProgressToken) -> String {
@@ -487,7 +501,9 @@ struct MemberListener {
 
 impl Listener for MemberListener {
     fn notified(&self, notice: Notice) {
-        let Some(gateway) = self.gateway.upgrade() else { return };
+        let Some(gateway) = self.gateway.upgrade() else {
+            return;
+        };
         let index = self.index;
         tokio::spawn(async move {
             match notice {

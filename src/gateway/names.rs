@@ -183,7 +183,10 @@ mod tests {
     fn characters_clients_refuse_become_underscores() {
         let names = Names::assign([(0, "my.server", "do thing/now")]);
         assert_eq!(names.exposed(), ["my_server__do_thing_now"]);
-        assert_eq!(names.route("my_server__do_thing_now").unwrap().name, "do thing/now");
+        assert_eq!(
+            names.route("my_server__do_thing_now").unwrap().name,
+            "do thing/now"
+        );
     }
 
     #[test]

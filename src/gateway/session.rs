@@ -2,14 +2,16 @@
 //! to, through either door. Lists come from the gateway's catalog; calls go to the
 //! owning server's running generation (G2) and are always answered (G4).
 
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ErrorCode, ErrorData,
-    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResultType,
+    ServerCapabilities,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, ServiceError};
 use serde_json::json;
@@ -27,7 +29,12 @@ pub struct ClientSession {
     gateway: Arc<Gateway>,
     door: &'static str,
     id: OnceLock<u64>,
+    /// The servers this session sees (`connect SERVER...`); all when `None`.
+    scope: Scope,
 }
+
+/// The servers a session sees, by index; all when `None`.
+pub type Scope = Option<Arc<[usize]>>;
 
 impl ClientSession {
     pub fn new(gateway: Arc<Gateway>, door: &'static str) -> ClientSession {
@@ -35,7 +42,14 @@ impl ClientSession {
             gateway,
             door,
             id: OnceLock::new(),
+            scope: None,
         }
+    }
+
+    /// The same session, seeing only the servers at `indices`.
+    pub fn scoped(mut self, indices: Vec<usize>) -> ClientSession {
+        self.scope = Some(indices.into());
+        self
     }
 
     fn server_name(&self, index: usize) -> String {
@@ -106,7 +120,22 @@ fn failed(server: &str, generation: Generation, error: ServiceError) -> ErrorDat
     }
 }
 
+/// The protocol versions the gateway speaks: those with `initialize`, `ping` and
+/// `list_changed` notifications, which the servers behind it speak too
+/// (docs/design.md §11). 2026-07-28 drops all three; a client that asks for it is
+/// answered with the newest of these.
+const VERSIONS: [ProtocolVersion; 4] = [
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_03_26,
+    ProtocolVersion::V_2024_11_05,
+];
+
 impl ServerHandler for ClientSession {
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(&VERSIONS)
+    }
+
     fn get_info(&self) -> InitializeResult {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
@@ -117,6 +146,7 @@ impl ServerHandler for ClientSession {
             .enable_resources_list_changed()
             .build();
         InitializeResult::new(capabilities)
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
             .with_server_info(Implementation::new("mcpfleet", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "The servers of an mcpfleet fleet. Tools and prompts are named \
@@ -134,7 +164,7 @@ impl ServerHandler for ClientSession {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let (tools, _) = self.gateway.tools().await;
+        let (tools, _) = self.gateway.tools(&self.scope).await;
         let (tools, next) = page(&tools, request, self.gateway.page_size)?;
         let mut result = ListToolsResult::with_all_items(tools);
         result.next_cursor = next;
@@ -146,7 +176,7 @@ impl ServerHandler for ClientSession {
         mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let (_, names) = self.gateway.tools().await;
+        let (_, names) = self.gateway.tools(&self.scope).await;
         let Some(route) = names.route(&request.name).cloned() else {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool `{}`", request.name),
@@ -180,6 +210,7 @@ impl ServerHandler for ClientSession {
             }
         };
         let mut result: CallToolResult = result.map_err(|e| failed(&server, generation, e))?;
+        result.result_type = Some(ResultType::COMPLETE);
         let meta = result.meta.get_or_insert_with(Default::default);
         meta.insert("mcpfleet/server".into(), json!(server));
         meta.insert("mcpfleet/generation".into(), json!(generation));
@@ -191,7 +222,7 @@ impl ServerHandler for ClientSession {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let (prompts, _) = self.gateway.prompts().await;
+        let (prompts, _) = self.gateway.prompts(&self.scope).await;
         let (prompts, next) = page(&prompts, request, self.gateway.page_size)?;
         let mut result = ListPromptsResult::with_all_items(prompts);
         result.next_cursor = next;
@@ -203,7 +234,7 @@ impl ServerHandler for ClientSession {
         mut request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let (_, names) = self.gateway.prompts().await;
+        let (_, names) = self.gateway.prompts(&self.scope).await;
         let Some(route) = names.route(&request.name).cloned() else {
             return Err(ErrorData::invalid_params(
                 format!("unknown prompt `{}`", request.name),
@@ -231,7 +262,7 @@ impl ServerHandler for ClientSession {
     ) -> Result<ListResourcesResult, ErrorData> {
         let all: Vec<_> = self
             .gateway
-            .gather::<rmcp::model::Resource>()
+            .gather::<rmcp::model::Resource>(&self.scope)
             .await
             .iter()
             .flat_map(|(_, list)| list.iter().cloned())
@@ -249,7 +280,7 @@ impl ServerHandler for ClientSession {
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let all: Vec<_> = self
             .gateway
-            .gather::<rmcp::model::ResourceTemplate>()
+            .gather::<rmcp::model::ResourceTemplate>(&self.scope)
             .await
             .iter()
             .flat_map(|(_, list)| list.iter().cloned())
@@ -265,7 +296,7 @@ impl ServerHandler for ClientSession {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let Some(index) = self.gateway.resource_owner(&request.uri).await else {
+        let Some(index) = self.gateway.resource_owner(&self.scope, &request.uri).await else {
             return Err(ErrorData::resource_not_found(
                 format!("no server of the fleet offers `{}`", request.uri),
                 None,

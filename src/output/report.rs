@@ -154,6 +154,20 @@ pub struct Report {
     /// True when the command was interrupted and did not see everything to the end.
     pub interrupted: bool,
     pub servers: Vec<ServerReport>,
+    /// The gateway's HTTP door and client sessions (`serve`, `status`), when open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<GatewayReport>,
+}
+
+/// Where the gateway serves and who is connected (docs/design.md §14).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GatewayReport {
+    /// The streamable-HTTP endpoint, when the HTTP door is open.
+    pub url: Option<String>,
+    /// The file that holds the bearer token.
+    pub token_file: Option<String>,
+    /// Open client sessions, through either door.
+    pub sessions: usize,
 }
 
 impl Report {
@@ -172,6 +186,7 @@ impl Report {
             exit_code: code.as_i32(),
             interrupted,
             servers,
+            gateway: None,
         }
     }
 }
@@ -309,6 +324,16 @@ fn render_text(report: &Report) -> String {
                 "  had left the process group and were ended one by one: {}\n",
                 pids.join(", ")
             ));
+        }
+    }
+    if let Some(g) = &report.gateway {
+        match &g.url {
+            Some(url) => out.push_str(&format!(
+                "gateway: {url} (bearer token in {}), {} client session(s)\n",
+                g.token_file.as_deref().unwrap_or("the fleet file"),
+                g.sessions
+            )),
+            None => out.push_str(&format!("gateway: {} client session(s)\n", g.sessions)),
         }
     }
     let failed = report.servers.iter().filter(|s| s.exit_code != 0).count();

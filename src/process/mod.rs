@@ -11,8 +11,8 @@
 
 pub mod exit_watch;
 pub mod limits;
-pub mod notice;
 pub mod lineage;
+pub mod notice;
 pub mod procfs;
 pub mod remote;
 pub mod session;

@@ -117,6 +117,24 @@ pub enum Op {
         deadlines: Deadlines,
     },
     Ping,
+    /// Start the servers as `up` would, answer with the report, then speak MCP on
+    /// this connection: the gateway, scoped to these servers (`connect`).
+    Gateway {
+        #[serde(default)]
+        servers: Vec<String>,
+        #[serde(default)]
+        deadlines: Deadlines,
+    },
+    /// Start the servers as `up` would and open the gateway's HTTP door (`serve`).
+    Serve {
+        #[serde(default)]
+        servers: Vec<String>,
+        /// `ADDRESS:PORT`; the fleet file's, else the default, when absent.
+        #[serde(default)]
+        listen: Option<String>,
+        #[serde(default)]
+        deadlines: Deadlines,
+    },
 }
 
 /// One line from the supervisor: `E` is an event, `R` the report of the request.

@@ -14,6 +14,7 @@
 //! dealt with what the previous supervisor left running.
 
 pub mod calls;
+pub mod gateway_door;
 pub mod guardian;
 pub mod persist;
 pub mod recovery;
@@ -70,11 +71,10 @@ impl EventLog {
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.live.subscribe()
     }
-}
 
-impl EventSink for EventLog {
-    fn record(&self, event: &Event) {
-        let mut line = serde_json::to_string(event).expect("events serialize");
+    /// Appends one line to the log, whatever it records.
+    fn append<T: Serialize>(&self, entry: &T) {
+        let mut line = serde_json::to_string(entry).expect("events serialize");
         line.push('\n');
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(f) = file.as_mut()
@@ -82,7 +82,17 @@ impl EventSink for EventLog {
         {
             tracing::error!(error = %e, "cannot append to the event log");
         }
-        drop(file);
+    }
+
+    /// Records a gateway client session opening or closing (G7).
+    pub fn gateway_session(&self, event: &gateway_door::SessionLine) {
+        self.append(event);
+    }
+}
+
+impl EventSink for EventLog {
+    fn record(&self, event: &Event) {
+        self.append(event);
         let _ = self.live.send(event.clone());
     }
 }
@@ -119,9 +129,25 @@ pub struct Shared {
     pub shutdown: CancellationToken,
     /// The authorities' interrupt: cancelled on a signal, it ends starts in progress.
     pub interrupt: CancellationToken,
+    /// The fleet as one MCP server, for `connect` and `serve` (docs/design.md §14).
+    pub gateway: Arc<crate::gateway::Gateway>,
+    /// Where the gateway's HTTP door listens, once `serve` opened it.
+    pub http: Mutex<Option<gateway_door::Listening>>,
+    pub dir: StateDir,
+    /// Work that lives as long as the supervisor (the HTTP door).
+    pub tracker: TaskTracker,
 }
 
 impl Shared {
+    /// Closes the gateway's HTTP door, if open.
+    pub fn close_http(&self) {
+        let open = self.http.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(open) = open {
+            tracing::info!(addr = %open.addr, "gateway: HTTP door closed");
+            open.stop.cancel();
+        }
+    }
+
     pub fn handle(&self, name: &str) -> Option<&Handle> {
         self.handles.iter().find(|h| h.name() == name)
     }
@@ -261,10 +287,12 @@ pub async fn run(
         ),
     };
     let persisted = state.snapshot();
-    let handles = fleet
+    let gateway = gateway_door::new(&fleet, events.clone());
+    let handles: Vec<Handle> = fleet
         .servers
         .iter()
-        .map(|spec| {
+        .enumerate()
+        .map(|(index, spec)| {
             let rec = persisted
                 .servers
                 .get(&spec.name)
@@ -273,6 +301,7 @@ pub async fn run(
             let initial = Initial {
                 last_generation: rec.last_generation,
                 quarantine: rec.quarantine,
+                listener: Some(gateway.listener(index)),
             };
             authority::spawn_with(
                 ServerConfig::from_spec(spec, Some(dir.server_log(&spec.name))),
@@ -282,6 +311,7 @@ pub async fn run(
             )
         })
         .collect();
+    gateway_door::attach(&gateway, &fleet, &handles, &tracker);
     let shared = Arc::new(Shared {
         fleet: fleet.clone(),
         handles,
@@ -289,6 +319,10 @@ pub async fn run(
         state,
         shutdown: CancellationToken::new(),
         interrupt: ctx.interrupt.clone(),
+        gateway,
+        http: Mutex::new(None),
+        dir: dir.clone(),
+        tracker: tracker.clone(),
     });
 
     let mut signals = Signals::new()?;

@@ -22,7 +22,7 @@ use crate::lifecycle::authority::{CallOptions, Handle};
 use crate::lifecycle::events::Event;
 use crate::lifecycle::state::{Intent, Phase};
 use crate::output::exit::Code;
-use crate::output::report::{EventReport, Report, ServerReport};
+use crate::output::report::{EventReport, GatewayReport, Report, ServerReport};
 use crate::protocol::{self, Deadlines, Line, MAX_LINE_BYTES, Op};
 
 /// How long a connected peer may take to send its request.
@@ -63,7 +63,14 @@ pub async fn serve(
     let _sweeping = stop_sweeping.clone().drop_guard();
     tokio::spawn(crate::process::lineage::keep_current(stop_sweeping));
     loop {
-        let idle = *opened_or_closed.borrow_and_update() == 0 && busy.servers.is_empty();
+        // An open HTTP door keeps the supervisor, as a server does (docs/design.md §14).
+        let door_open = shared
+            .http
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some();
+        let idle =
+            *opened_or_closed.borrow_and_update() == 0 && busy.servers.is_empty() && !door_open;
         idle_since = idle.then(|| idle_since.unwrap_or_else(Instant::now));
         let lingered = async {
             match idle_since {
@@ -253,6 +260,9 @@ async fn handle_connection(stream: UnixStream, shared: &Shared) {
             .await;
         return;
     }
+    if let Op::Gateway { servers, deadlines } = request.op {
+        return super::gateway_door::stdio(shared, reader, write, servers, deadlines).await;
+    }
     // Lines to the client go through one writer task; a client that went away only
     // stops the writing, never the request (L6).
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
@@ -277,6 +287,39 @@ pub(super) async fn dispatch(
 ) -> Response {
     let (command, names, intent, options, strict) = match op {
         Op::Ping => return reply(Report::new("ping", Vec::new(), false)),
+        // Answered in `handle_connection`, which owns the connection it turns into
+        // an MCP session.
+        Op::Gateway { .. } => {
+            return Response::Error {
+                message: "a gateway request needs a connection of its own".into(),
+            };
+        }
+        Op::Serve {
+            servers,
+            listen,
+            deadlines,
+        } => {
+            let open = match super::gateway_door::open_http(shared, listen).await {
+                Ok(open) => open,
+                Err(message) => return Response::Error { message },
+            };
+            tracing::debug!(addr = %open.addr, "serve");
+            let up = Op::Up {
+                servers,
+                force: false,
+                deadlines,
+            };
+            return match Box::pin(dispatch(up, shared, tx)).await {
+                Response::Reply {
+                    report: Answer::Report(mut report),
+                } => {
+                    report.command = "serve".into();
+                    report.gateway = Some(gateway_report(shared));
+                    reply(report)
+                }
+                other => other,
+            };
+        }
         Op::Tools { server, deadlines } => {
             return super::calls::tools(shared, server, call_options(deadlines, false)).await;
         }
@@ -300,7 +343,10 @@ pub(super) async fn dispatch(
             for handle in &handles {
                 lines.push(status_line(handle).await);
             }
-            return reply(Report::new("status", lines, false));
+            let mut report = Report::new("status", lines, false);
+            report.gateway =
+                Some(gateway_report(shared)).filter(|g| g.url.is_some() || g.sessions > 0);
+            return reply(report);
         }
         Op::Up {
             servers,
@@ -391,6 +437,10 @@ pub(super) async fn dispatch(
             }
         }
     });
+    if intent == Intent::Stop && names.is_empty() {
+        // `down` of the whole fleet closes the HTTP door too.
+        shared.close_http();
+    }
     let replies = host::request_all(&handles, intent, options, |_| {}).await;
     let _ = done_tx.send(());
     let _ = forward.await;
@@ -400,6 +450,22 @@ pub(super) async fn dispatch(
         .map(|(h, r)| ServerReport::of_reply(h.name(), r, intent, strict))
         .collect();
     reply(Report::new(command, lines, false))
+}
+
+/// The gateway as `serve` and `status` show it.
+fn gateway_report(shared: &Shared) -> GatewayReport {
+    let open = shared
+        .http
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    GatewayReport {
+        url: open.as_ref().map(|o| crate::gateway::http::url(o.addr)),
+        token_file: open
+            .and_then(|o| o.token_file)
+            .map(|f| f.display().to_string()),
+        sessions: shared.gateway.sessions(),
+    }
 }
 
 fn reply(report: Report) -> Response {

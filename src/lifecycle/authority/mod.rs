@@ -41,6 +41,7 @@ pub use super::summary::{Outcome, TeardownSummary};
 use crate::config::Timeout;
 use crate::process::exit_watch::ExitWatch;
 use crate::process::lineage::{Lineage, ProcId};
+use crate::process::notice::Listener;
 use crate::process::remote::{DeleteOutcome, DeleteProbe, Remote, lost_session};
 use crate::process::session::{self, Session, SessionError};
 use crate::process::spawn::{self, Launch, Tag};
@@ -252,7 +253,7 @@ pub fn spawn(config: ServerConfig, last_generation: Generation, ctx: Context) ->
         config,
         Initial {
             last_generation,
-            quarantine: None,
+            ..Initial::default()
         },
         Arc::new(NoLedger),
         ctx,
@@ -260,11 +261,13 @@ pub fn spawn(config: ServerConfig, last_generation: Generation, ctx: Context) ->
 }
 
 /// Where an authority starts from: what an earlier holder of the server left.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Initial {
     pub last_generation: Generation,
     /// A quarantine that must survive the restart of whatever holds the authority.
     pub quarantine: Option<QuarantineRecord>,
+    /// Hears what the server's sessions send unasked (the gateway, §14).
+    pub listener: Option<Arc<dyn Listener>>,
 }
 
 /// Starts the authority task of one server, with its durable notes in `ledger`.
@@ -322,6 +325,7 @@ pub fn spawn_with(
         publish_peer,
         request: Request::default(),
         started_at: Instant::now(),
+        listener: initial.listener,
         ctx: ctx.clone(),
     };
     actor.publish(&core);
@@ -357,6 +361,7 @@ struct Actor {
     request: Request,
     /// When the current start began (its reservation), for its connect duration.
     started_at: Instant,
+    listener: Option<Arc<dyn Listener>>,
     ctx: Context,
 }
 

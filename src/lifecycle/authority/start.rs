@@ -89,9 +89,12 @@ impl Actor {
                 });
                 let stdout_drain = CancellationToken::new();
                 let init: Init = match (spawned.stdout.take(), spawned.stdin.take()) {
-                    (Some(stdout), Some(stdin)) => {
-                        Box::pin(Session::initialize(stdout, stdin, stdout_drain.clone()))
-                    }
+                    (Some(stdout), Some(stdin)) => Box::pin(Session::initialize(
+                        stdout,
+                        stdin,
+                        stdout_drain.clone(),
+                        self.listener.clone(),
+                    )),
                     _ => Box::pin(async {
                         Err(SessionError::Closed(
                             "the server's pipes were not set up".into(),
@@ -124,8 +127,10 @@ impl Actor {
                 let probe = DeleteProbe::default();
                 let remote = remote.clone();
                 let init_probe = probe.clone();
-                let init: Init =
-                    Box::pin(async move { Session::initialize_http(&remote, init_probe).await });
+                let listener = self.listener.clone();
+                let init: Init = Box::pin(async move {
+                    Session::initialize_http(&remote, init_probe, listener).await
+                });
                 (Live::new(generation, LiveKind::Remote(probe)), init)
             }
         };

@@ -10,15 +10,19 @@
 //! The server's stdout is read through a guard that bounds what a server can cost
 //! the supervisor, and is read on after the session ends (`stdout.rs`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, Implementation, InitializeRequestParams,
     ProtocolVersion, Tool,
 };
+use rmcp::service::NotificationContext;
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, ServiceExt};
+
+use crate::process::notice::{Listener, Notice};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
@@ -28,11 +32,42 @@ pub use stdout::{DROPPED_REPORT_EVERY, MAX_MESSAGE_BYTES};
 use stdout::{EndSignal, StdoutGuard, Violation};
 
 /// mcpfleet's side of an MCP session. rmcp's default handlers answer `ping` and
-/// `roots/list` (with no roots), and refuse sampling and elicitation.
-#[derive(Debug, Clone, Default)]
-pub struct FleetClient;
+/// `roots/list` (with no roots), and refuse sampling and elicitation. List changes
+/// and progress go to the listener, if any (the gateway's).
+#[derive(Clone, Default)]
+pub struct FleetClient {
+    listener: Option<Arc<dyn Listener>>,
+}
+
+impl FleetClient {
+    fn tell(&self, notice: Notice) {
+        if let Some(listener) = &self.listener {
+            listener.notified(notice);
+        }
+    }
+}
 
 impl ClientHandler for FleetClient {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tell(Notice::ToolsChanged);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tell(Notice::PromptsChanged);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tell(Notice::ResourcesChanged);
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.tell(Notice::Progress(params));
+    }
+
     fn get_info(&self) -> InitializeRequestParams {
         let mut capabilities = ClientCapabilities::default();
         capabilities.roots = Some(Default::default());
@@ -101,6 +136,7 @@ impl Session {
         output: R,
         input: W,
         drain_until: CancellationToken,
+        listener: Option<Arc<dyn Listener>>,
     ) -> Result<Session, SessionError>
     where
         R: AsyncRead + Send + Unpin + 'static,
@@ -115,7 +151,7 @@ impl Session {
         // ends the session here rather than being dropped silently by rmcp.
         let transport = AsyncRwTransport::new_client(output, input)
             .with_max_line_length(MAX_MESSAGE_BYTES.saturating_mul(2));
-        let result = FleetClient.serve(transport).await;
+        let result = FleetClient { listener }.serve(transport).await;
         if let Some(why) = violation.get() {
             return Err(SessionError::Protocol(why));
         }
@@ -138,6 +174,7 @@ impl Session {
     pub async fn initialize_http(
         remote: &crate::process::remote::Remote,
         probe: crate::process::remote::DeleteProbe,
+        listener: Option<Arc<dyn Listener>>,
     ) -> Result<Session, SessionError> {
         use crate::process::remote::{ObservedClient, SessionLoss};
         use rmcp::service::ClientInitializeError as E;
@@ -165,7 +202,7 @@ impl Session {
             ObservedClient::new(remote, probe, loss.clone()),
             config,
         );
-        let result = FleetClient.serve(transport).await;
+        let result = FleetClient { listener }.serve(transport).await;
         if let Err(E::TransportError { error, .. }) = &result
             && let Some(http) = SessionError::of_http(error.error.as_ref())
         {

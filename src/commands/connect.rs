@@ -1,0 +1,113 @@
+//! `mcpfleet connect`: the gateway's stdio door (docs/design.md §14). An MCP client
+//! launches it as its server command. It asks the supervisor (starting one if none
+//! runs) for a gateway session over the control socket, then copies bytes: its stdin
+//! to the supervisor, the supervisor to its stdout. All aggregation and routing live
+//! in the supervisor (G1); stdout carries nothing but MCP.
+
+use tokio::io::{AsyncWriteExt, BufReader};
+
+use super::client::{self, ClientError};
+use super::fleet_ops::{Target, no_report};
+use super::{CliError, Global};
+use crate::cli::ConnectArgs;
+use crate::output::exit::Code;
+use crate::protocol::{self, Deadlines, Line, MAX_LINE_BYTES, Op, PROTOCOL_VERSION, Request};
+
+/// The start's report, as far as the bridge reads it.
+#[derive(serde::Deserialize)]
+struct Started {
+    exit_code: i32,
+    #[serde(default)]
+    servers: Vec<StartedServer>,
+}
+
+#[derive(serde::Deserialize)]
+struct StartedServer {
+    name: String,
+    state: String,
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+}
+
+type Response = protocol::Response<serde_json::Value, Started>;
+
+pub async fn connect(t: Target, args: &ConnectArgs, g: &Global) -> Result<Code, CliError> {
+    match bridge(t, args).await {
+        Ok(code) => Ok(code),
+        Err(e) => no_report(e, "connect", "mcpfleet connect: interrupted", g),
+    }
+}
+
+async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
+    let stream = client::connect(&t.dir, &t.fleet.file, true).await?;
+    let (read, mut write) = stream.into_split();
+    let request = protocol::encode(&Request {
+        v: PROTOCOL_VERSION,
+        op: Op::Gateway {
+            servers: args.servers.clone(),
+            deadlines: Deadlines {
+                wait_ms: args.wait.wait_timeout,
+                connect_ms: args.connect_timeout,
+                cleanup_ms: None,
+            },
+        },
+    });
+    let unreachable = |e: std::io::Error| ClientError::Unreachable(e.to_string());
+    write
+        .write_all(request.as_bytes())
+        .await
+        .map_err(unreachable)?;
+    let mut reader = BufReader::new(read);
+    let started = loop {
+        let line = protocol::read_line(&mut reader, MAX_LINE_BYTES)
+            .await
+            .map_err(unreachable)?;
+        let Line::Text(text) = line else {
+            return Err(ClientError::Unreachable(
+                "the supervisor closed the connection before the gateway session began".into(),
+            ));
+        };
+        match serde_json::from_str::<Response>(&text) {
+            Ok(protocol::Response::Event { .. }) => continue,
+            Ok(protocol::Response::Reply { report }) => break report,
+            Ok(protocol::Response::Error { message }) => {
+                return Err(ClientError::Refused(message));
+            }
+            Err(e) => {
+                return Err(ClientError::Unreachable(format!("unreadable answer: {e}")));
+            }
+        }
+    };
+    // A server that did not start is not fatal: the client sees the others, and a
+    // call to it answers with its error (G4). Say so where people look.
+    if started.exit_code != 0 {
+        for s in started.servers.iter().filter(|s| s.error.is_some()) {
+            let message = s
+                .error
+                .as_ref()
+                .and_then(|e| e.get("message"))
+                .and_then(|m| m.as_str())
+                .unwrap_or_default();
+            eprintln!("mcpfleet connect: `{}` is {}: {message}", s.name, s.state);
+        }
+    }
+    // From here the connection is the client's MCP session. The supervisor ends it
+    // when the client's input ends; a supervisor that goes ends the copy to stdout.
+    let to_supervisor = tokio::spawn(async move {
+        let mut stdin = tokio::io::stdin();
+        let _ = tokio::io::copy(&mut stdin, &mut write).await;
+        let _ = write.shutdown().await;
+    });
+    let mut stdout = tokio::io::stdout();
+    let copied = tokio::io::copy(&mut reader, &mut stdout).await;
+    let _ = stdout.flush().await;
+    to_supervisor.abort();
+    match copied {
+        Ok(_) => Ok(Code::Ok),
+        // The client closed our stdout: it is gone, and so is its session.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Code::Ok),
+        Err(e) => Err(ClientError::Unreachable(format!(
+            "lost the supervisor: {e}"
+        ))),
+    }
+}

@@ -1,0 +1,216 @@
+//! The supervisor's side of the gateway (docs/design.md §14): it creates the one
+//! aggregation with the authorities, serves a `connect` client over its control
+//! connection, and opens the HTTP door for `serve`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde::Serialize;
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio_util::task::TaskTracker;
+
+use super::server::{call_options, dispatch};
+use super::{EventLog, Response, Shared};
+use crate::config::Fleet;
+use crate::gateway::{ClientSession, Exposure, Gateway, Member, SessionEvent, http};
+use crate::host::Unnamed;
+use crate::lifecycle::authority::Handle;
+use crate::lifecycle::events::rfc3339;
+use crate::protocol::{self, Deadlines, Op};
+
+/// Where `serve` listens unless told otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7077";
+
+/// Items per page of the gateway's lists.
+pub const PAGE_SIZE: usize = 500;
+
+/// The HTTP door, once open.
+#[derive(Debug, Clone)]
+pub struct Listening {
+    pub addr: SocketAddr,
+    /// The file that holds the token (`None`: the token came from the fleet file).
+    pub token_file: Option<PathBuf>,
+    /// Closes the door; a child of the supervisor's shutdown.
+    pub stop: tokio_util::sync::CancellationToken,
+}
+
+/// A gateway client session opening or closing, as a line of the event log.
+#[derive(Debug, Serialize)]
+pub struct SessionLine {
+    pub time: String,
+    /// `session-opened` or `session-closed`.
+    pub gateway: &'static str,
+    pub session: u64,
+    pub door: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+}
+
+/// The gateway of `fleet`, whose client sessions are recorded in `events`.
+pub fn new(fleet: &Fleet, events: Arc<EventLog>) -> Arc<Gateway> {
+    let sessions = Box::new(move |e: SessionEvent| {
+        tracing::info!(session = e.id, door = e.door, opened = e.opened, client = ?e.client, "gateway client session");
+        events.gateway_session(&SessionLine {
+            time: rfc3339(SystemTime::now()),
+            gateway: if e.opened {
+                "session-opened"
+            } else {
+                "session-closed"
+            },
+            session: e.id,
+            door: e.door,
+            client: e.client,
+        });
+    });
+    Gateway::new(
+        fleet.servers.len(),
+        call_options(Deadlines::default(), false),
+        PAGE_SIZE,
+        sessions,
+    )
+}
+
+/// Gives the gateway the authorities, in fleet order.
+pub fn attach(gateway: &Arc<Gateway>, fleet: &Fleet, handles: &[Handle], tracker: &TaskTracker) {
+    let members = fleet
+        .servers
+        .iter()
+        .zip(handles)
+        .map(|(spec, handle)| Member {
+            handle: handle.clone(),
+            exposure: Exposure {
+                prefix: spec.name.clone(),
+                ..Exposure::default()
+            },
+        })
+        .collect();
+    gateway.attach(members, tracker);
+}
+
+/// Serves a `connect` client: starts the selected servers as `up` would, answers
+/// with the report, then speaks MCP on the same connection, scoped to those
+/// servers, until either side closes it or the supervisor stops.
+pub async fn stdio(
+    shared: &Shared,
+    reader: BufReader<OwnedReadHalf>,
+    mut write: OwnedWriteHalf,
+    servers: Vec<String>,
+    deadlines: Deadlines,
+) {
+    let scope = match shared.select(&servers, Unnamed::Enabled) {
+        Ok(handles) => handles
+            .iter()
+            .filter_map(|h| shared.handles.iter().position(|m| m.name() == h.name()))
+            .collect::<Vec<usize>>(),
+        Err(message) => {
+            let _ = write
+                .write_all(protocol::encode(&Response::Error { message }).as_bytes())
+                .await;
+            return;
+        }
+    };
+    // The start's events are not relayed: the connection is the client's MCP channel.
+    let (tx, _) = tokio::sync::mpsc::unbounded_channel();
+    let up = Op::Up {
+        servers,
+        force: false,
+        deadlines,
+    };
+    let response = dispatch(up, shared, &tx).await;
+    if write
+        .write_all(protocol::encode(&response).as_bytes())
+        .await
+        .is_err()
+    {
+        return;
+    }
+    let session = ClientSession::new(shared.gateway.clone(), "stdio").scoped(scope);
+    let running = match rmcp::serve_server(session, (reader, write)).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::info!(error = %e, "gateway: a client left before its session began");
+            return;
+        }
+    };
+    let cancel = running.cancellation_token();
+    tokio::select! {
+        _ = running.waiting() => {}
+        _ = shared.shutdown.cancelled() => cancel.cancel(),
+    }
+}
+
+/// Opens the HTTP door at `listen` (or the fleet's, or [`DEFAULT_LISTEN`]), or
+/// says where it is open already.
+pub async fn open_http(shared: &Shared, listen: Option<String>) -> Result<Listening, String> {
+    let wanted = listen.unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+    let wanted: SocketAddr = wanted
+        .parse()
+        .map_err(|_| format!("usage: `{wanted}` is not an address:port to listen on"))?;
+    if let Some(open) = lock(&shared.http).clone() {
+        if open.addr == wanted || wanted.port() == 0 {
+            return Ok(open);
+        }
+        return Err(format!(
+            "the gateway already listens at {}; `down` closes it",
+            open.addr
+        ));
+    }
+    let listener = tokio::net::TcpListener::bind(wanted)
+        .await
+        .map_err(|e| format!("cannot listen at {wanted}: {e}"))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("cannot listen at {wanted}: {e}"))?;
+    let token_file = shared.dir.root().join("gateway.token");
+    let token = token(&token_file).map_err(|e| {
+        format!(
+            "cannot create the gateway's token in {}: {e}",
+            token_file.display()
+        )
+    })?;
+    let stop = shared.shutdown.child_token();
+    http::serve(
+        shared.gateway.clone(),
+        listener,
+        token.into(),
+        Vec::new(),
+        stop.clone(),
+        &shared.tracker,
+    );
+    let open = Listening {
+        addr,
+        token_file: Some(token_file),
+        stop,
+    };
+    tracing::info!(url = http::url(addr), "gateway listening");
+    *lock(&shared.http) = Some(open.clone());
+    Ok(open)
+}
+
+/// The token in `path`, created (0600, 32 random bytes) when there is none.
+fn token(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Write;
+    match super::state_dir::read_nofollow(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes).trim().to_owned();
+            if !text.is_empty() {
+                return Ok(text);
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let token = http::new_token()?;
+    let mut f = super::state_dir::open_rw(path)?;
+    f.set_len(0)?;
+    f.write_all(token.as_bytes())?;
+    f.sync_data()?;
+    Ok(token)
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
