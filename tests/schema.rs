@@ -12,9 +12,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use mcpfleet::config::{
-    BACKOFF_KEYS, DEFAULTS_KEYS, DURATION_PATTERN, ENV_NAME_PATTERN, HEADER_NAME_PATTERN,
-    HEALTH_KEYS, NAME_PATTERN, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS, STDIO_ONLY_KEYS,
-    TIMEOUT_PATTERN, TOP_KEYS, URL_PATTERN, load, load_str,
+    BACKOFF_KEYS, DEFAULTS_KEYS, DURATION_PATTERN, ENV_NAME_PATTERN, GATEWAY_KEYS,
+    HEADER_NAME_PATTERN, HEALTH_KEYS, NAME_PATTERN, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS,
+    STDIO_ONLY_KEYS, TIMEOUT_PATTERN, TOOLS_KEYS, TOP_KEYS, URL_PATTERN, load, load_str,
 };
 use serde_json::Value;
 
@@ -156,6 +156,8 @@ fn the_schema_allows_exactly_the_keys_the_parser_accepts() {
             BACKOFF_KEYS,
         ),
         ("health", s.property(server, "health"), HEALTH_KEYS),
+        ("gateway", s.at(&["gateway"]), GATEWAY_KEYS),
+        ("tools", s.property(server, "tools"), TOOLS_KEYS),
         (
             "defaults.restart",
             s.property(defaults, "restart"),

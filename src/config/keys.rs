@@ -5,7 +5,7 @@
 //! against them.
 
 /// Keys of the top level.
-pub const TOP_KEYS: &[&str] = &["version", "name", "defaults", "servers"];
+pub const TOP_KEYS: &[&str] = &["version", "name", "defaults", "gateway", "servers"];
 /// Keys of `defaults:`; each applies to every server that does not set it.
 pub const DEFAULTS_KEYS: &[&str] = &[
     "connect_timeout",
@@ -31,6 +31,8 @@ pub const SERVER_KEYS: &[&str] = &[
     "restart",
     "health",
     "idle_timeout",
+    "prefix",
+    "tools",
 ];
 /// Keys of a server that apply only to a stdio server (`command`): with `url`
 /// they are errors.
@@ -41,6 +43,10 @@ pub const RESTART_KEYS: &[&str] = &["policy", "backoff", "max_restarts", "window
 pub const BACKOFF_KEYS: &[&str] = &["initial", "max"];
 /// Keys of `health:`.
 pub const HEALTH_KEYS: &[&str] = &["interval", "timeout", "failures"];
+/// Keys of `gateway:` (docs/design.md §14).
+pub const GATEWAY_KEYS: &[&str] = &["listen", "token", "origins", "page_size"];
+/// Keys of a server's `tools:`: which of its tools the gateway shows.
+pub const TOOLS_KEYS: &[&str] = &["allow", "deny"];
 /// The values of `restart.policy`, as [`RestartMode::as_str`](super::RestartMode::as_str) spells them.
 pub const RESTART_POLICIES: &[&str] = &["never", "on-failure", "always"];
 
@@ -86,6 +92,22 @@ const HEALTH_SYNONYMS: &[(&str, &str)] = &[
     ("max_failures", "failures"),
 ];
 
+const GATEWAY_SYNONYMS: &[(&str, &str)] = &[
+    ("address", "listen"),
+    ("addr", "listen"),
+    ("bind", "listen"),
+    ("port", "listen"),
+    ("bearer", "token"),
+    ("bearer_token", "token"),
+    ("allowed_origins", "origins"),
+];
+const TOOLS_SYNONYMS: &[(&str, &str)] = &[
+    ("include", "allow"),
+    ("only", "allow"),
+    ("exclude", "deny"),
+    ("block", "deny"),
+];
+
 /// The mappings whose keys the format defines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Level {
@@ -95,6 +117,8 @@ pub(super) enum Level {
     Restart,
     Backoff,
     Health,
+    Gateway,
+    Tools,
 }
 
 impl Level {
@@ -112,6 +136,8 @@ impl Level {
             Level::Restart => (RESTART_KEYS, RESTART_SYNONYMS),
             Level::Backoff => (BACKOFF_KEYS, BACKOFF_SYNONYMS),
             Level::Health => (HEALTH_KEYS, HEALTH_SYNONYMS),
+            Level::Gateway => (GATEWAY_KEYS, GATEWAY_SYNONYMS),
+            Level::Tools => (TOOLS_KEYS, TOOLS_SYNONYMS),
         }
     }
 

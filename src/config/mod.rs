@@ -40,8 +40,8 @@ pub use duration::{DEFAULT_TIMEOUT, DurationError, Timeout, parse_duration};
 pub use error::{ConfigError, ConfigErrors};
 pub use expand::{ExpandError, Text};
 pub use keys::{
-    BACKOFF_KEYS, DEFAULTS_KEYS, HEALTH_KEYS, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS,
-    STDIO_ONLY_KEYS, TOP_KEYS,
+    BACKOFF_KEYS, DEFAULTS_KEYS, GATEWAY_KEYS, HEALTH_KEYS, RESTART_KEYS, RESTART_POLICIES,
+    SERVER_KEYS, STDIO_ONLY_KEYS, TOOLS_KEYS, TOP_KEYS,
 };
 pub use validate::{
     DURATION_PATTERN, ENV_NAME_PATTERN, HEADER_NAME_PATTERN, NAME_PATTERN, TIMEOUT_PATTERN,
@@ -65,6 +65,31 @@ pub struct Fleet {
     pub name: Option<String>,
     /// In file order, disabled ones included, so that `status` can show them.
     pub servers: Vec<ServerSpec>,
+    /// How the fleet is served as one MCP server (docs/design.md §14).
+    pub gateway: GatewaySpec,
+}
+
+/// The fleet file's `gateway:`.
+#[derive(Debug, Clone, Default)]
+pub struct GatewaySpec {
+    /// Where `serve` listens unless `--listen` says otherwise.
+    pub listen: Option<std::net::SocketAddr>,
+    /// The bearer token (usually `${env:NAME}`); else one is kept in the state
+    /// directory.
+    pub token: Option<Text>,
+    /// Browser origins allowed besides loopback ones (`https://app.example.com:443`).
+    pub origins: Vec<String>,
+    /// Items per page of the gateway's lists.
+    pub page_size: Option<usize>,
+}
+
+/// How the gateway shows one server's tools and prompts: `prefix:` and `tools:`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExposeSpec {
+    /// Replaces the server's name in `SERVER__TOOL`; may be empty.
+    pub prefix: Option<String>,
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
 }
 
 impl Fleet {
@@ -94,6 +119,8 @@ pub struct ServerSpec {
     pub health: Option<HealthCheck>,
     /// Stop the server after this long without a call; `None` keeps it running.
     pub idle_timeout: Option<Duration>,
+    /// What the gateway shows of the server.
+    pub expose: ExposeSpec,
 }
 
 /// When a server that stopped on its own is started again.

@@ -68,7 +68,7 @@ pub fn new(fleet: &Fleet, events: Arc<EventLog>) -> Arc<Gateway> {
     Gateway::new(
         fleet.servers.len(),
         call_options(Deadlines::default(), false),
-        PAGE_SIZE,
+        fleet.gateway.page_size.unwrap_or(PAGE_SIZE),
         sessions,
     )
 }
@@ -82,8 +82,13 @@ pub fn attach(gateway: &Arc<Gateway>, fleet: &Fleet, handles: &[Handle], tracker
         .map(|(spec, handle)| Member {
             handle: handle.clone(),
             exposure: Exposure {
-                prefix: spec.name.clone(),
-                ..Exposure::default()
+                prefix: spec
+                    .expose
+                    .prefix
+                    .clone()
+                    .unwrap_or_else(|| spec.name.clone()),
+                allow: spec.expose.allow.clone(),
+                deny: spec.expose.deny.clone(),
             },
         })
         .collect();
@@ -142,13 +147,18 @@ pub async fn stdio(
     }
 }
 
-/// Opens the HTTP door at `listen` (or the fleet's, or [`DEFAULT_LISTEN`]), or
-/// says where it is open already.
+/// Opens the HTTP door at `listen` (or the fleet's `gateway.listen`, or
+/// [`DEFAULT_LISTEN`]), or says where it is open already.
 pub async fn open_http(shared: &Shared, listen: Option<String>) -> Result<Listening, String> {
-    let wanted = listen.unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
-    let wanted: SocketAddr = wanted
-        .parse()
-        .map_err(|_| format!("usage: `{wanted}` is not an address:port to listen on"))?;
+    let config = &shared.fleet.gateway;
+    let wanted: SocketAddr = match listen {
+        Some(text) => text
+            .parse()
+            .map_err(|_| format!("usage: `{text}` is not an address:port to listen on"))?,
+        None => config
+            .listen
+            .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("the default address parses")),
+    };
     if let Some(open) = lock(&shared.http).clone() {
         if open.addr == wanted || wanted.port() == 0 {
             return Ok(open);
@@ -164,25 +174,33 @@ pub async fn open_http(shared: &Shared, listen: Option<String>) -> Result<Listen
     let addr = listener
         .local_addr()
         .map_err(|e| format!("cannot listen at {wanted}: {e}"))?;
-    let token_file = shared.dir.root().join("gateway.token");
-    let token = token(&token_file).map_err(|e| {
-        format!(
-            "cannot create the gateway's token in {}: {e}",
-            token_file.display()
-        )
-    })?;
+    // A token from the fleet file (`${env:NAME}`) wins; else one is kept, 0600,
+    // in the state directory.
+    let (token, token_file) = match &config.token {
+        Some(text) => (text.value.clone(), None),
+        None => {
+            let file = shared.dir.root().join("gateway.token");
+            let token = token(&file).map_err(|e| {
+                format!(
+                    "cannot create the gateway's token in {}: {e}",
+                    file.display()
+                )
+            })?;
+            (token, Some(file))
+        }
+    };
     let stop = shared.shutdown.child_token();
     http::serve(
         shared.gateway.clone(),
         listener,
         token.into(),
-        Vec::new(),
+        config.origins.clone(),
         stop.clone(),
         &shared.tracker,
     );
     let open = Listening {
         addr,
-        token_file: Some(token_file),
+        token_file,
         stop,
     };
     tracing::info!(url = http::url(addr), "gateway listening");

@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::*;
 
 mod expansion;
+mod gateway;
 mod policies;
 mod policy_errors;
 mod remote;

@@ -21,8 +21,9 @@ use super::keys::{Level, STDIO_ONLY_KEYS};
 use super::policy::Policies;
 use super::walk::{At, Entry, Issue, Validator};
 use super::yaml::Node;
-use super::{Fleet, HttpSpec, ServerSpec, StdioSpec, Transport};
+use super::{ExposeSpec, Fleet, GatewaySpec, HttpSpec, ServerSpec, StdioSpec, Transport};
 
+mod gateway;
 mod remote;
 mod stdio;
 
@@ -84,6 +85,7 @@ impl Validator<'_> {
         let mut name = None;
         let mut defaults = Defaults::default();
         let mut servers = None;
+        let mut gateway = GatewaySpec::default();
         for entry in &entries {
             match entry.key.as_str() {
                 "version" => {
@@ -92,6 +94,7 @@ impl Validator<'_> {
                 }
                 "name" => name = self.name(entry.value, &entry.value_at, "fleet name"),
                 "defaults" => defaults = self.defaults(entry),
+                "gateway" => gateway = self.gateway(entry),
                 "servers" => servers = Some(entry),
                 // Unknown, or listed without a rule (the tests make sure there is none).
                 _ => {
@@ -114,6 +117,7 @@ impl Validator<'_> {
             file: file.to_path_buf(),
             name,
             servers,
+            gateway,
         })
     }
 
@@ -233,6 +237,7 @@ impl Validator<'_> {
         let mut connect_timeout = defaults.connect_timeout;
         let mut cleanup_timeout = defaults.cleanup_timeout;
         let mut policies = Policies::default();
+        let mut expose = ExposeSpec::default();
         // A misspelled `command` is reported once, as a misspelling.
         let mut misspelled_transport = false;
         for e in &entries {
@@ -268,6 +273,8 @@ impl Validator<'_> {
                     url = self.url(e);
                 }
                 "headers" => headers = self.headers(e),
+                "prefix" => self.prefix(e, &mut expose),
+                "tools" => self.tools(e, &mut expose),
                 // A listed key without a rule; the tests make sure there is none.
                 _ => {
                     self.unknown_key(e, Level::Server);
@@ -311,6 +318,7 @@ impl Validator<'_> {
             restart: resolved.restart,
             health: resolved.health,
             idle_timeout: resolved.idle_timeout,
+            expose,
         })
     }
 

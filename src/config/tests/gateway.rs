@@ -1,0 +1,88 @@
+//! The gateway's keys: `gateway:` at the top level, a server's `prefix:` and
+//! `tools:`.
+
+use super::*;
+
+#[test]
+fn a_gateway_block_and_what_servers_expose() {
+    let fleet = ok(r#"
+version: 1
+gateway:
+  listen: 127.0.0.1:7100
+  token: "${env:TOKEN}-long-enough"
+  origins: [https://app.example.com:443]
+  page_size: 50
+servers:
+  time:
+    command: x
+    prefix: clock
+    tools: { allow: ["get_*"], deny: ["*_secret"] }
+  plain:
+    command: x
+    prefix:
+  default:
+    command: x
+"#);
+    let g = &fleet.gateway;
+    assert_eq!(g.listen, Some("127.0.0.1:7100".parse().unwrap()));
+    assert_eq!(
+        g.token.as_ref().map(|t| t.value.as_str()),
+        Some(format!("{SECRET}-long-enough").as_str())
+    );
+    // Shown as written: the token never appears in `validate` output.
+    assert_eq!(
+        g.token.as_ref().map(|t| t.display()),
+        Some("${env:TOKEN}-long-enough")
+    );
+    assert_eq!(g.origins, ["https://app.example.com:443"]);
+    assert_eq!(g.page_size, Some(50));
+    let time = &fleet.servers[0].expose;
+    assert_eq!(time.prefix.as_deref(), Some("clock"));
+    assert_eq!(time.allow, ["get_*"]);
+    assert_eq!(time.deny, ["*_secret"]);
+    assert_eq!(fleet.servers[1].expose.prefix.as_deref(), Some(""));
+    assert_eq!(fleet.servers[2].expose, ExposeSpec::default());
+    assert!(
+        ok(&format!("{HEAD}  a:\n    command: x\n"))
+            .gateway
+            .listen
+            .is_none()
+    );
+}
+
+#[test]
+fn bad_gateway_values_are_reported_where_they_are() {
+    assert_eq!(
+        one_error("version: 1\ngateway:\n  listen: localhost\nservers:\n  a:\n    command: x\n"),
+        "3:11: gateway.listen: `localhost` is not an address and port to listen on, like 127.0.0.1:7077 or [::1]:7077"
+    );
+    assert_eq!(
+        one_error("version: 1\ngateway:\n  page_size: 0\nservers:\n  a:\n    command: x\n"),
+        "3:14: gateway.page_size: `page_size` must be a whole number from 1 to 10000, not `0`"
+    );
+    assert!(
+        one_error("version: 1\ngateway:\n  token: short\nservers:\n  a:\n    command: x\n")
+            .contains("at least 16 characters")
+    );
+    let misspelled =
+        one_error("version: 1\ngateway:\n  bind: 1.2.3.4:5\nservers:\n  a:\n    command: x\n");
+    assert!(misspelled.starts_with("3:3: gateway.bind:"), "{misspelled}");
+    assert!(misspelled.contains("`listen`"), "{misspelled}");
+}
+
+#[test]
+fn bad_prefixes_and_tool_filters_are_reported() {
+    let e = one_error(&format!("{HEAD}  a:\n    command: x\n    prefix: a.b\n"));
+    assert!(
+        e.starts_with("5:13: servers.a.prefix: invalid prefix `a.b`"),
+        "{e}"
+    );
+    let e = one_error(&format!(
+        "{HEAD}  a:\n    command: x\n    tools: {{ allow: get_* }}\n"
+    ));
+    assert!(e.contains("servers.a.tools.allow"), "{e}");
+    let e = one_error(&format!(
+        "{HEAD}  a:\n    command: x\n    tools: {{ exclude: [x] }}\n"
+    ));
+    assert!(e.contains("`deny`"), "{e}");
+}
