@@ -121,6 +121,34 @@ listing!(
     list_all_resource_templates
 );
 
+/// An item the gateway shows under a name of its own.
+trait Named {
+    fn name(&self) -> &str;
+    fn renamed(&self, name: String) -> Self;
+}
+
+impl Named for Tool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn renamed(&self, name: String) -> Tool {
+        let mut tool = self.clone();
+        tool.name = name.into();
+        tool
+    }
+}
+
+impl Named for Prompt {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn renamed(&self, name: String) -> Prompt {
+        let mut prompt = self.clone();
+        prompt.name = name;
+        prompt
+    }
+}
+
 /// Where a relayed progress token goes back to.
 struct ProgressRoute {
     client: Peer<RoleServer>,
@@ -363,57 +391,43 @@ impl Gateway {
             .collect()
     }
 
-    /// The exposed tools (renamed, filtered) and how their names route back.
+    /// The exposed tools (renamed, filtered by each server's `tools:`) and how
+    /// their names route back.
     async fn tools(&self, scope: &Scope) -> (Vec<Tool>, names::Names) {
-        let gathered = self.gather::<Tool>(scope).await;
-        let members = self.members();
-        let mut kept: Vec<(usize, &Tool)> = Vec::new();
-        for (index, tools) in &gathered {
-            let exposure = &members[*index].exposure;
-            for tool in tools.iter() {
-                if names::passes(&tool.name, &exposure.allow, &exposure.deny) {
-                    kept.push((*index, tool));
-                }
-            }
-        }
-        let names = names::Names::assign(
-            kept.iter()
-                .map(|(i, t)| (*i, members[*i].exposure.prefix.as_str(), t.name.as_ref())),
-        );
-        let tools = kept
-            .iter()
-            .zip(names.exposed())
-            .map(|((_, tool), exposed)| {
-                let mut tool = (*tool).clone();
-                tool.name = exposed.clone().into();
-                tool
-            })
-            .collect();
-        (tools, names)
+        self.named(scope, |exposure, tool: &Tool| {
+            names::passes(&tool.name, &exposure.allow, &exposure.deny)
+        })
+        .await
     }
 
     /// The exposed prompts and how their names route back.
     async fn prompts(&self, scope: &Scope) -> (Vec<Prompt>, names::Names) {
-        let gathered = self.gather::<Prompt>(scope).await;
+        self.named(scope, |_, _: &Prompt| true).await
+    }
+
+    /// Every server's items that `keep` keeps, renamed `PREFIX__NAME` (G3).
+    async fn named<T: Listing + Named>(
+        &self,
+        scope: &Scope,
+        keep: impl Fn(&Exposure, &T) -> bool,
+    ) -> (Vec<T>, names::Names) {
+        let gathered = self.gather::<T>(scope).await;
         let members = self.members();
-        let all: Vec<(usize, &Prompt)> = gathered
+        let kept: Vec<(usize, &T)> = gathered
             .iter()
-            .flat_map(|(i, list)| list.iter().map(move |p| (*i, p)))
+            .flat_map(|(i, list)| list.iter().map(move |item| (*i, item)))
+            .filter(|(i, item)| keep(&members[*i].exposure, item))
             .collect();
         let names = names::Names::assign(
-            all.iter()
-                .map(|(i, p)| (*i, members[*i].exposure.prefix.as_str(), p.name.as_str())),
+            kept.iter()
+                .map(|(i, item)| (*i, members[*i].exposure.prefix.as_str(), item.name())),
         );
-        let prompts = all
+        let items = kept
             .iter()
             .zip(names.exposed())
-            .map(|((_, prompt), exposed)| {
-                let mut prompt = (*prompt).clone();
-                prompt.name = exposed.clone();
-                prompt
-            })
+            .map(|((_, item), exposed)| item.renamed(exposed.clone()))
             .collect();
-        (prompts, names)
+        (items, names)
     }
 
     /// The server that lists resource `uri`, or whose template's fixed start it

@@ -60,6 +60,24 @@ impl ClientSession {
     }
 }
 
+impl ClientSession {
+    /// One page of every server's items of a list that keeps its servers' names
+    /// (resources and their templates keep their URIs).
+    async fn listed<T: super::Listing>(
+        &self,
+        request: Option<PaginatedRequestParams>,
+    ) -> Result<(Vec<T>, Option<String>), ErrorData> {
+        let all: Vec<T> = self
+            .gateway
+            .gather::<T>(&self.scope)
+            .await
+            .iter()
+            .flat_map(|(_, list)| list.iter().cloned())
+            .collect();
+        page(&all, request, self.gateway.page_size)
+    }
+}
+
 impl Drop for ClientSession {
     fn drop(&mut self) {
         if let Some(id) = self.id.get() {
@@ -260,14 +278,7 @@ impl ServerHandler for ClientSession {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let all: Vec<_> = self
-            .gateway
-            .gather::<rmcp::model::Resource>(&self.scope)
-            .await
-            .iter()
-            .flat_map(|(_, list)| list.iter().cloned())
-            .collect();
-        let (resources, next) = page(&all, request, self.gateway.page_size)?;
+        let (resources, next) = self.listed(request).await?;
         let mut result = ListResourcesResult::with_all_items(resources);
         result.next_cursor = next;
         Ok(result)
@@ -278,14 +289,7 @@ impl ServerHandler for ClientSession {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let all: Vec<_> = self
-            .gateway
-            .gather::<rmcp::model::ResourceTemplate>(&self.scope)
-            .await
-            .iter()
-            .flat_map(|(_, list)| list.iter().cloned())
-            .collect();
-        let (templates, next) = page(&all, request, self.gateway.page_size)?;
+        let (templates, next) = self.listed(request).await?;
         let mut result = ListResourceTemplatesResult::with_all_items(templates);
         result.next_cursor = next;
         Ok(result)
