@@ -147,17 +147,28 @@ fn all_pids() -> Vec<i32> {
 /// Living `mcpfleet supervise` processes of this test, as (pid, start time).
 fn supervise_processes(fleet: &TestFleet) -> Vec<(i32, u64)> {
     supervise_processes_of(&fleet.test_id)
+        .into_iter()
+        .map(|(pid, start, _)| (pid, start))
+        .collect()
 }
 
-fn supervise_processes_of(test_id: &str) -> Vec<(i32, u64)> {
+/// Living `mcpfleet supervise` processes of the test: pid, start time, parent pid.
+fn supervise_processes_of(test_id: &str) -> Vec<(i32, u64, i32)> {
     let id = format!("{TEST_ID_VAR}={test_id}").into_bytes();
     all_pids()
         .into_iter()
         .filter(|p| is_alive(*p))
         .filter(|p| environ(*p).contains(&id))
         .filter(|p| cmdline(*p).iter().any(|a| a == "supervise"))
-        .filter_map(|p| Some((p, start_time(p)?)))
+        .filter_map(|p| Some((p, start_time(p)?, parent_pid(p)?)))
         .collect()
+}
+
+/// Field 4 of `/proc/PID/stat`.
+fn parent_pid(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Living processes of one server, by generation.
@@ -437,7 +448,7 @@ fn count(events: &[Value], to: &str) -> usize {
 fn ten_concurrent_ups_make_one_supervisor_and_one_generation_per_server() {
     let fleet = TestFleet::fixtures("sv-ten-ups", &[("a", &[], ""), ("b", &[], "")]);
     within(Duration::from_secs(60), fleet, |fleet| {
-        let seen_supervise: Arc<Mutex<BTreeSet<(i32, u64)>>> = Arc::default();
+        let seen_supervise: Arc<Mutex<BTreeSet<(i32, u64, i32)>>> = Arc::default();
         let seen_lock: Arc<Mutex<BTreeSet<i32>>> = Arc::default();
         let seen_generations: Arc<Mutex<BTreeSet<(String, u64)>>> = Arc::default();
         let sampler = {
@@ -502,10 +513,17 @@ fn ten_concurrent_ups_make_one_supervisor_and_one_generation_per_server() {
         // ever alive (a process that lost the lock race still waits for the lock,
         // and takes over when the winner leaves).
         let locks = seen_lock.lock().unwrap().clone();
-        let supervisors = seen_supervise.lock().unwrap().clone();
-        let described: Vec<String> = supervisors
+        let seen = seen_supervise.lock().unwrap().clone();
+        // A detached supervisor forks its guardian first (docs/design.md §3): the
+        // parent, until it execs `__guard`, still reads `supervise`. It is the
+        // supervisor's parent, not a second supervisor.
+        let supervisors: Vec<_> = seen
             .iter()
-            .map(|(p, t)| format!("pid {p} (start time {t})"))
+            .filter(|(p, _, _)| !seen.iter().any(|(_, _, parent)| parent == p))
+            .collect();
+        let described: Vec<String> = seen
+            .iter()
+            .map(|(p, t, parent)| format!("pid {p} (start time {t}, parent {parent})"))
             .collect();
         assert!(
             locks == BTreeSet::from([supervisor]) && supervisors.len() == 1,
