@@ -392,7 +392,8 @@ fn every_listed_key_is_handled() {
     let value_for = |key: &str| match key {
         "version" => "1",
         "name" => "demo",
-        "defaults" | "env" | "restart" | "backoff" => "{}",
+        "defaults" | "env" | "restart" | "backoff" | "gateway" | "tools" => "{}",
+        "prefix" => "pre",
         "servers" => "{a: {command: x}}",
         "command" => "x",
         "url" => "http://h",
