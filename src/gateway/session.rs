@@ -13,7 +13,9 @@ use rmcp::model::{
     ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResultType,
     ServerCapabilities,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer, ServiceError};
+use rmcp::service::{
+    NotificationContext, Peer, RequestContext, RoleClient, RoleServer, ServiceError,
+};
 use serde_json::json;
 
 use super::Gateway;
@@ -57,6 +59,22 @@ impl ClientSession {
             .members()
             .get(index)
             .map_or_else(String::new, |m| m.handle.name().to_owned())
+    }
+
+    /// The running generation's peer of server `index` (started first if need
+    /// be), or the error for the client: a server that cannot serve is named with
+    /// its current generation, the quarantined or crash-looping one (G4).
+    async fn running(&self, index: usize) -> Result<(Generation, Peer<RoleClient>), ErrorData> {
+        match self.gateway.running(index).await {
+            Ok(running) => Ok(running),
+            Err(e) => {
+                let generation = match self.gateway.members().get(index) {
+                    Some(m) => m.handle.snapshot().await.ok().and_then(|s| s.generation),
+                    None => None,
+                };
+                Err(unavailable(&self.server_name(index), generation, &e))
+            }
+        }
     }
 }
 
@@ -184,11 +202,7 @@ impl ServerHandler for ClientSession {
             ));
         };
         let server = self.server_name(route.server);
-        let (generation, peer) = self
-            .gateway
-            .running(route.server)
-            .await
-            .map_err(|e| unavailable(&server, None, &e))?;
+        let (generation, peer) = self.running(route.server).await?;
         request.name = route.name.into();
         // Progress from the server goes back to this client under its own token.
         let _progress = match context.meta.get_progress_token() {
@@ -242,11 +256,7 @@ impl ServerHandler for ClientSession {
             ));
         };
         let server = self.server_name(route.server);
-        let (generation, peer) = self
-            .gateway
-            .running(route.server)
-            .await
-            .map_err(|e| unavailable(&server, None, &e))?;
+        let (generation, peer) = self.running(route.server).await?;
         request.name = route.name;
         let result = peer
             .get_prompt(request)
@@ -303,11 +313,7 @@ impl ServerHandler for ClientSession {
             ));
         };
         let server = self.server_name(index);
-        let (generation, peer) = self
-            .gateway
-            .running(index)
-            .await
-            .map_err(|e| unavailable(&server, None, &e))?;
+        let (generation, peer) = self.running(index).await?;
         let result = peer
             .read_resource(request)
             .await
