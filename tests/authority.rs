@@ -254,7 +254,10 @@ impl Harness {
                 "the error of a reply is not in the sink: {reply:#?}\n{events:#?}"
             );
         }
-        if !(events.is_empty() && snapshot.state == Phase::Stopped) {
+        // A server that never had a generation is in its first state, which no
+        // event records (a stop that found nothing to do, whenever it is checked).
+        let untouched = snapshot.state == Phase::Stopped && snapshot.generation.is_none();
+        if !(events.is_empty() && snapshot.state == Phase::Stopped) && !untouched {
             assert!(
                 has(&|e| e.to == snapshot.state
                     && (snapshot.state == Phase::Stopped || e.generation == snapshot.generation)),

@@ -149,7 +149,8 @@ impl Named for Prompt {
     }
 }
 
-/// Where a relayed progress token goes back to.
+/// Where a server's progress for a call goes back to: the client that made
+/// the call, under its own token.
 struct ProgressRoute {
     client: Peer<RoleServer>,
     token: rmcp::model::ProgressToken,
@@ -161,7 +162,8 @@ pub struct Gateway {
     lists: Mutex<Vec<Lists>>,
     clients: Mutex<HashMap<u64, Peer<RoleServer>>>,
     next_id: AtomicU64,
-    progress: Mutex<HashMap<String, ProgressRoute>>,
+    /// By server and the token of the call to it.
+    progress: Mutex<HashMap<(usize, String), ProgressRoute>>,
     /// Deadlines of the start requests a call makes.
     pub(crate) start_options: CallOptions,
     /// Items per page of an aggregated list.
@@ -305,9 +307,10 @@ impl Gateway {
         }
     }
 
-    /// Relays a server's progress notification to the client whose call it is for.
-    async fn progress(&self, mut param: rmcp::model::ProgressNotificationParam) {
-        let key = token_key(&param.progress_token);
+    /// Relays server `index`'s progress notification to the client whose call it
+    /// is for.
+    async fn progress(&self, index: usize, mut param: rmcp::model::ProgressNotificationParam) {
+        let key = (index, token_key(&param.progress_token));
         let route = lock(&self.progress)
             .get(&key)
             .map(|r| (r.client.clone(), r.token.clone()));
@@ -317,22 +320,22 @@ impl Gateway {
         }
     }
 
-    /// A progress token of ours for a call from `client` that carries `token`;
-    /// forgotten when the returned guard drops.
+    /// Sends server `index`'s progress under `ours` (the token its session gave
+    /// the call) to `client` under `token` (the one the client gave it), until
+    /// the returned guard drops. Tokens are only unique per session: the server
+    /// is part of the key.
     fn route_progress(
         self: &Arc<Gateway>,
+        index: usize,
+        ours: &rmcp::model::ProgressToken,
         client: Peer<RoleServer>,
         token: rmcp::model::ProgressToken,
     ) -> ProgressGuard {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let ours = rmcp::model::ProgressToken(rmcp::model::NumberOrString::String(
-            format!("mcpfleet-{id}").into(),
-        ));
-        lock(&self.progress).insert(token_key(&ours), ProgressRoute { client, token });
+        let key = (index, token_key(ours));
+        lock(&self.progress).insert(key.clone(), ProgressRoute { client, token });
         ProgressGuard {
             gateway: Arc::downgrade(self),
-            key: token_key(&ours),
-            token: ours,
+            key,
         }
     }
 
@@ -495,8 +498,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Forgets a relayed progress token when the call ends.
 struct ProgressGuard {
     gateway: Weak<Gateway>,
-    key: String,
-    token: rmcp::model::ProgressToken,
+    key: (usize, String),
 }
 
 impl Drop for ProgressGuard {
@@ -521,7 +523,7 @@ impl Listener for MemberListener {
         let index = self.index;
         tokio::spawn(async move {
             match notice {
-                Notice::Progress(param) => gateway.progress(param).await,
+                Notice::Progress(param) => gateway.progress(index, param).await,
                 other => gateway.changed(index, other).await,
             }
         });

@@ -7,13 +7,17 @@ use std::sync::{Arc, OnceLock};
 
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorCode, ErrorData,
-    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
+    CancelledNotificationParam, ClientRequest, ErrorCode, ErrorData, GetPromptRequestParams,
+    GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResultType,
-    ServerCapabilities,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, RequestId, ResultType,
+    ServerCapabilities, ServerResult,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer, ServiceError};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RoleServer,
+    ServiceError,
+};
 use serde_json::json;
 
 use super::Gateway;
@@ -58,6 +62,22 @@ impl ClientSession {
             .get(index)
             .map_or_else(String::new, |m| m.handle.name().to_owned())
     }
+
+    /// The running generation's peer of server `index` (started first if need
+    /// be), or the error for the client: a server that cannot serve is named with
+    /// its current generation, the quarantined or crash-looping one (G4).
+    async fn running(&self, index: usize) -> Result<(Generation, Peer<RoleClient>), ErrorData> {
+        match self.gateway.running(index).await {
+            Ok(running) => Ok(running),
+            Err(e) => {
+                let generation = match self.gateway.members().get(index) {
+                    Some(m) => m.handle.snapshot().await.ok().and_then(|s| s.generation),
+                    None => None,
+                };
+                Err(unavailable(&self.server_name(index), generation, &e))
+            }
+        }
+    }
 }
 
 impl ClientSession {
@@ -82,6 +102,31 @@ impl Drop for ClientSession {
     fn drop(&mut self) {
         if let Some(id) = self.id.get() {
             self.gateway.close(*id, self.door);
+        }
+    }
+}
+
+/// A call to a server, until it is answered: dropped unanswered, it tells the
+/// server that nobody waits for the answer any more.
+struct Abandoned {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        let cancelled = CancelledNotificationParam::new(
+            Some(id),
+            Some("the gateway's client no longer waits for the answer".into()),
+        );
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = peer.notify_cancelled(cancelled).await;
+            });
         }
     }
 }
@@ -202,32 +247,47 @@ impl ServerHandler for ClientSession {
             ));
         };
         let server = self.server_name(route.server);
-        let (generation, peer) = self
-            .gateway
-            .running(route.server)
-            .await
-            .map_err(|e| unavailable(&server, None, &e))?;
+        let (generation, peer) = self.running(route.server).await?;
         request.name = route.name.into();
-        // Progress from the server goes back to this client under its own token.
-        let _progress = match context.meta.get_progress_token() {
-            Some(token) => {
-                let guard = self.gateway.route_progress(context.peer.clone(), token);
-                let mut meta = request.meta.take().unwrap_or_default();
-                meta.set_progress_token(guard.token.clone());
-                request.meta = Some(meta);
-                Some(guard)
-            }
-            None => None,
+        // rmcp gives every request a progress token of its own, in place of any
+        // the request carries: the server's progress comes back under that one,
+        // and goes to this client under the client's.
+        let call = peer
+            .send_request_with_option(
+                ClientRequest::CallToolRequest(CallToolRequest::new(request)),
+                PeerRequestOptions::no_options(),
+            )
+            .await
+            .map_err(|e| failed(&server, generation, e))?;
+        let _progress = context.meta.get_progress_token().map(|token| {
+            let client = context.peer.clone();
+            self.gateway
+                .route_progress(route.server, &call.progress_token, client, token)
+        });
+        // Dropping the call before its answer (the client cancelled it, or its
+        // session ended) sends the server `notifications/cancelled`.
+        let mut abandoned = Abandoned {
+            peer,
+            id: Some(call.id.clone()),
         };
-        // A client's cancellation drops the request, which sends the server
-        // `notifications/cancelled`.
-        let result = tokio::select! {
-            r = peer.call_tool(request) => r,
+        let response = tokio::select! {
+            r = call.await_response() => r,
             _ = context.ct.cancelled() => {
                 return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
             }
         };
-        let mut result: CallToolResult = result.map_err(|e| failed(&server, generation, e))?;
+        abandoned.id = None;
+        let mut result = match response.map_err(|e| failed(&server, generation, e))? {
+            ServerResult::CallToolResult(result) => result,
+            ServerResult::EmptyResult(_) => CallToolResult::default(),
+            _ => {
+                return Err(failed(
+                    &server,
+                    generation,
+                    ServiceError::UnexpectedResponse,
+                ));
+            }
+        };
         result.result_type = Some(ResultType::COMPLETE);
         let meta = result.meta.get_or_insert_with(Default::default);
         meta.insert("mcpfleet/server".into(), json!(server));
@@ -260,11 +320,7 @@ impl ServerHandler for ClientSession {
             ));
         };
         let server = self.server_name(route.server);
-        let (generation, peer) = self
-            .gateway
-            .running(route.server)
-            .await
-            .map_err(|e| unavailable(&server, None, &e))?;
+        let (generation, peer) = self.running(route.server).await?;
         request.name = route.name;
         let result = peer
             .get_prompt(request)
@@ -307,11 +363,7 @@ impl ServerHandler for ClientSession {
             ));
         };
         let server = self.server_name(index);
-        let (generation, peer) = self
-            .gateway
-            .running(index)
-            .await
-            .map_err(|e| unavailable(&server, None, &e))?;
+        let (generation, peer) = self.running(index).await?;
         let result = peer
             .read_resource(request)
             .await
