@@ -1041,10 +1041,8 @@ fn a_call_in_flight_fails_at_once_when_its_server_goes_down() {
 }
 
 /// The same through the HTTP door under `down` of the whole fleet, which closes the
-/// door: the call should still get its error at once.
+/// door once the servers are down: the call still gets its error at once.
 #[test]
-#[ignore = "bug: `down` of the whole fleet closes the HTTP door before the teardown, \
-            dropping the calls in flight unanswered (G4)"]
 fn a_call_in_flight_over_http_fails_at_once_when_the_whole_fleet_goes_down() {
     let fleet = fleet_of(
         "gw-inflight-http",
@@ -1344,14 +1342,12 @@ fn connect_exits_8_when_no_supervisor_can_be_reached() {
 }
 
 // ---------------------------------------------------------------------------------
-// Known gaps
+// Servers the gateway has not seen running
 
 /// A server that the gateway has never seen running (here: `serve a` leaves `b`
-/// stopped; the same happens to a server idle-stopped before any client listed
-/// the tools) shows no tools, and a call to one of its tools is refused as an
-/// unknown tool instead of starting it (G2).
+/// stopped) is started to learn its tools, and a call to one of them is served
+/// (G2), not refused as an unknown tool.
 #[test]
-#[ignore = "gap: the catalog only holds lists fetched from running servers"]
 fn a_server_never_seen_running_can_still_be_called() {
     let fleet = fleet_of(
         "gw-unlisted",

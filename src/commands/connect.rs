@@ -11,6 +11,7 @@ use super::fleet_ops::{Target, no_report};
 use super::{CliError, Global};
 use crate::cli::ConnectArgs;
 use crate::output::exit::Code;
+use crate::output::report::Format;
 use crate::protocol::{self, Deadlines, Line, MAX_LINE_BYTES, Op, PROTOCOL_VERSION, Request};
 
 /// The start's report, as far as the bridge reads it.
@@ -32,9 +33,16 @@ struct StartedServer {
 type Response = protocol::Response<serde_json::Value, Started>;
 
 pub async fn connect(t: Target, args: &ConnectArgs, g: &Global) -> Result<Code, CliError> {
+    // Stdout is the client's MCP channel: whatever the output format, an error
+    // is said on stderr only.
+    let text = Global {
+        output: Format::Text,
+        quiet: g.quiet,
+        verbose: g.verbose,
+    };
     match bridge(t, args).await {
         Ok(code) => Ok(code),
-        Err(e) => no_report(e, "connect", "mcpfleet connect: interrupted", g),
+        Err(e) => no_report(e, "connect", "mcpfleet connect: interrupted", &text),
     }
 }
 

@@ -55,6 +55,8 @@ pub struct Exposure {
 pub struct Member {
     pub handle: Handle,
     pub exposure: Exposure,
+    /// A disabled server is started only when a client calls it.
+    pub enabled: bool,
 }
 
 /// What the gateway last learned of one server's lists, per generation.
@@ -159,6 +161,8 @@ struct ProgressRoute {
 /// The fleet's aggregation, shared by every client session and both doors.
 pub struct Gateway {
     members: OnceLock<Vec<Member>>,
+    /// Set while the whole fleet goes down: calls do not start servers.
+    holding: std::sync::atomic::AtomicBool,
     lists: Mutex<Vec<Lists>>,
     clients: Mutex<HashMap<u64, Peer<RoleServer>>>,
     next_id: AtomicU64,
@@ -193,6 +197,7 @@ impl Gateway {
     ) -> Arc<Gateway> {
         Arc::new(Gateway {
             members: OnceLock::new(),
+            holding: std::sync::atomic::AtomicBool::new(false),
             lists: Mutex::new((0..servers).map(|_| Lists::default()).collect()),
             clients: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
@@ -235,6 +240,9 @@ impl Gateway {
                     gateway.changed(index, Notice::ToolsChanged).await;
                     gateway.changed(index, Notice::PromptsChanged).await;
                     gateway.changed(index, Notice::ResourcesChanged).await;
+                    if now.is_some() {
+                        gateway.prefetch(index).await;
+                    }
                 }
             });
         }
@@ -339,59 +347,86 @@ impl Gateway {
         }
     }
 
-    /// Every server's items of one list, as last learned: fetched again from a
-    /// running server whose generation changed or that announced a change; kept
-    /// from its last generation for a server that is not running (a call starts it).
+    /// Every server's items of one list (each server's as [`Gateway::list_of`]
+    /// gives it), for the servers of `scope`.
     async fn gather<T: Listing>(&self, scope: &Scope) -> Vec<(usize, Arc<Vec<T>>)> {
-        let members = self.members();
         let seen = |i: &usize| scope.as_ref().is_none_or(|s| s.contains(i));
-        let fetches = members.iter().enumerate().filter(|(i, _)| seen(i)).map(|(index, member)| async move {
-            let snapshot = member.handle.snapshot().await.ok()?;
-            let running = (snapshot.state == Phase::Running)
-                .then_some(snapshot.generation)
-                .flatten();
-            {
-                let mut lists = lock(&self.lists);
-                let known = T::slot(lists.get_mut(index)?);
-                let current = known.fresh && known.generation == running;
-                if running.is_none() || current {
-                    return Some((index, known.items.clone()));
-                }
-            }
-            let (generation, peer) = member.handle.peer().await.ok().flatten()?;
-            let offered = peer
-                .peer_info()
-                .is_some_and(|info| T::offered(&info.capabilities));
-            let items = if offered {
-                match tokio::time::timeout(LIST_TIMEOUT, T::fetch(&peer)).await {
-                    Ok(Ok(items)) => items,
-                    Ok(Err(e)) => {
-                        tracing::warn!(server = member.handle.name(), error = %e, "listing failed");
-                        return Some((index, T::slot(lock(&self.lists).get_mut(index)?).items.clone()));
-                    }
-                    Err(_) => {
-                        tracing::warn!(server = member.handle.name(), "listing timed out");
-                        return Some((index, T::slot(lock(&self.lists).get_mut(index)?).items.clone()));
-                    }
-                }
-            } else {
-                Vec::new()
-            };
-            let items = Arc::new(items);
-            let mut lists = lock(&self.lists);
-            let known = T::slot(lists.get_mut(index)?);
-            *known = Known {
-                generation: Some(generation),
-                fresh: true,
-                items: items.clone(),
-            };
-            Some((index, items))
-        });
+        let fetches = (0..self.members().len())
+            .filter(seen)
+            .map(|index| self.list_of::<T>(index));
         futures::future::join_all(fetches)
             .await
             .into_iter()
             .flatten()
             .collect()
+    }
+
+    /// One server's items of one list, as last learned: fetched again (every
+    /// page) from a running server whose generation changed or that announced a
+    /// change; kept from its last generation for a server that is not running (a
+    /// call starts it). An enabled server never seen running is started to learn
+    /// what it offers, through its authority (G2).
+    async fn list_of<T: Listing>(&self, index: usize) -> Option<(usize, Arc<Vec<T>>)> {
+        let member = self.members().get(index)?;
+        let snapshot = member.handle.snapshot().await.ok()?;
+        let live = running_generation(&snapshot);
+        let (ever, current, items) = {
+            let mut lists = lock(&self.lists);
+            let known = T::slot(lists.get_mut(index)?);
+            let current = known.fresh && known.generation == live;
+            (known.generation.is_some(), current, known.items.clone())
+        };
+        if current && live.is_some() {
+            return Some((index, items));
+        }
+        if live.is_none() {
+            let unknown = !ever && member.enabled && !self.holding.load(Ordering::Relaxed);
+            if !unknown || self.running(index).await.is_err() {
+                return Some((index, items));
+            }
+        }
+        let Some((generation, peer)) = member.handle.peer().await.ok().flatten() else {
+            return Some((index, items));
+        };
+        let offered = peer
+            .peer_info()
+            .is_some_and(|info| T::offered(&info.capabilities));
+        let fetched = if offered {
+            tokio::time::timeout(LIST_TIMEOUT, T::fetch(&peer))
+                .await
+                .map_err(|_| "timed out".to_owned())
+                .and_then(|r| r.map_err(|e| e.to_string()))
+        } else {
+            Ok(Vec::new())
+        };
+        let fetched = match fetched {
+            Ok(items) => Arc::new(items),
+            Err(error) => {
+                tracing::warn!(server = member.handle.name(), %error, "listing failed");
+                return Some((index, items));
+            }
+        };
+        let mut lists = lock(&self.lists);
+        *T::slot(lists.get_mut(index)?) = Known {
+            generation: Some(generation),
+            fresh: true,
+            items: fetched.clone(),
+        };
+        Some((index, fetched))
+    }
+
+    /// Learns a server's lists as soon as a generation runs, so that they are
+    /// known when it is stopped again (idle) before any client asked.
+    async fn prefetch(&self, index: usize) {
+        self.list_of::<Tool>(index).await;
+        self.list_of::<Prompt>(index).await;
+        self.list_of::<Resource>(index).await;
+        self.list_of::<ResourceTemplate>(index).await;
+    }
+
+    /// While the whole fleet goes down, calls do not start servers.
+    pub fn hold_starts(&self, hold: bool) {
+        self.holding.store(hold, Ordering::Relaxed);
     }
 
     /// The exposed tools (renamed, filtered by each server's `tools:`) and how
@@ -462,6 +497,13 @@ impl Gateway {
         })?;
         if let Ok(Some(p)) = member.handle.peer().await {
             return Ok(p);
+        }
+        if self.holding.load(Ordering::Relaxed) {
+            return Err(ServerError::new(
+                ErrorKind::Cancelled,
+                ErrorPhase::Request,
+                "the fleet is going down (`down`)",
+            ));
         }
         let reply = member
             .handle

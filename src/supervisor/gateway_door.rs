@@ -90,6 +90,7 @@ pub fn attach(gateway: &Arc<Gateway>, fleet: &Fleet, handles: &[Handle], tracker
                 allow: spec.expose.allow.clone(),
                 deny: spec.expose.deny.clone(),
             },
+            enabled: spec.enabled,
         })
         .collect();
     gateway.attach(members, tracker);

@@ -437,11 +437,18 @@ pub(super) async fn dispatch(
             }
         }
     });
-    if intent == Intent::Stop && names.is_empty() {
-        // `down` of the whole fleet closes the HTTP door too.
-        shared.close_http();
+    // `down` of the whole fleet closes the HTTP door too: once the servers are
+    // down, so that the calls in flight get their answer (G4); meanwhile calls
+    // through the gateway do not start servers again.
+    let whole_fleet_down = intent == Intent::Stop && names.is_empty();
+    if whole_fleet_down {
+        shared.gateway.hold_starts(true);
     }
     let replies = host::request_all(&handles, intent, options, |_| {}).await;
+    if whole_fleet_down {
+        shared.close_http();
+        shared.gateway.hold_starts(false);
+    }
     let _ = done_tx.send(());
     let _ = forward.await;
     let lines = handles
