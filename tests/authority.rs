@@ -257,7 +257,7 @@ impl Harness {
         // A server that never had a generation is in its first state, which no
         // event records (a stop that found nothing to do, whenever it is checked).
         let untouched = snapshot.state == Phase::Stopped && snapshot.generation.is_none();
-        if !(events.is_empty() && snapshot.state == Phase::Stopped) && !untouched {
+        if !(untouched || events.is_empty() && snapshot.state == Phase::Stopped) {
             assert!(
                 has(&|e| e.to == snapshot.state
                     && (snapshot.state == Phase::Stopped || e.generation == snapshot.generation)),
