@@ -282,6 +282,58 @@ fn a_teardown_that_cannot_end_a_frozen_process_fails_and_quarantines() {
 }
 
 #[test]
+fn a_quarantined_generations_leftover_is_never_charged_to_another_server() {
+    // `stuck`'s frozen grandchild outlives its quarantined generation as an orphan
+    // of the supervisor, carrying `stuck`'s tag. When `crashy`, the one server
+    // still running, then exits, its sweep must not take that orphan for its own.
+    let freezer = Freezer::new("lineage-leftover");
+    let fleet = TestFleet::fixtures(
+        "lineage-leftover",
+        &[
+            (
+                "stuck",
+                &["--frozen-grandchild", freezer.path()],
+                "cleanup_timeout: 1s",
+            ),
+            (
+                "crashy",
+                &[],
+                "restart: { policy: on-failure, max_restarts: 0 }",
+            ),
+        ],
+    );
+    let (out, _) = fleet.run_json(&["up"]);
+    assert_code(&out, 0);
+    let (out, doc) = fleet.run_json(&["down", "stuck"]);
+    assert_code(&out, 5);
+    assert_eq!(server(&doc, "stuck")["state"], "quarantined");
+    let (_, doc) = fleet.run_json(&["status"]);
+    let crashy = server(&doc, "crashy")["pid"].as_i64().expect("crashy runs") as i32;
+    kill_all(&[crashy]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let crashy = loop {
+        let (_, doc) = fleet.run_json(&["status"]);
+        let s = server(&doc, "crashy").clone();
+        if s["state"] != "running" {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "crashy never noticed its exit: {s}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(crashy["state"], "crash-loop", "{crashy}");
+    assert_eq!(crashy["error"]["kind"], "crash_loop", "{crashy}");
+    drop(freezer);
+    let (out, _) = fleet.run_json(&["reset", "stuck"]);
+    assert_code(&out, 0);
+    let (out, _) = fleet.run_json(&["down"]);
+    assert_code(&out, 0);
+    fleet.assert_no_leftovers();
+}
+
+#[test]
 fn an_escapee_not_yet_recorded_when_the_supervisor_is_killed_is_still_ended() {
     // The double fork's escapee is an orphan of the supervisor from its first
     // moment, and the server is still in its handshake (3 s): nothing of the

@@ -15,7 +15,8 @@
 //! both are, so it arrives as a child of ours. An arriving orphan is attributed to
 //! the generation that (in this order) already knew it, whose tag it carries, whose
 //! known member leads its session or process group, or that is the only one alive
-//! when the orphan was born. An orphan that fits several generations waits until
+//! when the orphan was born (only an orphan without a tag: one whose tag names a
+//! generation that no longer runs, a quarantined one's leftover, is no one's). An orphan that fits several generations waits until
 //! only one of them is left running, or all that are left are tearing down; then
 //! each of those takes it as a member (each ends it and reports it, none is called
 //! clean on a guess). It is never signalled while a generation that may own it
@@ -514,10 +515,14 @@ enum Attribution {
 /// Which generation an orphan that arrived at this process belongs to.
 fn attribute(s: &ProcStat, tag: Option<&str>, lineages: &[Arc<Shared>]) -> Attribution {
     let open = || lineages.iter().filter(|l| !lock(&l.inner).closed);
-    if let Some(tag) = tag
-        && let Some(l) = open().find(|l| &*l.tag == tag)
-    {
-        return Attribution::One(l.clone());
+    if let Some(tag) = tag {
+        // A tag names the generation the process descends from. When that one is
+        // no longer running (the leftover of a quarantined generation), the orphan
+        // is no other generation's, whenever it was born.
+        return match open().find(|l| &*l.tag == tag) {
+            Some(l) => Attribution::One(l.clone()),
+            None => Attribution::None,
+        };
     }
     let my_sid = nix::unistd::getsid(None).map_or(-1, |s| s.as_raw());
     let led_by_member = |l: &&Arc<Shared>| {
