@@ -10,6 +10,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod gateway;
+pub mod hash;
 pub mod host;
 pub mod lifecycle;
 pub mod logging;

@@ -27,9 +27,9 @@ use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
 use rmcp::service::{Peer, RoleClient, RoleServer};
 
 use crate::lifecycle::Generation;
-use crate::lifecycle::authority::{CallOptions, Handle};
+use crate::lifecycle::authority::{CallOptions, Handle, NotRunning};
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
-use crate::lifecycle::state::{Intent, Phase};
+use crate::lifecycle::state::Phase;
 use crate::process::notice::{Listener, Notice};
 
 pub mod http;
@@ -495,30 +495,34 @@ impl Gateway {
         let member = self.members().get(index).ok_or_else(|| {
             ServerError::new(ErrorKind::Protocol, ErrorPhase::Request, "no such server")
         })?;
-        if let Ok(Some(p)) = member.handle.peer().await {
-            return Ok(p);
-        }
-        if self.holding.load(Ordering::Relaxed) {
-            return Err(ServerError::new(
-                ErrorKind::Cancelled,
-                ErrorPhase::Request,
-                "the fleet is going down (`down`)",
-            ));
-        }
-        let reply = member
-            .handle
-            .request(Intent::Start, self.start_options)
-            .await
-            .map_err(|e| ServerError::new(ErrorKind::Busy, ErrorPhase::Request, e.to_string()))?;
-        reply.result?;
-        match member.handle.peer().await {
-            Ok(Some(p)) => Ok(p),
-            _ => Err(ServerError::new(
+        let stopped_again = || {
+            ServerError::new(
                 ErrorKind::ConnectFailed,
                 ErrorPhase::Running,
                 "the server stopped right after it started",
-            )),
+            )
+        };
+        if self.holding.load(Ordering::Relaxed) {
+            return match member.handle.peer().await {
+                Ok(Some(p)) => Ok(p),
+                _ => Err(ServerError::new(
+                    ErrorKind::Cancelled,
+                    ErrorPhase::Request,
+                    "the fleet is going down (`down`)",
+                )),
+            };
         }
+        member
+            .handle
+            .running(self.start_options)
+            .await
+            .map_err(|e| match e {
+                NotRunning::NotStarted(started) => match *started {
+                    Ok(reply) => reply.result.err().unwrap_or_else(stopped_again),
+                    Err(e) => ServerError::new(ErrorKind::Busy, ErrorPhase::Request, e.to_string()),
+                },
+                NotRunning::StoppedAgain => stopped_again(),
+            })
     }
 }
 

@@ -112,21 +112,12 @@ fn plain(prefix: &str, name: &str) -> String {
 /// `base` cut so that `_` and `digits` hex digits of the hash of (prefix, name)
 /// fit in [`MAX_NAME`].
 fn hashed(base: &str, prefix: &str, name: &str, digits: usize) -> String {
-    let hash = format!("{:016x}", fnv1a(prefix, name));
+    // Prefix and name apart by a zero byte, which neither contains.
+    let key = [prefix.as_bytes(), &[0], name.as_bytes()].concat();
+    let hash = format!("{:016x}", crate::hash::fnv1a(&key));
     let keep = MAX_NAME - 1 - digits;
     let cut: String = base.chars().take(keep).collect();
     format!("{cut}_{}", &hash[..digits])
-}
-
-/// FNV-1a over `prefix`, a zero byte and `name`: stable across runs, builds and
-/// platforms, unlike the standard library's hasher.
-fn fnv1a(prefix: &str, name: &str) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in prefix.bytes().chain([0]).chain(name.bytes()) {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
 }
 
 fn number_duplicates(exposed: &mut [String]) {

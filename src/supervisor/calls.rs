@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{Answer, Response, Shared};
 use crate::host::{self, Unnamed};
-use crate::lifecycle::authority::{CallOptions, Handle};
+use crate::lifecycle::authority::{CallOptions, Handle, NotRunning};
 use crate::lifecycle::error::ErrorKind;
 use crate::lifecycle::state::Intent;
 use crate::output::calls::{CallBody, CallReport, ServerTools, ToolReport};
@@ -39,21 +39,17 @@ async fn ensure_running(
     handle: &Handle,
     options: CallOptions,
 ) -> Result<(u64, rmcp::service::Peer<rmcp::service::RoleClient>), Response> {
-    if let Ok(Some(p)) = handle.peer().await {
-        return Ok(p);
-    }
-    let started = handle.request(Intent::Start, options).await;
-    let line = ServerReport::of_reply(handle.name(), started, Intent::Start, false);
-    if line.exit_code != 0 {
-        let code = Code::StartFailed.max(Code::from_i32(line.exit_code));
-        let body = CallBody::NotStarted {
-            servers: vec![line],
-        };
-        return Err(reply(CallReport::new(command, code, body)));
-    }
-    match handle.peer().await {
-        Ok(Some(p)) => Ok(p),
-        _ => Err(failed(
+    match handle.running(options).await {
+        Ok(p) => Ok(p),
+        Err(NotRunning::NotStarted(started)) => {
+            let line = ServerReport::of_reply(handle.name(), *started, Intent::Start, false);
+            let code = Code::StartFailed.max(Code::from_i32(line.exit_code));
+            let body = CallBody::NotStarted {
+                servers: vec![line],
+            };
+            Err(reply(CallReport::new(command, code, body)))
+        }
+        Err(NotRunning::StoppedAgain) => Err(failed(
             command,
             handle.name(),
             ErrorKind::ConnectFailed,

@@ -149,8 +149,10 @@ pub async fn stdio(
 }
 
 /// Opens the HTTP door at `listen` (or the fleet's `gateway.listen`, or
-/// [`DEFAULT_LISTEN`]), or says where it is open already.
-pub async fn open_http(shared: &Shared, listen: Option<String>) -> Result<Listening, String> {
+/// [`DEFAULT_LISTEN`]), or says where it is open already. Done under the door's
+/// lock from the check to the record, with no await between, so that of two
+/// `serve` requests one opens the door and the other finds it open.
+pub fn open_http(shared: &Shared, listen: Option<String>) -> Result<Listening, String> {
     let config = &shared.fleet.gateway;
     let wanted: SocketAddr = match listen {
         Some(text) => text
@@ -160,7 +162,8 @@ pub async fn open_http(shared: &Shared, listen: Option<String>) -> Result<Listen
             .listen
             .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("the default address parses")),
     };
-    if let Some(open) = lock(&shared.http).clone() {
+    let mut door = shared.http.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(open) = door.clone() {
         if open.addr == wanted || wanted.port() == 0 {
             return Ok(open);
         }
@@ -169,12 +172,11 @@ pub async fn open_http(shared: &Shared, listen: Option<String>) -> Result<Listen
             open.addr
         ));
     }
-    let listener = tokio::net::TcpListener::bind(wanted)
-        .await
-        .map_err(|e| format!("cannot listen at {wanted}: {e}"))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| format!("cannot listen at {wanted}: {e}"))?;
+    let cannot = |e: std::io::Error| format!("cannot listen at {wanted}: {e}");
+    let listener = std::net::TcpListener::bind(wanted).map_err(cannot)?;
+    listener.set_nonblocking(true).map_err(cannot)?;
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(cannot)?;
+    let addr = listener.local_addr().map_err(cannot)?;
     // A token from the fleet file (`${env:NAME}`) wins; else one is kept, 0600,
     // in the state directory.
     let (token, token_file) = match &config.token {
@@ -205,7 +207,7 @@ pub async fn open_http(shared: &Shared, listen: Option<String>) -> Result<Listen
         stop,
     };
     tracing::info!(url = http::url(addr), "gateway listening");
-    *lock(&shared.http) = Some(open.clone());
+    *door = Some(open.clone());
     Ok(open)
 }
 
@@ -228,8 +230,4 @@ fn token(path: &std::path::Path) -> std::io::Result<String> {
     f.write_all(token.as_bytes())?;
     f.sync_data()?;
     Ok(token)
-}
-
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -102,7 +102,7 @@ impl EventSink for EventLog {
 pub fn tag_scope(dir: &StateDir) -> String {
     format!(
         "sv-{:016x}",
-        state_dir::fnv1a(dir.root().as_os_str().as_encoded_bytes())
+        crate::hash::fnv1a(dir.root().as_os_str().as_encoded_bytes())
     )
 }
 
@@ -139,6 +139,11 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Where the gateway's HTTP door is open, if it is.
+    pub fn listening(&self) -> Option<gateway_door::Listening> {
+        self.http.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     /// Closes the gateway's HTTP door, if open.
     pub fn close_http(&self) {
         let open = self.http.lock().unwrap_or_else(|p| p.into_inner()).take();

@@ -64,11 +64,7 @@ pub async fn serve(
     tokio::spawn(crate::process::lineage::keep_current(stop_sweeping));
     loop {
         // An open HTTP door keeps the supervisor, as a server does (docs/design.md §14).
-        let door_open = shared
-            .http
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some();
+        let door_open = shared.listening().is_some();
         let idle =
             *opened_or_closed.borrow_and_update() == 0 && busy.servers.is_empty() && !door_open;
         idle_since = idle.then(|| idle_since.unwrap_or_else(Instant::now));
@@ -299,11 +295,9 @@ pub(super) async fn dispatch(
             listen,
             deadlines,
         } => {
-            let open = match super::gateway_door::open_http(shared, listen).await {
-                Ok(open) => open,
-                Err(message) => return Response::Error { message },
-            };
-            tracing::debug!(addr = %open.addr, "serve");
+            if let Err(message) = super::gateway_door::open_http(shared, listen) {
+                return Response::Error { message };
+            }
             let up = Op::Up {
                 servers,
                 force: false,
@@ -461,11 +455,7 @@ pub(super) async fn dispatch(
 
 /// The gateway as `serve` and `status` show it.
 fn gateway_report(shared: &Shared) -> GatewayReport {
-    let open = shared
-        .http
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
+    let open = shared.listening();
     GatewayReport {
         url: open.as_ref().map(|o| crate::gateway::http::url(o.addr)),
         token_file: open

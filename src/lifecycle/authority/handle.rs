@@ -64,6 +64,26 @@ impl Handle {
         Ok(self.published_peer.borrow().clone())
     }
 
+    /// The running generation's peer, starting the server first (a start request,
+    /// L1 to L13 apply) when it is not running: how `call`, `tools SERVER` and the
+    /// gateway reach a server.
+    pub async fn running(
+        &self,
+        options: CallOptions,
+    ) -> Result<(Generation, Peer<RoleClient>), NotRunning> {
+        if let Ok(Some(p)) = self.peer().await {
+            return Ok(p);
+        }
+        let started = self.request(Intent::Start, options).await;
+        if !matches!(&started, Ok(reply) if reply.result.is_ok()) {
+            return Err(NotRunning::NotStarted(Box::new(started)));
+        }
+        match self.peer().await {
+            Ok(Some(p)) => Ok(p),
+            _ => Err(NotRunning::StoppedAgain),
+        }
+    }
+
     /// The current state, at once: the authority publishes it at every change, so a
     /// `status` never waits behind a start or a teardown in progress. After the
     /// authority has ended, this is the last state it published.

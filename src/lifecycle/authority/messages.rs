@@ -25,6 +25,15 @@ pub enum RequestError {
     Gone(String),
 }
 
+/// Why [`Handle::running`] has no peer to give.
+#[derive(Debug)]
+pub enum NotRunning {
+    /// The start was refused, failed or not answered: the outcome of its request.
+    NotStarted(Box<Result<Reply, RequestError>>),
+    /// The server started, and stopped again before its peer was read.
+    StoppedAgain,
+}
+
 pub(super) enum Message {
     Transition {
         intent: Intent,

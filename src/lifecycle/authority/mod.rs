@@ -57,7 +57,7 @@ mod start;
 mod stop;
 
 use messages::Message;
-pub use messages::{Reply, RequestError};
+pub use messages::{NotRunning, Reply, RequestError};
 
 /// What an authority needs to know about its server.
 #[derive(Debug, Clone)]
