@@ -1360,3 +1360,290 @@ fn a_server_never_seen_running_can_still_be_called() {
     client.close();
     down_and_no_leftovers(&fleet);
 }
+
+// ---------------------------------------------------------------------------------
+// Requests of servers: roots, sampling, elicitation
+
+/// What a `js__ask` call answered: the client's answer, as JSON.
+#[track_caller]
+fn asked(client: &mut Client, method: &str) -> Value {
+    let result = client.call("js__ask", json!({ "method": method }));
+    assert_ne!(
+        result["isError"], true,
+        "{}: ask {method}: {result}",
+        client.label
+    );
+    serde_json::from_str(text(&result)).unwrap_or_else(|e| panic!("{e}: {result}"))
+}
+
+/// A server's requests of its client (`roots/list`, `sampling/createMessage`,
+/// `elicitation/create`) made while a client's call is in flight go to that
+/// client, through either door and with either SDK, and to no other: each
+/// client answers exactly its own. The published server-everything's sampling
+/// tool gets the calling client's answer too. With no client's call in flight
+/// (`mcpfleet call`), roots are answered with none and sampling is refused with
+/// an error that says why.
+#[test]
+fn a_servers_requests_go_to_the_client_whose_call_caused_them() {
+    let fleet = fleet_of("gw-asks", &[sdk_server("js"), everything("everything")]);
+    let http = serve(&fleet, &[]);
+    let mut clients = four_clients(&fleet, &http);
+    for (i, client) in clients.iter_mut().enumerate() {
+        let sdk = SDKS[i / 2];
+        let sampled = format!(
+            "sampled by {}",
+            sdk.client_name().trim_start_matches("mcpfleet-tests-")
+        );
+
+        let roots = asked(client, "roots/list");
+        assert_eq!(
+            roots["roots"][0]["uri"], "file:///tmp",
+            "{}: {roots}",
+            client.label
+        );
+
+        let message = asked(client, "sampling/createMessage");
+        assert_eq!(
+            message["content"]["text"], sampled,
+            "{}: {message}",
+            client.label
+        );
+
+        let elicited = asked(client, "elicitation/create");
+        assert_eq!(elicited["action"], "accept", "{}: {elicited}", client.label);
+
+        let result = client.call(
+            "everything__trigger-sampling-request",
+            json!({"prompt": "hello", "maxTokens": 5}),
+        );
+        assert!(
+            text(&result).contains(&sampled),
+            "{}: {result}",
+            client.label
+        );
+    }
+    for client in &mut clients {
+        let answer = client.op(json!({"op": "requests"}));
+        assert_eq!(
+            answer["counts"],
+            json!({"roots/list": 1, "sampling/createMessage": 2, "elicitation/create": 1}),
+            "{}: each request went to the client whose call caused it",
+            client.label
+        );
+    }
+
+    // No client's call in flight: the gateway answers.
+    let (out, doc) =
+        fleet.run_json(&["call", "js", "ask", "--args", r#"{"method": "roots/list"}"#]);
+    assert_code(&out, 0);
+    assert_eq!(
+        doc["result"]["content"][0]["text"], r#"{"roots":[]}"#,
+        "{doc}"
+    );
+    let (_, doc) = fleet.run_json(&[
+        "call",
+        "js",
+        "ask",
+        "--args",
+        r#"{"method": "sampling/createMessage"}"#,
+    ]);
+    let said = doc["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        said.starts_with("error -32601:") && said.contains("no client's call to it is in flight"),
+        "{doc}"
+    );
+    for client in clients {
+        client.close();
+    }
+    down_and_no_leftovers(&fleet);
+}
+
+// ---------------------------------------------------------------------------------
+// Streamable HTTP on the wire: resuming a stream, ending a session
+
+/// One HTTP/1.0 exchange with the gateway's door (HTTP/1.0: no chunked body, the
+/// body ends when the connection does). Reading it is bounded as a whole: a
+/// stream kept open by keep-alive events alone cannot hang the test.
+struct Exchange {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: BufReader<std::net::TcpStream>,
+    deadline: Instant,
+}
+
+impl Exchange {
+    #[track_caller]
+    fn send(http: &Http, method: &str, headers: &[(&str, &str)], body: &str) -> Exchange {
+        let rest = http.url.trim_start_matches("http://");
+        let (addr, path) = rest.split_at(rest.find('/').expect("a path"));
+        let mut stream = std::net::TcpStream::connect(addr).expect("connect to the door");
+        stream.set_read_timeout(Some(ANSWER)).unwrap();
+        let mut request = format!(
+            "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Length: {}\r\n",
+            http.token,
+            body.len()
+        );
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        stream
+            .write_all(request.as_bytes())
+            .expect("send the request");
+        let mut body = BufReader::new(stream);
+        let mut line = String::new();
+        body.read_line(&mut line).expect("a status line");
+        let status = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("not a status line: {line:?}"));
+        let mut headers = Vec::new();
+        loop {
+            line.clear();
+            body.read_line(&mut line).expect("a header line");
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            let (name, value) = header.split_once(':').expect("a header");
+            headers.push((name.to_ascii_lowercase(), value.trim().to_owned()));
+        }
+        Exchange {
+            status,
+            headers,
+            body,
+            deadline: Instant::now() + ANSWER,
+        }
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The next server-sent event: its `id`, if any, and its data, if any.
+    #[track_caller]
+    fn event(&mut self) -> (Option<String>, Option<Value>) {
+        let (mut id, mut data) = (None, String::new());
+        let mut line = String::new();
+        loop {
+            assert!(
+                Instant::now() < self.deadline,
+                "no complete event within {ANSWER:?}"
+            );
+            line.clear();
+            let n = self.body.read_line(&mut line).expect("read the stream");
+            assert!(n > 0, "the stream ended before the event was complete");
+            let field = line.trim_end_matches(['\r', '\n']);
+            if field.is_empty() {
+                if id.is_some() || !data.is_empty() {
+                    break;
+                }
+                continue;
+            }
+            if let Some(v) = field.strip_prefix("id:") {
+                id = Some(v.trim().to_owned());
+            } else if let Some(v) = field.strip_prefix("data:") {
+                data.push_str(v.trim_start());
+            }
+        }
+        let data = (!data.is_empty())
+            .then(|| serde_json::from_str(&data).unwrap_or_else(|e| panic!("{e}: {data}")));
+        (id, data)
+    }
+
+    /// Events until the JSON-RPC answer to request `id`.
+    #[track_caller]
+    fn answer_to(&mut self, id: u64) -> Value {
+        loop {
+            if let (_, Some(data)) = self.event()
+                && data["id"] == id
+            {
+                return data;
+            }
+        }
+    }
+}
+
+/// A raw streamable-HTTP client: the stream of a `tools/call` is cut off after
+/// its first event; a GET with `Last-Event-ID` resumes it and delivers the answer
+/// (rmcp keeps each stream's events for that). A DELETE ends the session: the
+/// event log records it closed, `status` no longer counts it, and the session id
+/// is unknown afterwards.
+#[test]
+fn a_cut_stream_resumes_and_delete_ends_the_session() {
+    let fleet = fleet_of("gw-wire", &[sdk_server("js")]);
+    let http = serve(&fleet, &[]);
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw-http", "version": "1"}}});
+    let mut init = Exchange::send(&http, "POST", &[], &initialize.to_string());
+    assert_eq!(init.status, 200);
+    let session = init
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned();
+    let answer = init.answer_to(1);
+    assert_eq!(
+        answer["result"]["serverInfo"]["name"], "mcpfleet",
+        "{answer}"
+    );
+    let ours = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let sent = Exchange::send(&http, "POST", &ours, &initialized.to_string());
+    assert_eq!(sent.status, 202);
+
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "js__slow", "arguments": {"ms": 1500}}});
+    let mut stream = Exchange::send(&http, "POST", &ours, &call.to_string());
+    assert_eq!(stream.status, 200);
+    let (first, data) = stream.event();
+    let first = first.unwrap_or_else(|| panic!("the stream's first event has no id: {data:?}"));
+    drop(stream);
+
+    let mut resumed_headers = ours.to_vec();
+    resumed_headers.push(("Last-Event-ID", first.as_str()));
+    let mut resumed = Exchange::send(&http, "GET", &resumed_headers, "");
+    assert_eq!(resumed.status, 200, "{:?}", resumed.headers);
+    let answer = resumed.answer_to(2);
+    assert_eq!(answer["result"]["content"][0]["text"], "done", "{answer}");
+    drop(resumed);
+
+    let ended = Exchange::send(&http, "DELETE", &ours, "");
+    assert!(
+        matches!(ended.status, 200 | 202 | 204),
+        "DELETE: {}",
+        ended.status
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while status(&fleet)["gateway"]["sessions"] != 0 {
+        assert!(Instant::now() < deadline, "{}", status(&fleet));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        gateway_events(&fleet)
+            .iter()
+            .any(|e| e["gateway"] == "session-closed" && e["door"] == "http"),
+        "{:#?}",
+        gateway_events(&fleet)
+    );
+    let after = Exchange::send(
+        &http,
+        "POST",
+        &ours,
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}).to_string(),
+    );
+    assert_eq!(after.status, 404, "a deleted session is unknown");
+    down_and_no_leftovers(&fleet);
+}

@@ -30,10 +30,11 @@ use crate::lifecycle::Generation;
 use crate::lifecycle::authority::{CallOptions, Handle, NotRunning};
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::state::Phase;
-use crate::process::notice::{Listener, Notice};
+use crate::process::notice::{Asked, Listener, Notice};
 
 pub mod http;
 pub mod names;
+mod relay;
 mod session;
 
 pub use session::{ClientSession, Scope};
@@ -168,6 +169,8 @@ pub struct Gateway {
     next_id: AtomicU64,
     /// By server and the token of the call to it.
     progress: Mutex<HashMap<(usize, String), ProgressRoute>>,
+    /// Clients' calls in flight, oldest first: where servers' requests go.
+    in_flight: Mutex<Vec<relay::InFlight>>,
     /// Deadlines of the start requests a call makes.
     pub(crate) start_options: CallOptions,
     /// Items per page of an aggregated list.
@@ -202,6 +205,7 @@ impl Gateway {
             clients: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             progress: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(Vec::new()),
             start_options,
             page_size: page_size.max(1),
             sessions,
@@ -573,5 +577,23 @@ impl Listener for MemberListener {
                 other => gateway.changed(index, other).await,
             }
         });
+    }
+
+    fn asked(
+        &self,
+        asked: Asked,
+    ) -> futures::future::BoxFuture<'static, Result<rmcp::model::ClientResult, rmcp::ErrorData>>
+    {
+        let gateway = self.gateway.upgrade();
+        let index = self.index;
+        Box::pin(async move {
+            match gateway {
+                Some(gateway) => gateway.relay(index, asked).await,
+                None => Err(rmcp::ErrorData::internal_error(
+                    "the gateway has ended",
+                    None,
+                )),
+            }
+        })
     }
 }

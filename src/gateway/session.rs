@@ -259,6 +259,13 @@ impl ServerHandler for ClientSession {
             )
             .await
             .map_err(|e| failed(&server, generation, e))?;
+        // The server's requests of its client (sampling, ...) go to this client.
+        let _asking = self.gateway.asking(
+            route.server,
+            call.id.clone(),
+            context.peer.clone(),
+            context.id.clone(),
+        );
         let _progress = context.meta.get_progress_token().map(|token| {
             let client = context.peer.clone();
             self.gateway

@@ -1,7 +1,7 @@
 // A small MCP server on the official TypeScript SDK, for selfcheck.sh: what the published
 // server-everything does not offer. Every listing is paginated (two items a page); tool
 // `change_lists` makes the server send list_changed notifications; tool `slow` waits until
-// cancelled; HTTP requests may be held to a bearer token (401) and an Origin (403).
+// cancelled; tool `ask` makes a request of the client (roots, sampling, elicitation); HTTP requests may be held to a bearer token (401) and an Origin (403).
 // Events the checks look for (a cancelled request, an ended HTTP session) are written to
 // stderr, one line each, starting with "fixture:".
 //
@@ -39,6 +39,11 @@ const TOOLS = [
   { name: 'slow', description: 'Waits `ms` (default 30000) or until cancelled.', inputSchema: { type: 'object', properties: { ms: { type: 'number' } } } },
   { name: 'change_lists', description: 'Sends the three list_changed notifications, then tools/list_changed again after the answer.', inputSchema: { type: 'object' } },
   { name: 'fail', description: 'Answers with a JSON-RPC error (code -32042, with data).', inputSchema: { type: 'object' } },
+  {
+    name: 'ask',
+    description: 'Asks the client `method` (roots/list, sampling/createMessage or elicitation/create) and answers with its answer as JSON text, or with an error result `error CODE: MESSAGE`.',
+    inputSchema: { type: 'object', properties: { method: { type: 'string' } }, required: ['method'] },
+  },
 ];
 const PROMPTS = ['first', 'second', 'third'].map((name) => ({ name, description: `The ${name} prompt.` }));
 const RESOURCES = [1, 2, 3, 4, 5].map((n) => ({ uri: `fixture://resource/${n}`, name: `resource ${n}`, mimeType: 'text/plain' }));
@@ -53,6 +58,19 @@ function page(items, cursor, key) {
   const end = start + PAGE_SIZE;
   return end < items.length ? { [key]: items.slice(start, end), nextCursor: String(end) } : { [key]: items.slice(start) };
 }
+
+// What `ask` sends for each method, and the schema of the answer.
+const ASKS = {
+  'roots/list': () => [{ method: 'roots/list' }, types.ListRootsResultSchema],
+  'sampling/createMessage': () => [
+    { method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'hello' } }], maxTokens: 10 } },
+    types.CreateMessageResultSchema,
+  ],
+  'elicitation/create': () => [
+    { method: 'elicitation/create', params: { mode: 'form', message: 'anything?', requestedSchema: { type: 'object', properties: {} } } },
+    types.ElicitResultSchema,
+  ],
+};
 
 const toolHandlers = {
   echo: async (args) => text(`echo: ${args.message ?? ''}`),
@@ -74,6 +92,16 @@ const toolHandlers = {
       });
     });
     return text(extra.signal.aborted ? 'cancelled' : 'done');
+  },
+  ask: async (args, extra) => {
+    const ask = ASKS[args.method];
+    if (!ask) throw new McpError(ErrorCode.InvalidParams, `cannot ask ${args.method}`);
+    const [request, schema] = ask();
+    try {
+      return text(JSON.stringify(await extra.sendRequest(request, schema)));
+    } catch (error) {
+      return { ...text(`error ${error.code}: ${error.message}`), isError: true };
+    }
   },
   change_lists: async (args, extra, server) => {
     for (const kind of ['tools', 'prompts', 'resources']) {

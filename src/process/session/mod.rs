@@ -7,22 +7,32 @@
 //! answer. This module holds no deadlines of its own: the authority bounds every
 //! call.
 //!
+//! Roots and sampling are deprecated by the 2026 protocol (rmcp marks their types
+//! so); the versions spoken here (docs/design.md §11) still have them.
+//!
 //! The server's stdout is read through a guard that bounds what a server can cost
 //! the supervisor, and is read on after the session ends (`stdout.rs`).
+
+#![allow(deprecated)]
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, Implementation, InitializeRequestParams,
-    ProtocolVersion, Tool,
+    CallToolRequestParams, ClientCapabilities, ClientResult, CreateMessageRequest,
+    CreateMessageRequestMethod, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
+    ElicitRequestParams, ElicitResult, ElicitationCapability, ElicitationCreateRequestMethod,
+    ErrorData, Implementation, InitializeRequestParams, ListRootsResult, ProtocolVersion,
+    ServerRequest, Tool,
 };
-use rmcp::service::NotificationContext;
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
+use rmcp::service::{
+    InboundStreamOrigin, NotificationContext, Peer, RequestContext, RoleClient, RunningService,
+    ServiceError,
+};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, ServiceExt};
 
-use crate::process::notice::{Listener, Notice};
+use crate::process::notice::{Asked, Listener, Notice};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
@@ -31,9 +41,11 @@ mod stdout;
 pub use stdout::{DROPPED_REPORT_EVERY, MAX_MESSAGE_BYTES};
 use stdout::{EndSignal, StdoutGuard, Violation};
 
-/// mcpfleet's side of an MCP session. rmcp's default handlers answer `ping` and
-/// `roots/list` (with no roots), and refuse sampling and elicitation. List changes
-/// and progress go to the listener, if any (the gateway's).
+/// mcpfleet's side of an MCP session. List changes and progress go to the
+/// listener, if any (the gateway's), and so do the server's requests: with a
+/// listener the client declares sampling and elicitation too, and the listener
+/// answers them (and `roots/list`). Without one, rmcp's default handlers answer
+/// `ping` and `roots/list` (with no roots), and refuse sampling and elicitation.
 #[derive(Clone, Default)]
 pub struct FleetClient {
     listener: Option<Arc<dyn Listener>>,
@@ -45,6 +57,34 @@ impl FleetClient {
             listener.notified(notice);
         }
     }
+
+    /// The listener's answer to a request of the server's, if there is a
+    /// listener.
+    async fn ask(
+        &self,
+        request: ServerRequest,
+        context: &RequestContext<RoleClient>,
+    ) -> Option<Result<ClientResult, ErrorData>> {
+        let listener = self.listener.as_ref()?;
+        let origin = match context.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id.clone()),
+            _ => None,
+        };
+        let asked = Asked {
+            request,
+            origin,
+            cancelled: context.ct.clone(),
+        };
+        Some(listener.asked(asked).await)
+    }
+}
+
+/// The answer of the wrong kind to a relayed request.
+fn mismatched(method: &str) -> ErrorData {
+    ErrorData::internal_error(
+        format!("the client's answer to `{method}` was of another kind"),
+        None,
+    )
 }
 
 impl ClientHandler for FleetClient {
@@ -68,9 +108,59 @@ impl ClientHandler for FleetClient {
         self.tell(Notice::Progress(params));
     }
 
+    async fn list_roots(
+        &self,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let request = ServerRequest::ListRootsRequest(Default::default());
+        match self.ask(request, &context).await {
+            None => Ok(ListRootsResult::default()),
+            Some(Ok(ClientResult::ListRootsResult(result))) => Ok(result),
+            Some(Ok(_)) => Err(mismatched("roots/list")),
+            Some(Err(e)) => Err(e),
+        }
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
+        match self.ask(request, &context).await {
+            None => Err(ErrorData::method_not_found::<CreateMessageRequestMethod>()),
+            Some(Ok(ClientResult::CreateMessageResult(result))) => Ok(*result),
+            Some(Ok(_)) => Err(mismatched("sampling/createMessage")),
+            Some(Err(e)) => Err(e),
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+        match self.ask(request, &context).await {
+            None => Err(ErrorData::method_not_found::<ElicitationCreateRequestMethod>()),
+            Some(Ok(ClientResult::ElicitResult(result))) => Ok(result),
+            Some(Ok(_)) => Err(mismatched("elicitation/create")),
+            Some(Err(e)) => Err(e),
+        }
+    }
+
     fn get_info(&self) -> InitializeRequestParams {
         let mut capabilities = ClientCapabilities::default();
         capabilities.roots = Some(Default::default());
+        if self.listener.is_some() {
+            // The gateway relays these to its clients (docs/design.md §14).
+            capabilities.sampling = Some(Default::default());
+            capabilities.elicitation = Some(
+                ElicitationCapability::new()
+                    .with_form(Default::default())
+                    .with_url(Default::default()),
+            );
+        }
         InitializeRequestParams::new(
             capabilities,
             Implementation::new("mcpfleet", env!("CARGO_PKG_VERSION")),

@@ -1,0 +1,196 @@
+//! The requests a server makes of its client (`roots/list`,
+//! `sampling/createMessage`, `elicitation/create`), relayed to the client whose
+//! call caused them (docs/design.md §14, "Requests of servers").
+//!
+//! Over streamable HTTP a server's request arrives on the response stream of our
+//! call to it, which names the call exactly. Over stdio nothing links the two:
+//! the request goes to the client of the most recent call in flight to that
+//! server. A request with no call in flight, or whose client did not declare the
+//! capability, is answered here: `roots/list` with no roots (what the server is
+//! told when nobody shares any), the others with an error that says why.
+//!
+//! The 2026 protocol deprecates roots and sampling (rmcp marks their types so);
+//! every version the gateway and its servers speak still has them.
+#![allow(deprecated)]
+
+use std::sync::atomic::Ordering;
+
+use rmcp::model::{CancelledNotificationParam, GetExtensions};
+use rmcp::model::{
+    ClientResult, ElicitRequestParams, ErrorCode, ErrorData, ListRootsResult, RequestId,
+    ServerRequest,
+};
+use rmcp::service::{OriginatingRequestId, Peer, PeerRequestOptions, RoleServer};
+use serde_json::json;
+
+use super::{Gateway, lock};
+use crate::process::notice::Asked;
+
+/// A client's call in flight to a server: where that server's requests go.
+pub(super) struct InFlight {
+    key: u64,
+    server: usize,
+    /// Our request to the server.
+    ours: RequestId,
+    client: Peer<RoleServer>,
+    /// The client's request to the gateway.
+    theirs: RequestId,
+}
+
+/// Forgets a call once it is answered or abandoned.
+pub(super) struct Asking<'a> {
+    gateway: &'a Gateway,
+    key: u64,
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        lock(&self.gateway.in_flight).retain(|c| c.key != self.key);
+    }
+}
+
+/// Why a request of a server's is answered by the gateway with an error.
+fn refused(server: &str, method: &str, why: String) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("server `{server}` asked `{method}`, which no client can answer: {why}"),
+        Some(json!({ "server": server, "method": method })),
+    )
+}
+
+/// The capability a client that declared `caps` lacks to answer `request`.
+fn missing(
+    caps: &rmcp::model::ClientCapabilities,
+    request: &ServerRequest,
+) -> Option<&'static str> {
+    match request {
+        ServerRequest::ListRootsRequest(_) => caps.roots.is_none().then_some("roots"),
+        ServerRequest::CreateMessageRequest(_) => caps.sampling.is_none().then_some("sampling"),
+        ServerRequest::ElicitRequest(r) => match &r.params {
+            ElicitRequestParams::FormElicitationParams { .. } => {
+                caps.elicitation.is_none().then_some("elicitation")
+            }
+            ElicitRequestParams::UrlElicitationParams { .. } => caps
+                .elicitation
+                .as_ref()
+                .is_none_or(|e| e.url.is_none())
+                .then_some("elicitation.url"),
+            _ => Some("an elicitation mode the gateway does not know"),
+        },
+        ServerRequest::PingRequest(_) => None,
+        _ => Some("a method the gateway does not relay"),
+    }
+}
+
+impl Gateway {
+    /// Notes a client's call to server `index` (`ours` is our request to it,
+    /// `theirs` the client's to us) until the returned guard drops.
+    pub(super) fn asking(
+        &self,
+        index: usize,
+        ours: RequestId,
+        client: Peer<RoleServer>,
+        theirs: RequestId,
+    ) -> Asking<'_> {
+        let key = self.next_id.fetch_add(1, Ordering::Relaxed);
+        lock(&self.in_flight).push(InFlight {
+            key,
+            server: index,
+            ours,
+            client,
+            theirs,
+        });
+        Asking { gateway: self, key }
+    }
+
+    /// Answers server `index`'s request of its client: relayed to the client
+    /// whose call caused it, or answered here.
+    pub(super) async fn relay(
+        &self,
+        index: usize,
+        asked: Asked,
+    ) -> Result<ClientResult, ErrorData> {
+        let server = self
+            .members()
+            .get(index)
+            .map_or_else(String::new, |m| m.handle.name().to_owned());
+        let method = method_of(&asked.request);
+        let caller = {
+            let in_flight = lock(&self.in_flight);
+            let mut calls = in_flight.iter().filter(|c| c.server == index);
+            let call = match &asked.origin {
+                Some(origin) => calls.find(|c| &c.ours == origin),
+                None => calls.next_back(),
+            };
+            call.map(|c| (c.client.clone(), c.theirs.clone()))
+        };
+        let roots = matches!(asked.request, ServerRequest::ListRootsRequest(_));
+        let Some((client, theirs)) = caller else {
+            if roots {
+                return Ok(ClientResult::ListRootsResult(ListRootsResult::default()));
+            }
+            return Err(refused(
+                &server,
+                method,
+                "no client's call to it is in flight".into(),
+            ));
+        };
+        let caps = client
+            .peer_info()
+            .map(|i| i.capabilities.clone())
+            .unwrap_or_default();
+        if let Some(capability) = missing(&caps, &asked.request) {
+            if roots {
+                return Ok(ClientResult::ListRootsResult(ListRootsResult::default()));
+            }
+            return Err(refused(
+                &server,
+                method,
+                format!("the client whose call it serves did not declare `{capability}`"),
+            ));
+        }
+        let mut request = asked.request;
+        // Over HTTP, on the response stream of the client's call.
+        request
+            .extensions_mut()
+            .insert(OriginatingRequestId(theirs));
+        let handle = client
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| gone(&server, method, &e.to_string()))?;
+        let id = handle.id.clone();
+        tokio::select! {
+            answer = handle.await_response() => answer.map_err(|e| match e {
+                rmcp::service::ServiceError::McpError(e) => e,
+                other => gone(&server, method, &other.to_string()),
+            }),
+            _ = asked.cancelled.cancelled() => {
+                let why = format!("server `{server}` cancelled its request");
+                let _ = client
+                    .notify_cancelled(CancelledNotificationParam::new(Some(id), Some(why.clone())))
+                    .await;
+                Err(ErrorData::internal_error(why, None))
+            }
+        }
+    }
+}
+
+fn method_of(request: &ServerRequest) -> &'static str {
+    match request {
+        ServerRequest::PingRequest(_) => "ping",
+        ServerRequest::CreateMessageRequest(_) => "sampling/createMessage",
+        ServerRequest::ListRootsRequest(_) => "roots/list",
+        ServerRequest::ElicitRequest(_) => "elicitation/create",
+        _ => "a method the gateway does not relay",
+    }
+}
+
+/// The client went away before it answered.
+fn gone(server: &str, method: &str, why: &str) -> ErrorData {
+    ErrorData::internal_error(
+        format!(
+            "the client asked to answer `{method}` for server `{server}` did not answer: {why}"
+        ),
+        None,
+    )
+}
