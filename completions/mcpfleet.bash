@@ -567,7 +567,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__logs)
-            opts="-f -n -v -q -h --follow --lines --state-dir --output --verbose --quiet --help"
+            opts="-f -n -v -q -h --gateway --follow --lines --state-dir --output --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

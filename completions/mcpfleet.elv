@@ -175,6 +175,7 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --lines 'How many of the last lines to print first'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
+            cand --gateway 'The gateway''s log instead: client sessions, refused HTTP requests, calls a server could not serve, servers'' requests relayed to clients'
             cand -f 'Keep printing what is written'
             cand --follow 'Keep printing what is written'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'

@@ -146,6 +146,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -l state-dir -d 
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -l gateway -d 'The gateway\'s log instead: client sessions, refused HTTP requests, calls a server could not serve, servers\' requests relayed to clients'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -s f -l follow -d 'Keep printing what is written'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -s q -l quiet -d 'No progress and no log lines below errors on stderr'

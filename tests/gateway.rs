@@ -1259,11 +1259,33 @@ fn the_http_door_refuses_strangers_and_keeps_its_token_secret() {
         .count();
     assert_eq!(opened, 2, "a session only for the clients served");
 
+    // The gateway's log says who was refused and why, and which sessions came.
+    let out = fleet.run(&["logs", "--gateway"]);
+    assert_code(&out, 0);
+    let log = stdout(&out);
+    for expected in [
+        format!("HTTP door open at {}", http.url),
+        "(401): no token, or not the gateway's".to_owned(),
+        "(403): its Origin or Host is not allowed".to_owned(),
+        "opened (http, mcpfleet-tests-python-sdk".to_owned(),
+        "opened (http, mcpfleet-tests-typescript-sdk".to_owned(),
+    ] {
+        assert!(
+            log.contains(&expected),
+            "no `{expected}` in the gateway's log:\n{log}"
+        );
+    }
+    assert!(
+        log.lines().all(|l| l.starts_with("20")),
+        "each line is timestamped:\n{log}"
+    );
+
     for args in [
         &["status"][..],
         &["--output", "json", "status"],
         &["events"],
         &["logs"],
+        &["logs", "--gateway"],
         &["--output", "json", "down"],
     ] {
         let out = fleet.run(args);
@@ -1454,6 +1476,20 @@ fn a_servers_requests_go_to_the_client_whose_call_caused_them() {
         said.starts_with("error -32601:") && said.contains("no client's call to it is in flight"),
         "{doc}"
     );
+    let out = fleet.run(&["logs", "--gateway"]);
+    assert_code(&out, 0);
+    let log = stdout(&out);
+    for expected in [
+        "server js asked sampling/createMessage: relayed to session",
+        "server everything asked sampling/createMessage: relayed to session",
+        "server js asked roots/list: answered with no roots (no client's call to it is in flight)",
+        "server js asked sampling/createMessage: refused (no client's call to it is in flight)",
+    ] {
+        assert!(
+            log.contains(expected),
+            "no `{expected}` in the gateway's log:\n{log}"
+        );
+    }
     for client in clients {
         client.close();
     }

@@ -243,8 +243,12 @@ pub struct CallArgs {
 #[derive(Debug, Args)]
 pub struct LogsArgs {
     /// Only this server's log (default: all, each line prefixed with its server)
-    #[arg(value_name = "SERVER")]
+    #[arg(value_name = "SERVER", conflicts_with = "gateway")]
     pub server: Option<String>,
+    /// The gateway's log instead: client sessions, refused HTTP requests, calls a
+    /// server could not serve, servers' requests relayed to clients
+    #[arg(long)]
+    pub gateway: bool,
     /// Keep printing what is written
     #[arg(short, long)]
     pub follow: bool,

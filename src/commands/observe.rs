@@ -129,6 +129,14 @@ fn print(text: &str) -> Result<(), CliError> {
 }
 
 pub async fn logs(t: Target, args: &LogsArgs) -> Result<Code, CliError> {
+    if args.gateway {
+        let mut tail = Tail::new(t.dir.gateway_log(), String::new());
+        print(&tail.last_lines(args.lines))?;
+        if args.follow {
+            follow(std::slice::from_mut(&mut tail)).await?;
+        }
+        return Ok(Code::Ok);
+    }
     let named: Vec<String> = args.server.iter().cloned().collect();
     let servers: Vec<String> = host::select(&t.fleet, &named, Unnamed::All)
         .map_err(|e| CliError::Usage(e.to_string()))?

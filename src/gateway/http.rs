@@ -52,6 +52,7 @@ pub fn serve(
         // Any name may reach a listener beyond loopback; the token guards it.
         config = config.disable_allowed_hosts();
     }
+    let journal = gateway.clone();
     let service = Arc::new(StreamableHttpService::new(
         move || Ok(ClientSession::new(gateway.clone(), "http")),
         Arc::new(LocalSessionManager::default()),
@@ -75,11 +76,23 @@ pub fn serve(
             let service = service.clone();
             let token = token.clone();
             let shutdown = shutdown.clone();
+            let journal = journal.clone();
             connections.spawn(async move {
                 let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
                     let service = service.clone();
                     let token = token.clone();
-                    async move { Ok::<_, Infallible>(route(&service, &token, request).await) }
+                    let journal = journal.clone();
+                    async move {
+                        let method = request.method().clone();
+                        let response = route(&service, &token, request).await;
+                        if let Some(why) = refusal(response.status()) {
+                            journal.note(format_args!(
+                                "refused {method} from {peer} ({}): {why}",
+                                response.status().as_u16()
+                            ));
+                        }
+                        Ok::<_, Infallible>(response)
+                    }
                 });
                 let connection = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), handler);
@@ -114,6 +127,18 @@ async fn route(
         return response;
     }
     service.handle(request).await
+}
+
+/// What a refused request's status says, for the gateway's log; `None` for one
+/// that was served. Never the token or the request's headers.
+fn refusal(status: StatusCode) -> Option<&'static str> {
+    match status {
+        StatusCode::UNAUTHORIZED => Some("no token, or not the gateway's"),
+        StatusCode::FORBIDDEN => Some("its Origin or Host is not allowed"),
+        StatusCode::NOT_FOUND => Some("no such path or session"),
+        s if s.is_client_error() => Some("the request was not valid"),
+        _ => None,
+    }
 }
 
 /// Whether `request` carries the token, compared in constant time.

@@ -33,10 +33,12 @@ use crate::lifecycle::state::Phase;
 use crate::process::notice::{Asked, Listener, Notice};
 
 pub mod http;
+mod journal;
 pub mod names;
 mod relay;
 mod session;
 
+pub use journal::Journal;
 pub use session::{ClientSession, Scope};
 
 /// How long a server may take to list what it offers.
@@ -177,6 +179,8 @@ pub struct Gateway {
     pub(crate) page_size: usize,
     /// Told when a client session opens or closes (G7).
     sessions: Box<dyn Fn(SessionEvent) + Send + Sync>,
+    /// The gateway's log.
+    journal: Journal,
 }
 
 /// A client session opened or closed.
@@ -197,6 +201,7 @@ impl Gateway {
         start_options: CallOptions,
         page_size: usize,
         sessions: Box<dyn Fn(SessionEvent) + Send + Sync>,
+        journal: Journal,
     ) -> Arc<Gateway> {
         Arc::new(Gateway {
             members: OnceLock::new(),
@@ -209,6 +214,7 @@ impl Gateway {
             start_options,
             page_size: page_size.max(1),
             sessions,
+            journal,
         })
     }
 
@@ -264,6 +270,10 @@ impl Gateway {
             .peer_info()
             .map(|i| format!("{} {}", i.client_info.name, i.client_info.version));
         lock(&self.clients).insert(id, peer);
+        self.note(format_args!(
+            "session {id} opened ({door}, {})",
+            client.as_deref().unwrap_or("a client with no name")
+        ));
         (self.sessions)(SessionEvent {
             id,
             door,
@@ -275,6 +285,7 @@ impl Gateway {
 
     fn close(&self, id: u64, door: &'static str) {
         if lock(&self.clients).remove(&id).is_some() {
+            self.note(format_args!("session {id} closed ({door})"));
             (self.sessions)(SessionEvent {
                 id,
                 door,
@@ -282,6 +293,11 @@ impl Gateway {
                 client: None,
             });
         }
+    }
+
+    /// Writes a line to the gateway's log.
+    pub fn note(&self, text: impl std::fmt::Display) {
+        self.journal.line(text);
     }
 
     /// Open client sessions.

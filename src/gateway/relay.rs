@@ -35,6 +35,8 @@ pub(super) struct InFlight {
     client: Peer<RoleServer>,
     /// The client's request to the gateway.
     theirs: RequestId,
+    /// The client's session, for the gateway's log.
+    session: u64,
 }
 
 /// Forgets a call once it is answered or abandoned.
@@ -47,15 +49,6 @@ impl Drop for Asking<'_> {
     fn drop(&mut self) {
         lock(&self.gateway.in_flight).retain(|c| c.key != self.key);
     }
-}
-
-/// Why a request of a server's is answered by the gateway with an error.
-fn refused(server: &str, method: &str, why: String) -> ErrorData {
-    ErrorData::new(
-        ErrorCode::METHOD_NOT_FOUND,
-        format!("server `{server}` asked `{method}`, which no client can answer: {why}"),
-        Some(json!({ "server": server, "method": method })),
-    )
 }
 
 /// The capability a client that declared `caps` lacks to answer `request`.
@@ -83,6 +76,18 @@ fn missing(
 }
 
 impl Gateway {
+    /// A request of a server's that the gateway answers with an error, logged.
+    fn refused(&self, server: &str, method: &str, why: String) -> ErrorData {
+        self.note(format_args!(
+            "server {server} asked {method}: refused ({why})"
+        ));
+        ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("server `{server}` asked `{method}`, which no client can answer: {why}"),
+            Some(json!({ "server": server, "method": method })),
+        )
+    }
+
     /// Notes a client's call to server `index` (`ours` is our request to it,
     /// `theirs` the client's to us) until the returned guard drops.
     pub(super) fn asking(
@@ -91,6 +96,7 @@ impl Gateway {
         ours: RequestId,
         client: Peer<RoleServer>,
         theirs: RequestId,
+        session: u64,
     ) -> Asking<'_> {
         let key = self.next_id.fetch_add(1, Ordering::Relaxed);
         lock(&self.in_flight).push(InFlight {
@@ -99,6 +105,7 @@ impl Gateway {
             ours,
             client,
             theirs,
+            session,
         });
         Asking { gateway: self, key }
     }
@@ -122,14 +129,17 @@ impl Gateway {
                 Some(origin) => calls.find(|c| &c.ours == origin),
                 None => calls.next_back(),
             };
-            call.map(|c| (c.client.clone(), c.theirs.clone()))
+            call.map(|c| (c.client.clone(), c.theirs.clone(), c.session))
         };
         let roots = matches!(asked.request, ServerRequest::ListRootsRequest(_));
-        let Some((client, theirs)) = caller else {
+        let Some((client, theirs, session)) = caller else {
             if roots {
+                self.note(format_args!(
+                    "server {server} asked {method}: answered with no roots (no client's call to it is in flight)"
+                ));
                 return Ok(ClientResult::ListRootsResult(ListRootsResult::default()));
             }
-            return Err(refused(
+            return Err(self.refused(
                 &server,
                 method,
                 "no client's call to it is in flight".into(),
@@ -141,14 +151,20 @@ impl Gateway {
             .unwrap_or_default();
         if let Some(capability) = missing(&caps, &asked.request) {
             if roots {
+                self.note(format_args!(
+                    "server {server} asked {method}: answered with no roots (session {session} did not declare `roots`)"
+                ));
                 return Ok(ClientResult::ListRootsResult(ListRootsResult::default()));
             }
-            return Err(refused(
+            return Err(self.refused(
                 &server,
                 method,
                 format!("the client whose call it serves did not declare `{capability}`"),
             ));
         }
+        self.note(format_args!(
+            "server {server} asked {method}: relayed to session {session}"
+        ));
         let mut request = asked.request;
         // Over HTTP, on the response stream of the client's call.
         request

@@ -74,7 +74,14 @@ impl ClientSession {
                     Some(m) => m.handle.snapshot().await.ok().and_then(|s| s.generation),
                     None => None,
                 };
-                Err(unavailable(&self.server_name(index), generation, &e))
+                let server = self.server_name(index);
+                self.gateway.note(format_args!(
+                    "session {}: server {server} cannot serve ({}): {}",
+                    self.id.get().copied().unwrap_or_default(),
+                    json!(e.kind).as_str().unwrap_or_default(),
+                    e.message
+                ));
+                Err(unavailable(&server, generation, &e))
             }
         }
     }
@@ -265,6 +272,7 @@ impl ServerHandler for ClientSession {
             call.id.clone(),
             context.peer.clone(),
             context.id.clone(),
+            self.id.get().copied().unwrap_or_default(),
         );
         let _progress = context.meta.get_progress_token().map(|token| {
             let client = context.peer.clone();

@@ -142,7 +142,7 @@ impl LogFile {
         })
     }
 
-    fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+    pub fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         if self.written + bytes.len() as u64 > MAX_LOG_BYTES && self.written > 0 {
             std::fs::rename(&self.path, self.path.with_extension("log.1"))?;
             self.file = open_log(&self.path)?;

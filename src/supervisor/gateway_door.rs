@@ -15,7 +15,7 @@ use tokio_util::task::TaskTracker;
 use super::server::{call_options, dispatch};
 use super::{EventLog, Response, Shared};
 use crate::config::Fleet;
-use crate::gateway::{ClientSession, Exposure, Gateway, Member, SessionEvent, http};
+use crate::gateway::{ClientSession, Exposure, Gateway, Journal, Member, SessionEvent, http};
 use crate::host::Unnamed;
 use crate::lifecycle::authority::Handle;
 use crate::lifecycle::events::rfc3339;
@@ -50,7 +50,7 @@ pub struct SessionLine {
 }
 
 /// The gateway of `fleet`, whose client sessions are recorded in `events`.
-pub fn new(fleet: &Fleet, events: Arc<EventLog>) -> Arc<Gateway> {
+pub fn new(fleet: &Fleet, events: Arc<EventLog>, journal: Journal) -> Arc<Gateway> {
     let sessions = Box::new(move |e: SessionEvent| {
         tracing::info!(session = e.id, door = e.door, opened = e.opened, client = ?e.client, "gateway client session");
         events.gateway_session(&SessionLine {
@@ -70,6 +70,7 @@ pub fn new(fleet: &Fleet, events: Arc<EventLog>) -> Arc<Gateway> {
         call_options(Deadlines::default(), false),
         fleet.gateway.page_size.unwrap_or(PAGE_SIZE),
         sessions,
+        journal,
     )
 }
 
@@ -207,6 +208,9 @@ pub fn open_http(shared: &Shared, listen: Option<String>) -> Result<Listening, S
         stop,
     };
     tracing::info!(url = http::url(addr), "gateway listening");
+    shared
+        .gateway
+        .note(format_args!("HTTP door open at {}", http::url(addr)));
     *door = Some(open.clone());
     Ok(open)
 }

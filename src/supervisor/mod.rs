@@ -149,6 +149,8 @@ impl Shared {
         let open = self.http.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(open) = open {
             tracing::info!(addr = %open.addr, "gateway: HTTP door closed");
+            self.gateway
+                .note(format_args!("HTTP door at {} closed", open.addr));
             open.stop.cancel();
         }
     }
@@ -292,7 +294,8 @@ pub async fn run(
         ),
     };
     let persisted = state.snapshot();
-    let gateway = gateway_door::new(&fleet, events.clone());
+    let journal = crate::gateway::Journal::open(&dir.gateway_log());
+    let gateway = gateway_door::new(&fleet, events.clone(), journal);
     let handles: Vec<Handle> = fleet
         .servers
         .iter()

@@ -120,6 +120,11 @@ impl StateDir {
     pub fn supervisor_log(&self) -> PathBuf {
         self.root.join("supervisor.log")
     }
+    /// The gateway's log (beside the servers' logs, not among them: a server may
+    /// be called `gateway`).
+    pub fn gateway_log(&self) -> PathBuf {
+        self.root.join("gateway.log")
+    }
     pub fn logs(&self) -> PathBuf {
         self.root.join("logs")
     }
