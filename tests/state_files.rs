@@ -162,7 +162,37 @@ fn a_fleet_whose_file_is_gone_is_still_seen_and_stopped_from_its_copy() {
         running.len() >= 4,
         "supervisor, guardian, servers: {running:?}"
     );
+    // A state directory named without a file: the file it records is meant.
+    let dir = find_dir(xdg.path(), &fleet.path);
+    let by_dir = || {
+        let mut cmd = std::process::Command::new(mcpfleet_bin());
+        cmd.args([
+            "--output",
+            "json",
+            "--state-dir",
+            dir.to_str().unwrap(),
+            "status",
+        ])
+        .current_dir(xdg.path())
+        .env(TEST_ID_VAR, &fleet.test_id)
+        .env_remove("MCPFLEET_STATE_DIR")
+        .env_remove("MCPFLEET_FILE")
+        .stdin(std::process::Stdio::null());
+        run_bounded(cmd, Duration::from_secs(60))
+    };
+    let out = by_dir();
+    assert_code(&out, 0);
+    assert!(!stderr(&out).contains("is gone"), "{}", stderr(&out));
+    assert_eq!(server(&parse_doc(&out), "talker")["state"], "running");
     std::fs::remove_file(&fleet.path).unwrap();
+    let out = by_dir();
+    assert_code(&out, 0);
+    assert!(
+        stderr(&out).contains("is gone; using the copy"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(server(&parse_doc(&out), "quiet")["state"], "running");
 
     // `-f` names a file that is gone: its state directory is the one whose record
     // names it.

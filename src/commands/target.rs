@@ -51,14 +51,27 @@ impl Target {
         let cwd = std::env::current_dir()
             .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?;
         let env_file = std::env::var_os(config::FILE_ENV_VAR);
-        let (path, named) = config::candidate(file, env_file.as_deref(), &cwd);
+        let (mut path, named) = config::candidate(file, env_file.as_deref(), &cwd);
         let chosen = state_dir::chosen(state_dir);
-        let gone =
-            std::fs::metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
-        if gone && need == FileNeed::CopyWillDo {
+        let gone = |p: &Path| {
+            std::fs::metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        };
+        // With a state directory named and no fleet file, the directory says which
+        // file is meant: the one it records, while that exists.
+        let mut file = file.map(Path::to_path_buf);
+        if named == Named::Default
+            && gone(&path)
+            && let Some(dir) = chosen.as_deref().filter(|d| state_dir::is_own_dir(d))
+            && let Ok(Some(recorded)) = recorded_fleet(dir)
+            && !gone(&recorded.path)
+        {
+            path = recorded.path.clone();
+            file = Some(recorded.path);
+        }
+        if gone(&path) && need == FileNeed::CopyWillDo {
             return from_copy(&path, named, chosen.as_deref());
         }
-        let path = config::discover(file, env_file.as_deref(), &cwd)
+        let path = config::discover(file.as_deref(), env_file.as_deref(), &cwd)
             .map_err(|e| hint_at_copy(e, &path, chosen.as_deref()))?;
         let source = config::read(&path)?;
         let fleet = config::load_str(&source, &path, &env)?;
@@ -203,6 +216,7 @@ fn from_copy(path: &Path, named: Named, chosen: Option<&Path>) -> Result<Target,
                     ", and there is no state directory {} to find a copy of it in",
                     dir.display()
                 )),
+                None if named == Named::Default => missing(""),
                 None => missing(", and no state directory records a copy of it"),
             });
         }
