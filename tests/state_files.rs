@@ -141,6 +141,25 @@ fn a_second_fleet_file_with_the_same_name_is_refused_naming_both() {
         std::fs::read(shared.join("fleet.path")).unwrap(),
         format!("{}\n", b_file.display()).into_bytes()
     );
+    // The copy is the text the running supervisor read: an edit shows in it
+    // once a supervisor starts with the edited file.
+    let first_text = std::fs::read(&b.path).unwrap();
+    assert_eq!(
+        std::fs::read(shared.join("fleet.yaml")).unwrap(),
+        first_text
+    );
+    let mut edited = first_text.clone();
+    edited.extend_from_slice(b"# edited\n");
+    std::fs::write(&b.path, &edited).unwrap();
+    assert_code(&at_root(&b, xdg.path(), &["status"]), 0);
+    assert_eq!(
+        std::fs::read(shared.join("fleet.yaml")).unwrap(),
+        first_text
+    );
+    assert_code(&at_root(&b, xdg.path(), &["down"]), 0);
+    wait_supervisor_gone(&shared);
+    assert_code(&at_root(&b, xdg.path(), &["up"]), 0);
+    assert_eq!(std::fs::read(shared.join("fleet.yaml")).unwrap(), edited);
     assert_code(&at_root(&b, xdg.path(), &["down"]), 0);
     b.assert_no_leftovers();
 }

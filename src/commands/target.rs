@@ -72,7 +72,7 @@ impl Target {
             return from_copy(&path, named, chosen.as_deref());
         }
         let path = config::discover(file.as_deref(), env_file.as_deref(), &cwd)
-            .map_err(|e| hint_at_copy(e, &path, chosen.as_deref()))?;
+            .map_err(|e| hint_at_copy(e, &path, named, chosen.as_deref()))?;
         let source = config::read(&path)?;
         let fleet = config::load_str(&source, &path, &env)?;
         let root =
@@ -254,8 +254,13 @@ fn from_copy(path: &Path, named: Named, chosen: Option<&Path>) -> Result<Target,
 }
 
 /// A fleet file that is missing, for a command that needs it: says where a copy
-/// is, for the commands that can use one.
-fn hint_at_copy(mut e: ConfigErrors, path: &Path, chosen: Option<&Path>) -> ConfigErrors {
+/// is, for the commands that can use one (as `from_copy` would find it).
+fn hint_at_copy(
+    mut e: ConfigErrors,
+    path: &Path,
+    named: Named,
+    chosen: Option<&Path>,
+) -> ConfigErrors {
     let gone = std::fs::metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
     if !gone {
         return e;
@@ -266,6 +271,9 @@ fn hint_at_copy(mut e: ConfigErrors, path: &Path, chosen: Option<&Path>) -> Conf
     let Ok(Some(recorded)) = recorded_fleet(&root) else {
         return e;
     };
+    if named != Named::Default && recorded.path != recorded_form(path) {
+        return e;
+    }
     if let Some(first) = e.errors.first_mut() {
         first.message.push_str(&format!(
             "; the state directory {} holds a copy of {}, with which `down`, `status`, `logs` and `events` still work",
