@@ -40,6 +40,9 @@ _mcpfleet() {
             mcpfleet,logs)
                 cmd="mcpfleet__subcmd__logs"
                 ;;
+            mcpfleet,ls)
+                cmd="mcpfleet__subcmd__ls"
+                ;;
             mcpfleet,reconnect)
                 cmd="mcpfleet__subcmd__reconnect"
                 ;;
@@ -88,6 +91,9 @@ _mcpfleet() {
             mcpfleet__subcmd__help,logs)
                 cmd="mcpfleet__subcmd__help__subcmd__logs"
                 ;;
+            mcpfleet__subcmd__help,ls)
+                cmd="mcpfleet__subcmd__help__subcmd__ls"
+                ;;
             mcpfleet__subcmd__help,reconnect)
                 cmd="mcpfleet__subcmd__help__subcmd__reconnect"
                 ;;
@@ -119,7 +125,7 @@ _mcpfleet() {
 
     case "${cmd}" in
         mcpfleet)
-            opts="-f -v -q -h -V --file --state-dir --output --verbose --quiet --help --version check up down status reconnect reset tools call connect serve logs events validate supervise completions help"
+            opts="-f -v -q -h -V --file --state-dir --output --verbose --quiet --help --version check up down status reconnect reset tools call connect serve logs events validate ls supervise completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -329,7 +335,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__help)
-            opts="check up down status reconnect reset tools call connect serve logs events validate supervise completions help"
+            opts="check up down status reconnect reset tools call connect serve logs events validate ls supervise completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -441,6 +447,20 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__help__subcmd__logs)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpfleet__subcmd__help__subcmd__ls)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -581,6 +601,28 @@ _mcpfleet() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpfleet__subcmd__ls)
+            opts="-v -q -h --state-dir --output --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

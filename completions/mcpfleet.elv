@@ -43,6 +43,7 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand logs 'Show the servers'' stderr logs'
             cand events 'Show the event log (every transition) as NDJSON'
             cand validate 'Check a fleet file and print the resolved fleet (secrets redacted)'
+            cand ls 'List the fleets under the state root: name, fleet file, state directory, supervisor pid, servers running/total (with --state-dir, that one)'
             cand supervise 'Run the supervisor of a fleet (started by `up`; not for direct use)'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -209,6 +210,16 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
+        &'mcpfleet;ls'= {
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand --output 'Output format for the result on stdout'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -q 'No progress and no log lines below errors on stderr'
+            cand --quiet 'No progress and no log lines below errors on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
         &'mcpfleet;supervise'= {
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
@@ -243,6 +254,7 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand logs 'Show the servers'' stderr logs'
             cand events 'Show the event log (every transition) as NDJSON'
             cand validate 'Check a fleet file and print the resolved fleet (secrets redacted)'
+            cand ls 'List the fleets under the state root: name, fleet file, state directory, supervisor pid, servers running/total (with --state-dir, that one)'
             cand supervise 'Run the supervisor of a fleet (started by `up`; not for direct use)'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -272,6 +284,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;help;events'= {
         }
         &'mcpfleet;help;validate'= {
+        }
+        &'mcpfleet;help;ls'= {
         }
         &'mcpfleet;help;supervise'= {
         }

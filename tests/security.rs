@@ -219,6 +219,8 @@ fn assert_private(state: &Path) {
         "events.ndjson",
         "supervisor.lock",
         "supervisor.log",
+        "fleet.path",
+        "fleet.yaml",
         "logs",
         "logs/one.log",
     ] {
@@ -289,7 +291,7 @@ impl Victim {
 
 /// Symlinks planted at the paths the supervisor writes (the temporary file of
 /// `state.json`, the event log, a server's log and its rotated copy, the lock, the
-/// supervisor's log) point at a file outside: `up`, `reconnect` and `down` never
+/// supervisor's log, the record of the fleet file) point at a file outside: `up`, `reconnect` and `down` never
 /// write through them. Where a file cannot be opened without following the link,
 /// the command fails instead.
 #[test]
@@ -356,7 +358,15 @@ fn planted_symlinks_are_never_followed() {
 
     // With no supervisor: each file it opens at start is a link in turn. The start
     // fails (it cannot open the file safely) and nothing is written through it.
-    for name in ["events.ndjson", "supervisor.lock", "supervisor.log"] {
+    // The copy of the fleet file goes before its path: with the path gone, the
+    // state directory records no file, and the copy is replaced, not followed.
+    for name in [
+        "events.ndjson",
+        "supervisor.lock",
+        "supervisor.log",
+        "fleet.yaml",
+        "fleet.path",
+    ] {
         let at = state.join(name);
         victim.plant(&at);
         let out = fleet.run(&["up"]);

@@ -74,6 +74,9 @@ pub enum Command {
     Events(EventsArgs),
     /// Check a fleet file and print the resolved fleet (secrets redacted)
     Validate,
+    /// List the fleets under the state root: name, fleet file, state directory,
+    /// supervisor pid, servers running/total (with --state-dir, that one)
+    Ls,
     /// Run the supervisor of a fleet (started by `up`; not for direct use)
     #[command(hide = true)]
     Supervise,

@@ -7,7 +7,8 @@
 use tokio::io::{AsyncWriteExt, BufReader};
 
 use super::client::{self, ClientError};
-use super::fleet_ops::{Target, no_report};
+use super::fleet_ops::no_report;
+use super::target::Target;
 use super::{CliError, Global};
 use crate::cli::ConnectArgs;
 use crate::output::exit::Code;

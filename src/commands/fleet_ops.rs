@@ -2,11 +2,11 @@
 //! clients of the supervisor. Each sends one request and renders its report; the
 //! exit code is the report's, computed by the supervisor from docs/design.md §5.
 
-use std::path::Path;
 use std::time::Duration;
 
 use super::client::{self, ClientError};
-use super::{CliError, Global, load_fleet};
+use super::target::Target;
+use super::{CliError, Global};
 use crate::cli::{DownArgs, ReconnectArgs, ResetArgs, ServeArgs, StatusArgs, UpArgs};
 use crate::config::Fleet;
 use crate::host::{self, Unnamed};
@@ -19,22 +19,6 @@ use crate::process::procfs;
 use crate::protocol::{Deadlines, Op};
 use crate::supervisor::persist::Persisted;
 use crate::supervisor::state_dir::StateDir;
-
-/// The fleet and its state directory, as every command here needs them.
-pub struct Target {
-    pub fleet: Fleet,
-    pub dir: StateDir,
-}
-
-impl Target {
-    pub fn load(file: Option<&Path>, state_dir: Option<&Path>) -> Result<Target, CliError> {
-        let fleet = load_fleet(file)?;
-        let root =
-            StateDir::locate(&fleet, state_dir).map_err(|e| CliError::Usage(e.to_string()))?;
-        let dir = StateDir::open(&root).map_err(|e| anyhow::anyhow!("{e}"))?;
-        Ok(Target { fleet, dir })
-    }
-}
 
 pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> {
     // The supervisor inherits this process's limits: say now if they are too low.
@@ -149,12 +133,25 @@ fn offline_lines(
 ) -> Result<Vec<ServerReport>, CliError> {
     let selected = host::select(&t.fleet, names, Unnamed::All)
         .map_err(|e| CliError::Usage(format!("no server named {:?} in this fleet", e.0)))?;
-    let scope = crate::supervisor::tag_scope(&t.dir);
+    let selected: Vec<&str> = selected.iter().map(|s| s.name.as_str()).collect();
+    Ok(offline_report(&t.fleet, &t.dir, persisted, &selected))
+}
+
+/// The lines of the servers of `fleet` named in `selected`, from `state.json` and
+/// `/proc`, with no supervisor: a server is running while the main process of its
+/// recorded generation is, and anything else of it alive is a leftover.
+pub(super) fn offline_report(
+    fleet: &Fleet,
+    dir: &StateDir,
+    persisted: &Persisted,
+    selected: &[&str],
+) -> Vec<ServerReport> {
+    let scope = crate::supervisor::tag_scope(dir);
     let mut lines = Vec::new();
     let table = procfs::Table::scan();
     // In fleet order, whatever the order of the names.
-    for spec in &t.fleet.servers {
-        if !selected.iter().any(|s| s.name == spec.name) {
+    for spec in &fleet.servers {
+        if !selected.contains(&spec.name.as_str()) {
             continue;
         }
         let rec = persisted
@@ -210,7 +207,7 @@ fn offline_lines(
         line.pid = pid;
         lines.push(line);
     }
-    Ok(lines)
+    lines
 }
 
 async fn send(
@@ -346,14 +343,14 @@ async fn foreground(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliErr
         servers: args.servers.clone(),
         on_started,
     };
-    let teardown = crate::supervisor::run(t.fleet, t.dir, Some(fg)).await?;
+    let teardown = crate::supervisor::run(t.fleet, t.dir, t.source, Some(fg)).await?;
     // The start's outcome and the final teardown's, ranked (a quarantine is a 5).
     Ok(Code::from_i32(code.load(std::sync::atomic::Ordering::SeqCst)).max(teardown))
 }
 
 /// `mcpfleet supervise`: the supervisor process itself.
 pub async fn supervise(t: Target) -> Result<Code, CliError> {
-    crate::supervisor::run(t.fleet, t.dir, None).await?;
+    crate::supervisor::run(t.fleet, t.dir, t.source, None).await?;
     // Give a last log line a chance to reach supervisor.log.
     tokio::time::sleep(Duration::from_millis(1)).await;
     Ok(Code::Ok)

@@ -5,7 +5,9 @@ pub mod check;
 pub mod client;
 pub mod connect;
 pub mod fleet_ops;
+pub mod ls;
 pub mod observe;
+pub mod target;
 pub mod validate;
 
 use std::path::Path;
@@ -18,6 +20,7 @@ use crate::output::exit::Code;
 use crate::output::report::{
     FailureKind, FailureReport, Format, SCHEMA_VERSION, ServerReport, json_line, write_stdout,
 };
+use target::{FileNeed, Target};
 
 /// Options every command gets.
 pub struct Global {
@@ -34,6 +37,9 @@ pub enum CliError {
     Config(#[from] ConfigErrors),
     #[error("{0}")]
     Usage(String),
+    /// The state directory serves another fleet file (docs/design.md §3).
+    #[error("{0}")]
+    StateDirTaken(String),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -41,7 +47,7 @@ pub enum CliError {
 impl CliError {
     pub fn code(&self) -> Code {
         match self {
-            CliError::Config(_) | CliError::Usage(_) => Code::Usage,
+            CliError::Config(_) | CliError::Usage(_) | CliError::StateDirTaken(_) => Code::Usage,
             CliError::Internal(_) => Code::Internal,
         }
     }
@@ -54,6 +60,7 @@ impl CliError {
                 format!("invalid fleet file {}", e.file.display()),
             ),
             CliError::Usage(m) => (FailureKind::Usage, m.clone()),
+            CliError::StateDirTaken(m) => (FailureKind::StateDirTaken, m.clone()),
             CliError::Internal(e) => (FailureKind::Internal, format!("{e:#}")),
         };
         let fleet_file = match self {
@@ -142,48 +149,64 @@ pub async fn run(cli: Cli) -> Code {
             check::run(cli.file.as_deref(), args, &global).await,
         ),
         Command::Validate => ("validate", validate::run(cli.file.as_deref(), &global)),
+        Command::Ls => ("ls", ls::run(cli.state_dir.as_deref(), &global).await),
         Command::Up(args) => (
             "up",
-            with_target(&cli, |t| fleet_ops::up(t, args, &global)).await,
+            with_target(&cli, FileNeed::File, |t| fleet_ops::up(t, args, &global)).await,
         ),
         Command::Down(args) => (
             "down",
-            with_target(&cli, |t| fleet_ops::down(t, args, &global)).await,
+            with_target(&cli, FileNeed::CopyWillDo, |t| {
+                fleet_ops::down(t, args, &global)
+            })
+            .await,
         ),
         Command::Status(args) => (
             "status",
-            with_target(&cli, |t| fleet_ops::status(t, args, &global)).await,
+            with_target(&cli, FileNeed::CopyWillDo, |t| {
+                fleet_ops::status(t, args, &global)
+            })
+            .await,
         ),
         Command::Reconnect(args) => (
             "reconnect",
-            with_target(&cli, |t| fleet_ops::reconnect(t, args, &global)).await,
+            with_target(&cli, FileNeed::File, |t| {
+                fleet_ops::reconnect(t, args, &global)
+            })
+            .await,
         ),
         Command::Reset(args) => (
             "reset",
-            with_target(&cli, |t| fleet_ops::reset(t, args, &global)).await,
+            with_target(&cli, FileNeed::File, |t| fleet_ops::reset(t, args, &global)).await,
         ),
         Command::Tools(args) => (
             "tools",
-            with_target(&cli, |t| observe::tools(t, args, &global)).await,
+            with_target(&cli, FileNeed::File, |t| observe::tools(t, args, &global)).await,
         ),
         Command::Call(args) => (
             "call",
-            with_target(&cli, |t| observe::call(t, args, &global)).await,
+            with_target(&cli, FileNeed::File, |t| observe::call(t, args, &global)).await,
         ),
         Command::Connect(args) => (
             "connect",
-            with_target(&cli, |t| connect::connect(t, args, &global)).await,
+            with_target(&cli, FileNeed::File, |t| connect::connect(t, args, &global)).await,
         ),
         Command::Serve(args) => (
             "serve",
-            with_target(&cli, |t| fleet_ops::serve(t, args, &global)).await,
+            with_target(&cli, FileNeed::File, |t| fleet_ops::serve(t, args, &global)).await,
         ),
-        Command::Logs(args) => ("logs", with_target(&cli, |t| observe::logs(t, args)).await),
+        Command::Logs(args) => (
+            "logs",
+            with_target(&cli, FileNeed::CopyWillDo, |t| observe::logs(t, args)).await,
+        ),
         Command::Events(args) => (
             "events",
-            with_target(&cli, |t| observe::events(t, args)).await,
+            with_target(&cli, FileNeed::CopyWillDo, |t| observe::events(t, args)).await,
         ),
-        Command::Supervise => ("supervise", with_target(&cli, fleet_ops::supervise).await),
+        Command::Supervise => (
+            "supervise",
+            with_target(&cli, FileNeed::CopyWillDo, fleet_ops::supervise).await,
+        ),
         Command::Completions { shell } => {
             let script = crate::cli::completion_script(*shell);
             let text = String::from_utf8_lossy(&script);
@@ -204,12 +227,12 @@ pub async fn run(cli: Cli) -> Code {
     }
 }
 
-async fn with_target<F, Fut>(cli: &Cli, f: F) -> Result<Code, CliError>
+async fn with_target<F, Fut>(cli: &Cli, need: FileNeed, f: F) -> Result<Code, CliError>
 where
-    F: FnOnce(fleet_ops::Target) -> Fut,
+    F: FnOnce(Target) -> Fut,
     Fut: Future<Output = Result<Code, CliError>>,
 {
-    let target = fleet_ops::Target::load(cli.file.as_deref(), cli.state_dir.as_deref())?;
+    let target = Target::load(cli.file.as_deref(), cli.state_dir.as_deref(), need)?;
     f(target).await
 }
 

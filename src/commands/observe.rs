@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::client;
-use super::fleet_ops::Target;
+use super::target::Target;
 use super::{CliError, Global};
 use crate::cli::{CallArgs, EventsArgs, LogsArgs, ToolsArgs};
 use crate::host::{self, Unnamed};

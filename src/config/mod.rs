@@ -254,30 +254,45 @@ pub struct HttpSpec {
     pub headers: Vec<(String, Text)>,
 }
 
-/// Where the fleet file is: explicit -f path, else $MCPFLEET_FILE, else
-/// ./mcpfleet.yaml. Relative paths are taken from `cwd`. An empty
-/// `MCPFLEET_FILE` counts as unset, as shells make unsetting awkward.
+/// How the fleet file was named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Named {
+    /// With `-f/--file`.
+    Flag,
+    /// With `$MCPFLEET_FILE`.
+    Env,
+    /// Not at all: `./mcpfleet.yaml`.
+    Default,
+}
+
+/// Which fleet file is meant, whether or not it exists: explicit -f path, else
+/// $MCPFLEET_FILE, else ./mcpfleet.yaml. Relative paths are taken from `cwd`. An
+/// empty `MCPFLEET_FILE` counts as unset, as shells make unsetting awkward.
+pub fn candidate(
+    explicit: Option<&Path>,
+    env_file: Option<&OsStr>,
+    cwd: &Path,
+) -> (PathBuf, Named) {
+    match (explicit, env_file.filter(|f| !f.is_empty())) {
+        (Some(path), _) => (cwd.join(path), Named::Flag),
+        (None, Some(path)) => (cwd.join(path), Named::Env),
+        (None, None) => (cwd.join(DEFAULT_FILE_NAME), Named::Default),
+    }
+}
+
+/// Where the fleet file is ([`candidate`]); an error when it does not exist.
 pub fn discover(
     explicit: Option<&Path>,
     env_file: Option<&OsStr>,
     cwd: &Path,
 ) -> Result<PathBuf, ConfigErrors> {
-    let env_file = env_file.filter(|f| !f.is_empty());
-    let (path, missing) = match (explicit, env_file) {
-        (Some(path), _) => (
-            cwd.join(path),
-            "the fleet file given with -f/--file does not exist".to_string(),
-        ),
-        (None, Some(path)) => (
-            cwd.join(path),
-            format!("the fleet file named by {FILE_ENV_VAR} does not exist"),
-        ),
-        (None, None) => (
-            cwd.join(DEFAULT_FILE_NAME),
-            format!(
-                "no {DEFAULT_FILE_NAME} in {}; name a fleet file with -f/--file or {FILE_ENV_VAR}",
-                cwd.display()
-            ),
+    let (path, named) = candidate(explicit, env_file, cwd);
+    let missing = match named {
+        Named::Flag => "the fleet file given with -f/--file does not exist".to_string(),
+        Named::Env => format!("the fleet file named by {FILE_ENV_VAR} does not exist"),
+        Named::Default => format!(
+            "no {DEFAULT_FILE_NAME} in {}; name a fleet file with -f/--file or {FILE_ENV_VAR}",
+            cwd.display()
         ),
     };
     match std::fs::metadata(&path) {
@@ -298,6 +313,12 @@ pub fn discover(
 
 /// Reads and validates a fleet file; `env` looks up `${env:NAME}`.
 pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Fleet, ConfigErrors> {
+    load_str(&read(path)?, path, env)
+}
+
+/// The text of a fleet file, as [`load`] reads it: at most [`MAX_FILE_BYTES`],
+/// UTF-8 (an error says where it is not).
+pub fn read(path: &Path) -> Result<String, ConfigErrors> {
     let cannot_read =
         |e: std::io::Error| ConfigErrors::single(path, format!("cannot read the fleet file: {e}"));
     let file = std::fs::File::open(path).map_err(cannot_read)?;
@@ -309,14 +330,14 @@ pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Fleet, 
     if bytes.len() > MAX_FILE_BYTES {
         return Err(too_large(path));
     }
-    let text = match String::from_utf8(bytes) {
-        Ok(text) => text,
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(text),
         Err(e) => {
             let valid = e.utf8_error().valid_up_to();
             let bytes = e.as_bytes();
             let (line, column) =
                 yaml::line_column(&String::from_utf8_lossy(&bytes[..valid]), valid);
-            return Err(ConfigErrors {
+            Err(ConfigErrors {
                 file: path.to_path_buf(),
                 errors: vec![ConfigError {
                     line: Some(line),
@@ -324,10 +345,23 @@ pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Fleet, 
                     path: String::new(),
                     message: "the file is not valid UTF-8".into(),
                 }],
-            });
+            })
         }
-    };
-    load_str(&text, path, env)
+    }
+}
+
+/// Validates the copy of a fleet file recorded in a state directory, which stands
+/// in for the file `path` when it is gone (docs/design.md §3, "State directory").
+/// Values from the environment and `cwd` are not checked: they serve to name the
+/// servers that may still run, not to start them. Errors name `copy`, the file
+/// the text was read from.
+pub fn load_recorded(
+    text: &str,
+    path: &Path,
+    copy: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Fleet, ConfigErrors> {
+    validate_text(text, path, copy, env, true)
 }
 
 /// Validates the text of a fleet file; `path` is where it came from (used for
@@ -337,14 +371,26 @@ pub fn load_str(
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Fleet, ConfigErrors> {
+    validate_text(text, path, path, env, false)
+}
+
+/// Validates `text`, the fleet file `path` (or its recorded copy, when
+/// `recorded`); errors name `shown`.
+fn validate_text(
+    text: &str,
+    path: &Path,
+    shown: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    recorded: bool,
+) -> Result<Fleet, ConfigErrors> {
     if text.len() > MAX_FILE_BYTES {
-        return Err(too_large(path));
+        return Err(too_large(shown));
     }
     // Editors do not count a byte order mark as a column, and libyaml misreads
     // a document that starts with one.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let root = yaml::parse(text).map_err(|e| ConfigErrors {
-        file: path.to_path_buf(),
+        file: shown.to_path_buf(),
         errors: vec![ConfigError {
             line: e.line,
             column: e.column,
@@ -353,8 +399,8 @@ pub fn load_str(
         }],
     })?;
     let file = absolute(path);
-    validate::validate(&root, is_blank(text), &file, env).map_err(|issues| ConfigErrors {
-        file: path.to_path_buf(),
+    validate::validate(&root, is_blank(text), &file, env, recorded).map_err(|issues| ConfigErrors {
+        file: shown.to_path_buf(),
         errors: locate_all(text, issues),
     })
 }

@@ -73,9 +73,22 @@ pub(super) struct Validator<'a> {
     /// The fleet file's directory, against which a relative `cwd` is resolved.
     pub(super) base_dir: &'a Path,
     pub(super) issues: Vec<Issue>,
+    /// Reading the copy of a fleet file recorded in a state directory, not the
+    /// file itself (docs/design.md §3, "State directory"): the copy stands in for
+    /// a file that is gone, to name the servers that may still run. The values the
+    /// environment and the file system give now may differ from those the fleet
+    /// ran with, so they are not checked: a missing `${env:}` variable expands to
+    /// nothing, and `cwd` need not exist.
+    pub(super) recorded: bool,
 }
 
 impl Validator<'_> {
+    /// Whether the value of `text` goes unchecked: expanded from the environment,
+    /// in a recorded copy.
+    pub(super) fn unchecked(&self, text: &super::expand::Text) -> bool {
+        self.recorded && text.is_expanded()
+    }
+
     pub(super) fn error(&mut self, at: &At, message: impl Into<String>) {
         self.issues.push(Issue {
             steps: Some(at.steps.clone()),

@@ -3,6 +3,7 @@
 
 pub mod calls;
 pub mod exit;
+pub mod fleets;
 pub mod line;
 pub mod progress;
 pub mod report;

@@ -56,6 +56,8 @@ impl From<&ServerError> for ErrorReport {
 pub enum FailureKind {
     InvalidFleetFile,
     Usage,
+    /// The state directory serves another fleet file (exit 2).
+    StateDirTaken,
     Internal,
     /// No supervisor could be reached, or it was lost during the request.
     Unreachable,

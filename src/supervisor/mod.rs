@@ -199,12 +199,15 @@ pub struct Foreground {
 }
 
 /// Runs the supervisor of `fleet` until it is idle or told to stop, and returns the
-/// code of its final teardown (5 when something was left). A first SIGINT
+/// code of its final teardown (5 when something was left). `source` is the fleet
+/// file's text as read, recorded in the state directory once the lock is held
+/// (`None`: the fleet comes from that record, its file being gone). A first SIGINT
 /// or SIGTERM tears every server down; a second SIGKILLs what is left of every live
 /// generation; a third exits at once.
 pub async fn run(
     fleet: Fleet,
     dir: StateDir,
+    source: Option<String>,
     foreground: Option<Foreground>,
 ) -> anyhow::Result<crate::output::exit::Code> {
     let Some(mut lock) = take_lock(&dir).await? else {
@@ -214,6 +217,16 @@ pub async fn run(
     let me = std::process::id() as i32;
     let _ = lock.set_len(0);
     let _ = writeln!(lock, "{me}");
+    // The copy of the fleet file is what this supervisor runs: `down`, `status`,
+    // `logs` and `events` use it if the file goes away (docs/design.md §3).
+    if let Some(source) = &source {
+        state_dir::record_fleet(dir.root(), &fleet.file, source).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot record the fleet file in {}: {e}",
+                dir.root().display()
+            )
+        })?;
+    }
     // Orphans of our servers are re-parented to us rather than to init, so the tree
     // of every server stays below the supervisor.
     crate::process::lineage::become_subreaper();

@@ -5,6 +5,10 @@
 //! user or is open to others: everything in it is trusted by the supervisor, so no
 //! one else may be able to plant files there. Files in it are opened without
 //! following symlinks.
+//!
+//! A state directory serves one fleet file, which it records (`record.rs`): the
+//! file's path and a copy of its text, so that a second file cannot take it over
+//! and a fleet whose file is gone can still be stopped.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -13,6 +17,12 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Fleet;
 use crate::hash::fnv1a;
+
+mod record;
+pub use record::{
+    COPY_FILE, Claim, ClaimError, PATH_FILE, RecordError, RecordedFleet, claim, find_recording,
+    record_fleet, recorded_fleet, supervisor_runs,
+};
 
 /// The environment variable that overrides where the state directory is.
 pub const STATE_DIR_ENV: &str = "MCPFLEET_STATE_DIR";
@@ -27,24 +37,10 @@ impl StateDir {
     /// `$XDG_STATE_HOME/mcpfleet/<key>` (or `~/.local/state/...`), where the key is
     /// the fleet's `name`, or the file's name and a hash of its full path.
     pub fn locate(fleet: &Fleet, explicit: Option<&Path>) -> io::Result<PathBuf> {
-        if let Some(p) = explicit {
-            return Ok(p.to_path_buf());
+        if let Some(p) = chosen(explicit) {
+            return Ok(p);
         }
-        if let Some(p) = std::env::var_os(STATE_DIR_ENV).filter(|p| !p.is_empty()) {
-            return Ok(PathBuf::from(p));
-        }
-        let base = match std::env::var_os("XDG_STATE_HOME").filter(|p| !p.is_empty()) {
-            Some(p) => PathBuf::from(p),
-            None => {
-                let home = std::env::var_os("HOME")
-                    .filter(|h| !h.is_empty())
-                    .ok_or_else(|| {
-                        io::Error::other("neither XDG_STATE_HOME nor HOME is set; use --state-dir")
-                    })?;
-                PathBuf::from(home).join(".local/state")
-            }
-        };
-        Ok(base.join("mcpfleet").join(fleet_key(fleet)))
+        Ok(state_root()?.join(fleet_key(fleet)))
     }
 
     /// Opens (creating if needed) the state directory, checking that it is safe.
@@ -131,6 +127,77 @@ impl StateDir {
     pub fn server_log(&self, server: &str) -> PathBuf {
         self.logs().join(format!("{server}.log"))
     }
+}
+
+/// The state directory chosen by the user: `--state-dir`, then
+/// `$MCPFLEET_STATE_DIR`; `None` when it is the default one under [`state_root`].
+pub fn chosen(explicit: Option<&Path>) -> Option<PathBuf> {
+    if let Some(p) = explicit {
+        return Some(p.to_path_buf());
+    }
+    std::env::var_os(STATE_DIR_ENV)
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+}
+
+/// Where the default state directories are: `$XDG_STATE_HOME/mcpfleet`, else
+/// `~/.local/state/mcpfleet`.
+pub fn state_root() -> io::Result<PathBuf> {
+    let base = match std::env::var_os("XDG_STATE_HOME").filter(|p| !p.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let home = std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .ok_or_else(|| {
+                    io::Error::other("neither XDG_STATE_HOME nor HOME is set; use --state-dir")
+                })?;
+            PathBuf::from(home).join(".local/state")
+        }
+    };
+    Ok(base.join("mcpfleet"))
+}
+
+/// Whether `path` is a directory of this user, not reached through a symlink:
+/// one that may be a state directory (it is not created or changed).
+pub fn is_own_dir(path: &Path) -> bool {
+    fs::symlink_metadata(path)
+        .is_ok_and(|m| m.is_dir() && m.uid() == nix::unistd::getuid().as_raw())
+}
+
+/// The state directories under `root`, by name: directories of this user that
+/// hold a fleet record, a `state.json` or a `supervisor.lock`. None when `root`
+/// does not exist.
+pub fn state_dirs(root: &Path) -> io::Result<Vec<PathBuf>> {
+    let entries = match fs::read_dir(root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| is_own_dir(p))
+        .filter(|p| {
+            [PATH_FILE, "state.json", "supervisor.lock"]
+                .iter()
+                .any(|f| fs::symlink_metadata(p.join(f)).is_ok())
+        })
+        .collect();
+    dirs.sort();
+    Ok(dirs)
+}
+
+/// Reads at most `limit` bytes of a file of the state directory, never following
+/// a symlink planted in its place; `Ok(None)` when it is larger.
+pub fn read_bounded_nofollow(path: &Path, limit: usize) -> io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit as u64 + 1).read_to_end(&mut bytes)?;
+    Ok((bytes.len() <= limit).then_some(bytes))
 }
 
 /// Opens a file in the state directory for appending (created 0600), never

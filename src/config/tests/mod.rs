@@ -13,6 +13,7 @@ mod expansion;
 mod gateway;
 mod policies;
 mod policy_errors;
+mod recorded;
 mod remote;
 mod reporting;
 mod shape;

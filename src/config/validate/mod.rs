@@ -16,7 +16,7 @@
 use std::path::Path;
 
 use super::duration::{DEFAULT_TIMEOUT, Timeout};
-use super::expand::{Text, expand};
+use super::expand::{ExpandError, Text, expand};
 use super::keys::{Level, STDIO_ONLY_KEYS};
 use super::policy::Policies;
 use super::walk::{At, Entry, Issue, Validator};
@@ -48,18 +48,22 @@ struct Defaults {
 }
 
 /// Validates the document `root` of the fleet file `file` (absolute).
-/// `blank` says whether the text holds nothing but comments and whitespace.
+/// `blank` says whether the text holds nothing but comments and whitespace;
+/// `recorded`, that it is the copy recorded in a state directory (see
+/// [`Validator::recorded`]).
 pub(crate) fn validate(
     root: &Node,
     blank: bool,
     file: &Path,
     env: &dyn Fn(&str) -> Option<String>,
+    recorded: bool,
 ) -> Result<Fleet, Vec<Issue>> {
     let base_dir = file.parent().unwrap_or(Path::new("/"));
     let mut v = Validator {
         env,
         base_dir,
         issues: Vec::new(),
+        recorded,
     };
     let fleet = v.fleet(root, blank, file);
     match fleet {
@@ -340,6 +344,11 @@ impl Validator<'_> {
         };
         match expand(template, self.env) {
             Ok(text) => Some(text),
+            Err(errors)
+                if self.recorded && errors.iter().all(|e| matches!(e, ExpandError::Missing(_))) =>
+            {
+                expand(template, &|name| Some((self.env)(name).unwrap_or_default())).ok()
+            }
             Err(errors) => {
                 for e in errors {
                     self.error(at, e.to_string());

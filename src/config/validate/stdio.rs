@@ -11,7 +11,7 @@ use super::super::yaml::Node;
 impl Validator<'_> {
     pub(super) fn command(&mut self, entry: &Entry) -> Option<Text> {
         let text = self.text(entry.value, &entry.value_at)?;
-        if text.value.is_empty() {
+        if text.value.is_empty() && !self.unchecked(&text) {
             let message = match &text.template {
                 None => "`command` must not be empty".to_string(),
                 Some(t) => format!("`command` is empty once `{t}` is expanded"),
@@ -95,6 +95,9 @@ impl Validator<'_> {
             return None;
         }
         let joined = self.base_dir.join(&text.value);
+        if self.recorded {
+            return Some(std::fs::canonicalize(&joined).unwrap_or(joined));
+        }
         // A path built from the environment is shown as its template.
         let shown = match &text.template {
             Some(template) => template.clone(),

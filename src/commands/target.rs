@@ -1,0 +1,285 @@
+//! The fleet and its state directory, as the commands that talk to a supervisor or
+//! read its files need them (docs/design.md §3, "State directory").
+//!
+//! With the fleet file at hand: read it, locate and open its state directory, and
+//! claim it, since a state directory serves one fleet file (a second file that
+//! maps to it is refused, exit 2). Without it (moved, deleted, a switched
+//! branch), `down`, `status`, `logs` and `events` find the state directory that
+//! recorded the file (`--state-dir`, `$MCPFLEET_STATE_DIR`, else the one under the
+//! state root whose record names the path) and run on the copy recorded there,
+//! saying so on stderr. Every other command needs the file.
+
+use std::path::{Path, PathBuf};
+
+use super::CliError;
+use crate::config::{self, ConfigErrors, Fleet, Named};
+use crate::lifecycle::events::rfc3339;
+use crate::supervisor::state_dir::{
+    self, Claim, ClaimError, RecordedFleet, StateDir, find_recording, recorded_fleet,
+};
+
+/// The fleet and its state directory, as every command here needs them.
+pub struct Target {
+    pub fleet: Fleet,
+    pub dir: StateDir,
+    /// The fleet file's text as read now; `None` when the fleet comes from the
+    /// copy recorded in the state directory, the file being gone.
+    pub source: Option<String>,
+}
+
+/// Whether a command can do with the recorded copy of a fleet file that is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileNeed {
+    /// The command needs the fleet file itself.
+    File,
+    /// The copy recorded in the state directory will do.
+    CopyWillDo,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+impl Target {
+    /// The fleet named by `-f` (or `$MCPFLEET_FILE`, or `./mcpfleet.yaml`) and its
+    /// state directory (`--state-dir`, or `$MCPFLEET_STATE_DIR`, or the default).
+    pub fn load(
+        file: Option<&Path>,
+        state_dir: Option<&Path>,
+        need: FileNeed,
+    ) -> Result<Target, CliError> {
+        let cwd = std::env::current_dir()
+            .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?;
+        let env_file = std::env::var_os(config::FILE_ENV_VAR);
+        let (mut path, named) = config::candidate(file, env_file.as_deref(), &cwd);
+        let chosen = state_dir::chosen(state_dir);
+        let gone = |p: &Path| {
+            std::fs::metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        };
+        // With a state directory named and no fleet file, the directory says which
+        // file is meant: the one it records, while that exists.
+        let mut file = file.map(Path::to_path_buf);
+        if named == Named::Default
+            && gone(&path)
+            && let Some(dir) = chosen.as_deref().filter(|d| state_dir::is_own_dir(d))
+            && let Ok(Some(recorded)) = recorded_fleet(dir)
+            && !gone(&recorded.path)
+        {
+            path = recorded.path.clone();
+            file = Some(recorded.path);
+        }
+        if gone(&path) && need == FileNeed::CopyWillDo {
+            return from_copy(&path, named, chosen.as_deref());
+        }
+        let path = config::discover(file.as_deref(), env_file.as_deref(), &cwd)
+            .map_err(|e| hint_at_copy(e, &path, named, chosen.as_deref()))?;
+        let source = config::read(&path)?;
+        let fleet = config::load_str(&source, &path, &env)?;
+        let root =
+            StateDir::locate(&fleet, state_dir).map_err(|e| CliError::Usage(e.to_string()))?;
+        let dir = StateDir::open(&root).map_err(|e| anyhow::anyhow!("{e}"))?;
+        claim(&fleet, &dir, &source, chosen.is_some())?;
+        Ok(Target {
+            fleet,
+            dir,
+            source: Some(source),
+        })
+    }
+}
+
+/// Lets `fleet` use `dir`, or says why it may not. `chosen`: the directory was
+/// named by the user rather than derived from the fleet.
+fn claim(fleet: &Fleet, dir: &StateDir, source: &str, chosen: bool) -> Result<(), CliError> {
+    // A default state directory is named by the fleet's `name:` (or its path):
+    // another file uses it as long as it still maps to it. One named by the user
+    // is used by whatever file it was named with: the other file keeps it.
+    let still_uses = |other: &RecordedFleet| {
+        if chosen {
+            return true;
+        }
+        let Ok(text) = config::read(&other.path) else {
+            return true;
+        };
+        match config::load_recorded(&text, &other.path, &other.path, &env) {
+            Ok(other) => StateDir::locate(&other, None).ok() == StateDir::locate(fleet, None).ok(),
+            Err(_) => true,
+        }
+    };
+    let file = &fleet.file;
+    let root = dir.root();
+    match state_dir::claim(root, file, source, still_uses) {
+        Ok(Claim::Recorded | Claim::Adopted) => Ok(()),
+        Ok(Claim::TookOver { previous }) => {
+            let why = if std::fs::metadata(&previous).is_ok() {
+                "which now uses another state directory"
+            } else {
+                "which is gone"
+            };
+            eprintln!(
+                "mcpfleet: the state directory {} served the fleet file {}, {why}; it now serves {}",
+                root.display(),
+                previous.display(),
+                file.display()
+            );
+            Ok(())
+        }
+        Err(ClaimError::Taken { recorded, .. }) => {
+            let how = if chosen {
+                "choose another state directory for this one with --state-dir DIR or $MCPFLEET_STATE_DIR".to_string()
+            } else {
+                let name = fleet.name.as_deref().unwrap_or_default();
+                format!(
+                    "both say `name: {name}`: give one of them another `name:`, or choose another state directory for this one with --state-dir DIR or $MCPFLEET_STATE_DIR"
+                )
+            };
+            Err(CliError::StateDirTaken(format!(
+                "the state directory {} serves the fleet file {}; {} cannot share it ({how})",
+                root.display(),
+                recorded.path.display(),
+                file.display()
+            )))
+        }
+        Err(ClaimError::Running { recorded, .. }) => Err(CliError::StateDirTaken(format!(
+            "the state directory {} serves the fleet file {}, which is gone, and its supervisor still runs; stop it with `mcpfleet --state-dir {} down` (which works from the copy recorded there), then use {}",
+            root.display(),
+            recorded.path.display(),
+            root.display(),
+            file.display()
+        ))),
+        Err(e @ (ClaimError::Record(_) | ClaimError::Io { .. })) => {
+            Err(CliError::Internal(anyhow::anyhow!("{e}")))
+        }
+    }
+}
+
+/// The path of a file that does not exist, as it would have been recorded: its
+/// directory with symlinks resolved, when that directory still exists.
+fn recorded_form(path: &Path) -> PathBuf {
+    let resolved = path
+        .parent()
+        .and_then(|dir| std::fs::canonicalize(dir).ok())
+        .zip(path.file_name())
+        .map(|(dir, name)| dir.join(name));
+    resolved
+        .or_else(|| std::path::absolute(path).ok())
+        .unwrap_or_else(|| path.to_path_buf())
+}
+
+/// The state directory that recorded the missing file `path`: the one named by
+/// the user, else the one under the state root whose record names it.
+fn recording_dir(path: &Path, chosen: Option<&Path>) -> Result<Option<PathBuf>, String> {
+    if let Some(dir) = chosen {
+        return Ok(state_dir::is_own_dir(dir).then(|| dir.to_path_buf()));
+    }
+    let Ok(root) = state_dir::state_root() else {
+        return Ok(None);
+    };
+    let mut found = find_recording(&root, &recorded_form(path));
+    match found.len() {
+        0 | 1 => Ok(found.pop()),
+        _ => Err(format!(
+            "several state directories record {}: {}; choose one with --state-dir",
+            path.display(),
+            found
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// The fleet as recorded in its state directory, its file `path` being gone.
+fn from_copy(path: &Path, named: Named, chosen: Option<&Path>) -> Result<Target, CliError> {
+    let missing = |extra: &str| -> CliError {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let what = match named {
+            Named::Flag => "the fleet file given with -f/--file does not exist".to_string(),
+            Named::Env => format!(
+                "the fleet file named by {} does not exist",
+                config::FILE_ENV_VAR
+            ),
+            Named::Default => format!(
+                "no {} in {}; name a fleet file with -f/--file or {}",
+                config::DEFAULT_FILE_NAME,
+                cwd.display(),
+                config::FILE_ENV_VAR
+            ),
+        };
+        ConfigErrors::single(path, format!("{what}{extra}")).into()
+    };
+    let root = match recording_dir(path, chosen).map_err(CliError::Usage)? {
+        Some(root) => root,
+        None => {
+            return Err(match chosen {
+                Some(dir) => missing(&format!(
+                    ", and there is no state directory {} to find a copy of it in",
+                    dir.display()
+                )),
+                None if named == Named::Default => missing(""),
+                None => missing(", and no state directory records a copy of it"),
+            });
+        }
+    };
+    let dir = StateDir::open(&root).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let recorded = recorded_fleet(dir.root())
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .ok_or_else(|| {
+            missing(&format!(
+                ", and the state directory {} records no copy of a fleet file",
+                dir.root().display()
+            ))
+        })?;
+    // With a state directory named and no file named, the directory says which
+    // fleet is meant; a file named is the one the directory must serve.
+    if named != Named::Default && recorded.path != recorded_form(path) {
+        return Err(missing(&format!(
+            ", and the state directory {} serves another one, {}",
+            dir.root().display(),
+            recorded.path.display()
+        )));
+    }
+    let fleet = config::load_recorded(&recorded.source, &recorded.path, &recorded.copy, &env)?;
+    eprintln!(
+        "mcpfleet: the fleet file {} is gone; using the copy recorded in {} at {}",
+        recorded.path.display(),
+        dir.root().display(),
+        rfc3339(recorded.recorded_at)
+    );
+    Ok(Target {
+        fleet,
+        dir,
+        source: None,
+    })
+}
+
+/// A fleet file that is missing, for a command that needs it: says where a copy
+/// is, for the commands that can use one (as `from_copy` would find it).
+fn hint_at_copy(
+    mut e: ConfigErrors,
+    path: &Path,
+    named: Named,
+    chosen: Option<&Path>,
+) -> ConfigErrors {
+    let gone = std::fs::metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+    if !gone {
+        return e;
+    }
+    let Ok(Some(root)) = recording_dir(path, chosen) else {
+        return e;
+    };
+    let Ok(Some(recorded)) = recorded_fleet(&root) else {
+        return e;
+    };
+    if named != Named::Default && recorded.path != recorded_form(path) {
+        return e;
+    }
+    if let Some(first) = e.errors.first_mut() {
+        first.message.push_str(&format!(
+            "; the state directory {} holds a copy of {}, with which `down`, `status`, `logs` and `events` still work",
+            root.display(),
+            recorded.path.display()
+        ));
+    }
+    e
+}
