@@ -37,6 +37,9 @@ _mcpfleet() {
             mcpfleet,help)
                 cmd="mcpfleet__subcmd__help"
                 ;;
+            mcpfleet,import)
+                cmd="mcpfleet__subcmd__import"
+                ;;
             mcpfleet,logs)
                 cmd="mcpfleet__subcmd__logs"
                 ;;
@@ -85,6 +88,9 @@ _mcpfleet() {
             mcpfleet__subcmd__help,help)
                 cmd="mcpfleet__subcmd__help__subcmd__help"
                 ;;
+            mcpfleet__subcmd__help,import)
+                cmd="mcpfleet__subcmd__help__subcmd__import"
+                ;;
             mcpfleet__subcmd__help,logs)
                 cmd="mcpfleet__subcmd__help__subcmd__logs"
                 ;;
@@ -119,7 +125,7 @@ _mcpfleet() {
 
     case "${cmd}" in
         mcpfleet)
-            opts="-f -v -q -h -V --file --state-dir --output --verbose --quiet --help --version check up down status reconnect reset tools call connect serve logs events validate supervise completions help"
+            opts="-f -v -q -h -V --file --state-dir --output --verbose --quiet --help --version check up down status reconnect reset tools call connect serve logs events validate import supervise completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -329,7 +335,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__help)
-            opts="check up down status reconnect reset tools call connect serve logs events validate supervise completions help"
+            opts="check up down status reconnect reset tools call connect serve logs events validate import supervise completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -427,6 +433,20 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpfleet__subcmd__help__subcmd__import)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -559,6 +579,36 @@ _mcpfleet() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpfleet__subcmd__import)
+            opts="-o -v -q -h --out --force --state-dir --output --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

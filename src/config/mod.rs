@@ -8,6 +8,9 @@
 //! starts processes and never prints; reading the file, the environment through
 //! the lookup it is given, and checking `cwd` directories are its only effects.
 //!
+//! An MCP client's configuration (`.mcp.json` and the like) is read through
+//! [`import`], which maps it to the same fleet (docs/design.md §15).
+//!
 //! The keys and patterns the validator accepts are public ([`SERVER_KEYS`],
 //! [`DURATION_PATTERN`], …) so that the JSON Schema in `config/` can be tested
 //! against the very lists the validator uses.
@@ -21,6 +24,7 @@
 pub mod duration;
 mod error;
 mod expand;
+pub mod import;
 mod keys;
 mod policy;
 mod render;
@@ -67,6 +71,10 @@ pub struct Fleet {
     pub servers: Vec<ServerSpec>,
     /// How the fleet is served as one MCP server (docs/design.md §14).
     pub gateway: GatewaySpec,
+    /// What the user should be told about the file, one line each: for an MCP
+    /// client's file read with `-f`, the servers renamed and the entries not
+    /// carried over (docs/design.md §15). Empty for a fleet file.
+    pub notices: Vec<String>,
 }
 
 /// The fleet file's `gateway:`.
@@ -296,10 +304,22 @@ pub fn discover(
     }
 }
 
-/// Reads and validates a fleet file; `env` looks up `${env:NAME}`.
+/// Reads and validates a fleet file; `env` looks up `${env:NAME}`. An MCP
+/// client's configuration (`*.json`, or text that starts with `{` and has no
+/// `version`) is read through [`import`], as `mcpfleet import` maps it.
 pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Fleet, ConfigErrors> {
+    let text = read_text(path, "fleet file")?;
+    if import::is_client_file(path, &text) {
+        return import::load_client_file(&text, path, env);
+    }
+    load_str(&text, path, env)
+}
+
+/// The text of a file of at most [`MAX_FILE_BYTES`], valid UTF-8; `what` names
+/// the file in the message when it cannot be read.
+fn read_text(path: &Path, what: &str) -> Result<String, ConfigErrors> {
     let cannot_read =
-        |e: std::io::Error| ConfigErrors::single(path, format!("cannot read the fleet file: {e}"));
+        |e: std::io::Error| ConfigErrors::single(path, format!("cannot read the {what}: {e}"));
     let file = std::fs::File::open(path).map_err(cannot_read)?;
     let mut bytes = Vec::new();
     // One byte more than allowed tells "too large" apart from "exactly the limit".
@@ -309,14 +329,14 @@ pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Fleet, 
     if bytes.len() > MAX_FILE_BYTES {
         return Err(too_large(path));
     }
-    let text = match String::from_utf8(bytes) {
-        Ok(text) => text,
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(text),
         Err(e) => {
             let valid = e.utf8_error().valid_up_to();
             let bytes = e.as_bytes();
             let (line, column) =
                 yaml::line_column(&String::from_utf8_lossy(&bytes[..valid]), valid);
-            return Err(ConfigErrors {
+            Err(ConfigErrors {
                 file: path.to_path_buf(),
                 errors: vec![ConfigError {
                     line: Some(line),
@@ -324,10 +344,9 @@ pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Fleet, 
                     path: String::new(),
                     message: "the file is not valid UTF-8".into(),
                 }],
-            });
+            })
         }
-    };
-    load_str(&text, path, env)
+    }
 }
 
 /// Validates the text of a fleet file; `path` is where it came from (used for

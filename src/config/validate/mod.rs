@@ -28,6 +28,7 @@ mod remote;
 mod stdio;
 
 pub use remote::{HEADER_NAME_PATTERN, URL_PATTERN};
+pub(crate) use remote::{check_url, is_header_name, is_header_value};
 
 /// Fleet and server names, as a regular expression (what [`is_name`] checks).
 pub const NAME_PATTERN: &str = "^[a-z0-9][a-z0-9_-]{0,62}$";
@@ -118,6 +119,7 @@ impl Validator<'_> {
             name,
             servers,
             gateway,
+            notices: Vec::new(),
         })
     }
 
