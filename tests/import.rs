@@ -54,8 +54,9 @@ impl Project {
             std::fs::create_dir_all(to.parent().unwrap()).unwrap();
             std::fs::copy(data(from), to).unwrap();
         }
-        // The working directory the VS Code example names.
+        // The working directory and env file the examples name.
         std::fs::create_dir_all(dir.path().join("server")).unwrap();
+        std::fs::write(dir.path().join(".env"), "PROJECT=app\n").unwrap();
         Project { dir }
     }
 
@@ -271,6 +272,10 @@ fn cursor_mcp_json() {
                 || server_py.starts_with(project.dir.path().to_str().unwrap())),
         "${{workspaceFolder}} is the project: {server_py}"
     );
+    // `envFile` is `env_file:`, shown as its path.
+    let env_file = tools["env_file"][0].as_str().unwrap();
+    assert!(env_file.ends_with("/.env"), "{tools}");
+    assert!(!fleet.to_string().contains("PROJECT=app"));
     assert_eq!(
         resolved(&fleet, "userjot")["headers"]["Authorization"],
         "Bearer ${env:USERJOT_API_TOKEN}"

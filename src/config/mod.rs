@@ -21,6 +21,7 @@
 //!   └────────────yaml::locate──────────┴──▶ ConfigErrors (line:column, sorted)
 //! ```
 
+mod dotenv;
 pub mod duration;
 mod error;
 mod expand;
@@ -244,12 +245,48 @@ impl Transport {
 pub struct StdioSpec {
     pub command: Text,
     pub args: Vec<Text>,
-    /// Added to the inherited environment, in file order.
+    /// `env:` as written, in file order; it wins over `env_files`. What the
+    /// server gets is [`StdioSpec::environment`].
     pub env: Vec<(String, Text)>,
+    /// `env_file:` of `defaults:`, then the server's own, each read at load time.
+    pub env_files: Vec<EnvFile>,
     /// Absolute and existing at load time.
     pub cwd: PathBuf,
     /// Run `command` through `sh -c` instead of directly; only when the user asks.
     pub shell: bool,
+}
+
+impl StdioSpec {
+    /// The variables added to the inherited environment: those of each env
+    /// file in order, then `env:`; of a name set twice, the later wins
+    /// (docs/design.md §7).
+    pub fn environment(&self) -> Vec<(&str, &Text)> {
+        let mut out: Vec<(&str, &Text)> = Vec::new();
+        let all = self
+            .env_files
+            .iter()
+            .flat_map(|f| f.vars.iter())
+            .chain(self.env.iter());
+        for (name, value) in all {
+            out.retain(|(n, _)| *n != name);
+            out.push((name, value));
+        }
+        out
+    }
+}
+
+/// One file of `env_file:`: dotenv lines (`KEY=VALUE`), read when the fleet
+/// file is loaded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnvFile {
+    /// Absolute.
+    pub path: PathBuf,
+    /// The path as it may be shown: as written when `${env:}` was expanded into
+    /// it, else absolute.
+    pub shown: String,
+    /// The file's variables; each value is a secret, shown only as
+    /// `<NAME from FILE>` (docs/design.md §6).
+    pub vars: Vec<(String, Text)>,
 }
 
 /// A remote server that mcpfleet reaches over streamable HTTP.

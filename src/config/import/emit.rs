@@ -102,6 +102,7 @@ fn server_entry(out: &mut String, server: &Server) {
             command,
             args,
             env,
+            env_files,
             cwd,
         } => {
             out.push_str(&format!("    command: {}\n", scalar(command)));
@@ -110,6 +111,10 @@ fn server_entry(out: &mut String, server: &Server) {
                 out.push_str(&format!("    args: [{}]\n", items.join(", ")));
             }
             mapping(out, "env", env);
+            if !env_files.is_empty() {
+                let items: Vec<String> = env_files.iter().map(|f| scalar(f)).collect();
+                out.push_str(&format!("    env_file: [{}]\n", items.join(", ")));
+            }
             if let Some(cwd) = cwd {
                 out.push_str(&format!("    cwd: {}\n", scalar(cwd)));
             }

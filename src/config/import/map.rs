@@ -2,7 +2,8 @@
 //!
 //! Every client writes `command`, `args` and `env` for a stdio server; a remote
 //! one is `url` (Windsurf: `serverUrl`) and `headers`, with a `type` that says
-//! `http` or `streamable-http` (Claude Code, VS Code, Cursor), or none. What an
+//! `http` or `streamable-http` (Claude Code, VS Code, Cursor), or none; VS Code
+//! and Cursor add `envFile`, which becomes `env_file:`. What an
 //! entry says that mcpfleet cannot do (the legacy `sse` type, an unknown type,
 //! a VS Code input prompt, a value of the wrong kind) makes the whole entry one
 //! that is not carried over: a server that half works is worse than one the
@@ -293,33 +294,42 @@ impl Entry<'_, '_> {
         let mut cwd = None;
         if let Some(dir) = entry.get("cwd") {
             let text = self.text("cwd", dir)?.text;
-            let path = Path::new(&text);
-            cwd = Some(
-                match has_reference(&text) || path.is_absolute() || text.is_empty() {
-                    true => text,
-                    // Relative to the project the client's file belongs to, not to
-                    // wherever the fleet file is written.
-                    false => self
-                        .mapper
-                        .places
-                        .workspace
-                        .join(path)
-                        .display()
-                        .to_string(),
-                },
-            );
+            cwd = Some(self.in_workspace(text));
             self.place("cwd", "cwd", dir.pos);
         }
-        if entry.get("envFile").is_some() {
-            self.notes
-                .push("`envFile` is not carried over: set its variables in `env:`".to_string());
+        let mut env_files = Vec::new();
+        if let Some(file) = entry.get("envFile") {
+            let text = self.text("envFile", file)?.text;
+            if text.is_empty() {
+                return Err("`envFile` is empty".into());
+            }
+            env_files.push(self.in_workspace(text));
+            self.place("env_file", "envFile", file.pos);
         }
         Ok(Transport::Stdio {
             command,
             args,
             env,
+            env_files,
             cwd,
         })
+    }
+
+    /// A path as the fleet file needs it: a relative one is taken from the
+    /// project the client's file belongs to, not from wherever the fleet file
+    /// is written.
+    fn in_workspace(&self, text: String) -> String {
+        let path = Path::new(&text);
+        match has_reference(&text) || path.is_absolute() || text.is_empty() {
+            true => text,
+            false => self
+                .mapper
+                .places
+                .workspace
+                .join(path)
+                .display()
+                .to_string(),
+        }
     }
 
     /// Arguments, with the values of secret flags (`--api-key VALUE`,

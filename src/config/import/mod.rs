@@ -111,6 +111,8 @@ pub enum Transport {
         command: String,
         args: Vec<String>,
         env: Vec<(String, String)>,
+        /// `envFile` (VS Code, Cursor), for `env_file:`.
+        env_files: Vec<String>,
         cwd: Option<String>,
     },
     Http {

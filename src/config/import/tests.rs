@@ -68,6 +68,7 @@ fn stdio(server: &Server) -> StdioParts<'_> {
             args,
             env,
             cwd,
+            ..
         } => (command, args, env, cwd.as_deref()),
         other => panic!("{other:?}"),
     }
@@ -280,7 +281,11 @@ fn claude_code() {
 
 #[test]
 fn cursor() {
-    let imported = import(CURSOR, "/home/ada/app/.cursor/mcp.json");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display().to_string();
+    std::fs::write(dir.path().join(".env"), "PROJECT=app\n").unwrap();
+    let path = dir.path().join(".cursor/mcp.json");
+    let imported = import(CURSOR, path.to_str().unwrap());
     assert_eq!(imported.client, Client::Cursor);
     assert_eq!(
         names(&imported),
@@ -309,17 +314,38 @@ fn cursor() {
     );
     assert_eq!(headers[0].1, "${env:LOCAL_API_API_KEY_2}");
     // The workspace is the folder that holds .cursor/.
-    let (_, args, _, _) = stdio(server(&imported, "project-tools"));
+    let tools = server(&imported, "project-tools");
+    let (_, args, _, _) = stdio(tools);
     assert_eq!(
         args,
-        ["/home/ada/app/tools/server.py", "--home", "${env:HOME}"]
+        [
+            format!("{root}/tools/server.py"),
+            "--home".into(),
+            "${env:HOME}".into()
+        ]
+    );
+    // `envFile` becomes `env_file:`, and the server gets what the file holds.
+    let Transport::Stdio { env_files, .. } = &tools.transport else {
+        panic!()
+    };
+    assert_eq!(env_files, &[format!("{root}/.env")]);
+    assert!(
+        imported
+            .fleet_file()
+            .contains(&format!("    env_file: [{root}/.env]\n"))
     );
     assert!(
         skipped(&imported, "remote-sse")
             .reason
             .contains("type: sse")
     );
-    let fleet = round_trip(&imported, &tmp());
+    let fleet = round_trip(&imported, dir.path());
+    let Running::Stdio(tools) = &fleet.server("project-tools").unwrap().transport else {
+        panic!()
+    };
+    let environment = tools.environment();
+    assert_eq!(environment[0].0, "PROJECT");
+    assert_eq!(environment[0].1.value, "app");
     let Running::Http(local) = &fleet.server("local-api").unwrap().transport else {
         panic!()
     };
@@ -374,6 +400,7 @@ fn windsurf() {
 fn vscode() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("server")).unwrap();
+    std::fs::write(dir.path().join(".env"), "").unwrap();
     let path = dir.path().join(".vscode/mcp.json");
     let imported = import(VSCODE, path.to_str().unwrap());
     assert_eq!(imported.client, Client::VsCode);
@@ -634,4 +661,29 @@ fn a_clients_file_loads_as_a_fleet() {
             "40:26: mcpServers.api-server.headers.Authorization: environment variable `API_KEY` is not set",
         ]
     );
+}
+
+/// `envFile` under `-f`: the file is read as `env_file:` is, and a missing one
+/// is an error at the `envFile` of the client's file.
+#[test]
+fn env_file_of_a_clients_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(".vscode/mcp.json");
+    let text = "{\n  \"servers\": {\n    \"py\": {\n      \"command\": \"python\",\n      \"envFile\": \"${workspaceFolder}/.env\"\n    }\n  }\n}\n";
+    let err = load_client_file(text, &path, &|_| None).unwrap_err();
+    let shown: Vec<String> = err.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown,
+        [format!(
+            "5:18: servers.py.envFile: cannot read env file `{}/.env`: no such file",
+            dir.path().display()
+        )]
+    );
+    std::fs::write(dir.path().join(".env"), "TOKEN=from-file\n").unwrap();
+    let fleet = load_client_file(text, &path, &|_| None).unwrap();
+    let Running::Stdio(py) = &fleet.servers[0].transport else {
+        panic!()
+    };
+    assert_eq!(py.environment()[0].1.value, "from-file");
+    assert!(!format!("{fleet:?}").contains("from-file"));
 }
