@@ -687,3 +687,59 @@ fn env_file_of_a_clients_file() {
     assert_eq!(py.environment()[0].1.value, "from-file");
     assert!(!format!("{fleet:?}").contains("from-file"));
 }
+
+/// Mutated client files (bytes flipped, cut, spliced) are mapped to a fleet
+/// file that is YAML, or refused with a line and column or a key path; never a
+/// panic.
+#[test]
+fn mutated_files_never_panic() {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n.max(1) as u64) as usize
+    };
+    let sources = [CLAUDE_DESKTOP, CLAUDE_CODE, CURSOR, WINDSURF, VSCODE];
+    let specials = b"{}[]\":,\\/*$-0 \n\te";
+    for round in 0..2000 {
+        let mut bytes = sources[round % sources.len()].as_bytes().to_vec();
+        for _ in 0..1 + next(4) {
+            let at = next(bytes.len());
+            match next(4) {
+                0 => bytes[at] = specials[next(specials.len())],
+                1 => bytes.truncate(at),
+                2 => {
+                    let from = next(bytes.len());
+                    let piece: Vec<u8> = bytes[from..(from + next(40)).min(bytes.len())].to_vec();
+                    bytes.splice(at..at, piece);
+                }
+                _ => {
+                    bytes.remove(at.min(bytes.len().saturating_sub(1)));
+                }
+            }
+            if bytes.is_empty() {
+                break;
+            }
+        }
+        let Ok(text) = String::from_utf8(bytes) else {
+            continue;
+        };
+        match parse(&text, Path::new("/tmp/p/.vscode/mcp.json")) {
+            Ok(imported) => {
+                // Whatever the names and values, the text is YAML.
+                let yaml = imported.fleet_file();
+                if let Err(e) = serde_yaml::from_str::<serde_yaml::Value>(&yaml) {
+                    panic!("{text:?} gave a fleet file that is not YAML: {e}\n{yaml}");
+                }
+            }
+            Err(e) => {
+                let error = &e.errors[0];
+                assert!(
+                    error.line.is_some() || !error.path.is_empty(),
+                    "{text:?}: {e}"
+                );
+            }
+        }
+    }
+}
