@@ -102,7 +102,12 @@ impl Entry<'_, '_> {
             }
         }
         let url_key = match (entry.get("serverUrl"), entry.get("url")) {
-            (Some(_), _) => "serverUrl",
+            (Some(_), Some(_)) => {
+                self.notes
+                    .push("both `serverUrl` and `url`: `serverUrl` is used".into());
+                "serverUrl"
+            }
+            (Some(_), None) => "serverUrl",
             _ => "url",
         };
         let kind = self.kind(entry, url_key)?;
