@@ -47,6 +47,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('events', 'events', [CompletionResultType]::ParameterValue, 'Show the event log (every transition) as NDJSON')
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Check a fleet file and print the resolved fleet (secrets redacted)')
             [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List the fleets under the state root: name, fleet file, state directory, supervisor pid, servers running/total (with --state-dir, that one)')
+            [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Print a fleet file made from an MCP client''s configuration: Claude Desktop, Claude Code, Cursor, Windsurf or VS Code (secrets become ${env:NAME})')
             [CompletionResult]::new('supervise', 'supervise', [CompletionResultType]::ParameterValue, 'Run the supervisor of a fleet (started by `up`; not for direct use)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -238,6 +239,20 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'mcpfleet;import' {
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Write the fleet file to PATH instead of stdout (refused if PATH exists, unless --force)')
+            [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Write the fleet file to PATH instead of stdout (refused if PATH exists, unless --force)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Replace the file named by --out if it exists')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'mcpfleet;supervise' {
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
@@ -275,6 +290,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('events', 'events', [CompletionResultType]::ParameterValue, 'Show the event log (every transition) as NDJSON')
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Check a fleet file and print the resolved fleet (secrets redacted)')
             [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List the fleets under the state root: name, fleet file, state directory, supervisor pid, servers running/total (with --state-dir, that one)')
+            [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Print a fleet file made from an MCP client''s configuration: Claude Desktop, Claude Code, Cursor, Windsurf or VS Code (secrets become ${env:NAME})')
             [CompletionResult]::new('supervise', 'supervise', [CompletionResultType]::ParameterValue, 'Run the supervisor of a fleet (started by `up`; not for direct use)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -320,6 +336,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;help;ls' {
+            break
+        }
+        'mcpfleet;help;import' {
             break
         }
         'mcpfleet;help;supervise' {

@@ -37,6 +37,9 @@ _mcpfleet() {
             mcpfleet,help)
                 cmd="mcpfleet__subcmd__help"
                 ;;
+            mcpfleet,import)
+                cmd="mcpfleet__subcmd__import"
+                ;;
             mcpfleet,logs)
                 cmd="mcpfleet__subcmd__logs"
                 ;;
@@ -88,6 +91,9 @@ _mcpfleet() {
             mcpfleet__subcmd__help,help)
                 cmd="mcpfleet__subcmd__help__subcmd__help"
                 ;;
+            mcpfleet__subcmd__help,import)
+                cmd="mcpfleet__subcmd__help__subcmd__import"
+                ;;
             mcpfleet__subcmd__help,logs)
                 cmd="mcpfleet__subcmd__help__subcmd__logs"
                 ;;
@@ -125,7 +131,7 @@ _mcpfleet() {
 
     case "${cmd}" in
         mcpfleet)
-            opts="-f -v -q -h -V --file --state-dir --output --verbose --quiet --help --version check up down status reconnect reset tools call connect serve logs events validate ls supervise completions help"
+            opts="-f -v -q -h -V --file --state-dir --output --verbose --quiet --help --version check up down status reconnect reset tools call connect serve logs events validate ls import supervise completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -335,7 +341,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__help)
-            opts="check up down status reconnect reset tools call connect serve logs events validate ls supervise completions help"
+            opts="check up down status reconnect reset tools call connect serve logs events validate ls import supervise completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -433,6 +439,20 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpfleet__subcmd__help__subcmd__import)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -579,6 +599,36 @@ _mcpfleet() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpfleet__subcmd__import)
+            opts="-o -v -q -h --out --force --state-dir --output --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

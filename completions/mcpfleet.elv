@@ -44,6 +44,7 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand events 'Show the event log (every transition) as NDJSON'
             cand validate 'Check a fleet file and print the resolved fleet (secrets redacted)'
             cand ls 'List the fleets under the state root: name, fleet file, state directory, supervisor pid, servers running/total (with --state-dir, that one)'
+            cand import 'Print a fleet file made from an MCP client''s configuration: Claude Desktop, Claude Code, Cursor, Windsurf or VS Code (secrets become ${env:NAME})'
             cand supervise 'Run the supervisor of a fleet (started by `up`; not for direct use)'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -220,6 +221,19 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
+        &'mcpfleet;import'= {
+            cand -o 'Write the fleet file to PATH instead of stdout (refused if PATH exists, unless --force)'
+            cand --out 'Write the fleet file to PATH instead of stdout (refused if PATH exists, unless --force)'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand --output 'Output format for the result on stdout'
+            cand --force 'Replace the file named by --out if it exists'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -q 'No progress and no log lines below errors on stderr'
+            cand --quiet 'No progress and no log lines below errors on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
         &'mcpfleet;supervise'= {
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand --output 'Output format for the result on stdout'
@@ -255,6 +269,7 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand events 'Show the event log (every transition) as NDJSON'
             cand validate 'Check a fleet file and print the resolved fleet (secrets redacted)'
             cand ls 'List the fleets under the state root: name, fleet file, state directory, supervisor pid, servers running/total (with --state-dir, that one)'
+            cand import 'Print a fleet file made from an MCP client''s configuration: Claude Desktop, Claude Code, Cursor, Windsurf or VS Code (secrets become ${env:NAME})'
             cand supervise 'Run the supervisor of a fleet (started by `up`; not for direct use)'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -286,6 +301,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;help;validate'= {
         }
         &'mcpfleet;help;ls'= {
+        }
+        &'mcpfleet;help;import'= {
         }
         &'mcpfleet;help;supervise'= {
         }

@@ -649,6 +649,8 @@ servers:
     "version: 1\nservers: {a: {url: 'http://h/mcp'}}\n",
     "version: 1\nservers: {a: {url: 'https://[::1]:8443', headers: }}\n",
     "version: 1\nservers: {a: {url: 'https://${env:HOST}/mcp', headers: {}}}\n",
+    // Beside the scratch path, written by the test.
+    "version: 1\ndefaults: {env_file: mcpfleet-schema-test.env}\nservers: {a: {command: x, env_file: [mcpfleet-schema-test.env, ./mcpfleet-schema-test.env]}, b: {command: x, env_file: []}}\n",
 ];
 
 const BOTH_REFUSE: &[&str] = &[
@@ -669,6 +671,11 @@ const BOTH_REFUSE: &[&str] = &[
     "version: 1\nservers: {a: {enabled: true}}\n",
     "version: 1\nservers: {a: {url: 'http://h', args: []}}\n",
     "version: 1\nservers: {a: {url: 'http://h', env: {}}}\n",
+    "version: 1\nservers: {a: {url: 'http://h', env_file: x.env}}\n",
+    "version: 1\nservers: {a: {command: x, env_file: ''}}\n",
+    "version: 1\nservers: {a: {command: x, env_file: {a: b}}}\n",
+    "version: 1\nservers: {a: {command: x, env_file: [[a]]}}\n",
+    "version: 1\ndefaults: {env_file: ''}\nservers: {a: {command: x}}\n",
     "version: 1\nservers: {a: {url: 'http://h', cwd: .}}\n",
     "version: 1\nservers: {a: {url: 'http://h', shell: false}}\n",
     "version: 1\nservers: {a: {url: 'ftp://h'}}\n",
@@ -720,6 +727,8 @@ const ONLY_THE_PARSER_REFUSES: &[&str] = &[
     "version: 1\nservers: {a: {command: x, health: {interval: 5s, timeout: 5s}}}\n",
     "version: 1\nservers: {a: {command: x, health: {failures: 2}}}\n",
     "version: 1\nservers: {a: {command: x, cwd: /nonexistent/mcpfleet/dir}}\n",
+    "version: 1\nservers: {a: {command: x, env_file: /nonexistent/mcpfleet/.env}}\n",
+    "version: 1\ndefaults: {env_file: [/nonexistent/mcpfleet/.env]}\nservers: {a: {command: x}}\n",
     "version: 1\nservers: {a: {command: x, connect_timeout: 99999999999999999999h}}\n",
     "version: 1\nservers: {a: {command: x}, a: {command: y}}\n",
     "version: 1\nservers: {a: {url: 'http://'}}\n",
@@ -733,6 +742,11 @@ const ONLY_THE_PARSER_REFUSES: &[&str] = &[
 #[test]
 fn the_schema_and_the_parser_agree_on_whole_documents() {
     let s = schema();
+    std::fs::write(
+        scratch_path().with_file_name("mcpfleet-schema-test.env"),
+        "A=1\n",
+    )
+    .unwrap();
     for text in BOTH_ACCEPT {
         if let Err(e) = load_str(text, &scratch_path(), &any_env) {
             panic!("the parser refuses:\n{text}\n{e}");

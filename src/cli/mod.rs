@@ -77,6 +77,9 @@ pub enum Command {
     /// List the fleets under the state root: name, fleet file, state directory,
     /// supervisor pid, servers running/total (with --state-dir, that one)
     Ls,
+    /// Print a fleet file made from an MCP client's configuration: Claude Desktop,
+    /// Claude Code, Cursor, Windsurf or VS Code (secrets become ${env:NAME})
+    Import(ImportArgs),
     /// Run the supervisor of a fleet (started by `up`; not for direct use)
     #[command(hide = true)]
     Supervise,
@@ -93,6 +96,27 @@ pub fn completion_script(shell: clap_complete::Shell) -> Vec<u8> {
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "mcpfleet", &mut out);
     out
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Servers are read from `mcpServers` (claude_desktop_config.json, .mcp.json, \
+.cursor/mcp.json, mcp_config.json) or `servers` (.vscode/mcp.json). A secret written in the \
+file (a value of an env variable or header whose name holds KEY, TOKEN, SECRET, PASSWORD or \
+AUTH) is not copied: it becomes ${env:NAME}, and stderr says which variables to set. Entries \
+that cannot be carried over (type sse, VS Code ${input:...}, unknown types) are kept as \
+comments with the reason. The same file can be used directly: mcpfleet -f .mcp.json check"
+)]
+pub struct ImportArgs {
+    /// The client's configuration file (JSON; VS Code's comments and trailing commas allowed)
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Write the fleet file to PATH instead of stdout (refused if PATH exists, unless --force)
+    #[arg(short = 'o', long = "out", value_name = "PATH")]
+    pub out: Option<PathBuf>,
+    /// Replace the file named by --out if it exists
+    #[arg(long, requires = "out")]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@ pub mod check;
 pub mod client;
 pub mod connect;
 pub mod fleet_ops;
+pub mod import;
 pub mod ls;
 pub mod observe;
 pub mod target;
@@ -35,6 +36,9 @@ pub struct Global {
 pub enum CliError {
     #[error(transparent)]
     Config(#[from] ConfigErrors),
+    /// A file given to `import` that cannot be read as an MCP client's.
+    #[error("{}", .0.report("cannot import"))]
+    Import(ConfigErrors),
     #[error("{0}")]
     Usage(String),
     /// The state directory serves another fleet file (docs/design.md §3).
@@ -47,7 +51,10 @@ pub enum CliError {
 impl CliError {
     pub fn code(&self) -> Code {
         match self {
-            CliError::Config(_) | CliError::Usage(_) | CliError::StateDirTaken(_) => Code::Usage,
+            CliError::Config(_)
+            | CliError::Import(_)
+            | CliError::Usage(_)
+            | CliError::StateDirTaken(_) => Code::Usage,
             CliError::Internal(_) => Code::Internal,
         }
     }
@@ -59,12 +66,16 @@ impl CliError {
                 FailureKind::InvalidFleetFile,
                 format!("invalid fleet file {}", e.file.display()),
             ),
+            CliError::Import(e) => (
+                FailureKind::InvalidFleetFile,
+                format!("cannot import {}", e.file.display()),
+            ),
             CliError::Usage(m) => (FailureKind::Usage, m.clone()),
             CliError::StateDirTaken(m) => (FailureKind::StateDirTaken, m.clone()),
             CliError::Internal(e) => (FailureKind::Internal, format!("{e:#}")),
         };
         let fleet_file = match self {
-            CliError::Config(e) => Some(FleetFile {
+            CliError::Config(e) | CliError::Import(e) => Some(FleetFile {
                 file: &e.file,
                 errors: e.errors.iter().map(FleetFileError::from).collect(),
             }),
@@ -150,6 +161,7 @@ pub async fn run(cli: Cli) -> Code {
         ),
         Command::Validate => ("validate", validate::run(cli.file.as_deref(), &global)),
         Command::Ls => ("ls", ls::run(cli.state_dir.as_deref(), &global).await),
+        Command::Import(args) => ("import", import::run(args, &global)),
         Command::Up(args) => (
             "up",
             with_target(&cli, FileNeed::File, |t| fleet_ops::up(t, args, &global)).await,
@@ -243,5 +255,11 @@ pub fn load_fleet(explicit: Option<&Path>) -> Result<Fleet, CliError> {
     let env_file = std::env::var_os("MCPFLEET_FILE");
     let path = config::discover(explicit, env_file.as_deref(), &cwd)?;
     let env = |name: &str| std::env::var(name).ok();
-    Ok(config::load(&path, &env)?)
+    let fleet = config::load(&path, &env)?;
+    // An MCP client's file read directly: what did not carry over is said
+    // once per command (docs/design.md §15).
+    for notice in &fleet.notices {
+        tracing::warn!("{}: {notice}", path.display());
+    }
+    Ok(fleet)
 }

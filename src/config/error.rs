@@ -64,13 +64,30 @@ impl fmt::Display for ConfigError {
     }
 }
 
+impl ConfigErrors {
+    /// The report under another header than "invalid fleet file" (`cannot
+    /// import`), for a file that is read but not as a fleet file.
+    pub fn report(&self, header: &str) -> String {
+        Report(self, header).to_string()
+    }
+}
+
 impl fmt::Display for ConfigErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let file = self.file.display();
-        let count = self.errors.len();
+        Report(self, "invalid fleet file").fmt(f)
+    }
+}
+
+struct Report<'a>(&'a ConfigErrors, &'a str);
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Report(errors, header) = self;
+        let file = errors.file.display();
+        let count = errors.errors.len();
         let plural = if count == 1 { "" } else { "s" };
-        write!(f, "invalid fleet file {file}: {count} error{plural}")?;
-        for error in self.errors.iter().take(MAX_SHOWN) {
+        write!(f, "{header} {file}: {count} error{plural}")?;
+        for error in errors.errors.iter().take(MAX_SHOWN) {
             let sep = if error.line.is_some() { ":" } else { ": " };
             write!(f, "\n{file}{sep}{error}")?;
         }

@@ -6,8 +6,10 @@
 
 /// Keys of the top level.
 pub const TOP_KEYS: &[&str] = &["version", "name", "defaults", "gateway", "servers"];
-/// Keys of `defaults:`; each applies to every server that does not set it.
+/// Keys of `defaults:`; each applies to every server that does not set it
+/// (`env_file` to every stdio server, before the server's own).
 pub const DEFAULTS_KEYS: &[&str] = &[
+    "env_file",
     "connect_timeout",
     "cleanup_timeout",
     "restart",
@@ -21,6 +23,7 @@ pub const SERVER_KEYS: &[&str] = &[
     "command",
     "args",
     "env",
+    "env_file",
     "cwd",
     "shell",
     "url",
@@ -36,7 +39,7 @@ pub const SERVER_KEYS: &[&str] = &[
 ];
 /// Keys of a server that apply only to a stdio server (`command`): with `url`
 /// they are errors.
-pub const STDIO_ONLY_KEYS: &[&str] = &["args", "env", "cwd", "shell"];
+pub const STDIO_ONLY_KEYS: &[&str] = &["args", "env", "env_file", "cwd", "shell"];
 /// Keys of `restart:`.
 pub const RESTART_KEYS: &[&str] = &["policy", "backoff", "max_restarts", "window"];
 /// Keys of `restart.backoff:`.
@@ -56,6 +59,9 @@ const SERVER_SYNONYMS: &[(&str, &str)] = &[
     ("arguments", "args"),
     ("argv", "args"),
     ("environment", "env"),
+    ("envfile", "env_file"),
+    ("env_files", "env_file"),
+    ("dotenv", "env_file"),
     ("working_dir", "cwd"),
     ("workdir", "cwd"),
     ("working_directory", "cwd"),

@@ -8,6 +8,9 @@
 //! starts processes and never prints; reading the file, the environment through
 //! the lookup it is given, and checking `cwd` directories are its only effects.
 //!
+//! An MCP client's configuration (`.mcp.json` and the like) is read through
+//! [`import`], which maps it to the same fleet (docs/design.md §15).
+//!
 //! The keys and patterns the validator accepts are public ([`SERVER_KEYS`],
 //! [`DURATION_PATTERN`], …) so that the JSON Schema in `config/` can be tested
 //! against the very lists the validator uses.
@@ -18,9 +21,11 @@
 //!   └────────────yaml::locate──────────┴──▶ ConfigErrors (line:column, sorted)
 //! ```
 
+mod dotenv;
 pub mod duration;
 mod error;
 mod expand;
+pub mod import;
 mod keys;
 mod policy;
 mod render;
@@ -67,6 +72,10 @@ pub struct Fleet {
     pub servers: Vec<ServerSpec>,
     /// How the fleet is served as one MCP server (docs/design.md §14).
     pub gateway: GatewaySpec,
+    /// What the user should be told about the file, one line each: for an MCP
+    /// client's file read with `-f`, the servers renamed and the entries not
+    /// carried over (docs/design.md §15). Empty for a fleet file.
+    pub notices: Vec<String>,
 }
 
 /// The fleet file's `gateway:`.
@@ -236,12 +245,48 @@ impl Transport {
 pub struct StdioSpec {
     pub command: Text,
     pub args: Vec<Text>,
-    /// Added to the inherited environment, in file order.
+    /// `env:` as written, in file order; it wins over `env_files`. What the
+    /// server gets is [`StdioSpec::environment`].
     pub env: Vec<(String, Text)>,
+    /// `env_file:` of `defaults:`, then the server's own, each read at load time.
+    pub env_files: Vec<EnvFile>,
     /// Absolute and existing at load time.
     pub cwd: PathBuf,
     /// Run `command` through `sh -c` instead of directly; only when the user asks.
     pub shell: bool,
+}
+
+impl StdioSpec {
+    /// The variables added to the inherited environment: those of each env
+    /// file in order, then `env:`; of a name set twice, the later wins
+    /// (docs/design.md §7).
+    pub fn environment(&self) -> Vec<(&str, &Text)> {
+        let mut out: Vec<(&str, &Text)> = Vec::new();
+        let all = self
+            .env_files
+            .iter()
+            .flat_map(|f| f.vars.iter())
+            .chain(self.env.iter());
+        for (name, value) in all {
+            out.retain(|(n, _)| *n != name);
+            out.push((name, value));
+        }
+        out
+    }
+}
+
+/// One file of `env_file:`: dotenv lines (`KEY=VALUE`), read when the fleet
+/// file is loaded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnvFile {
+    /// Absolute.
+    pub path: PathBuf,
+    /// The path as it may be shown: as written when `${env:}` was expanded into
+    /// it, else absolute.
+    pub shown: String,
+    /// The file's variables; each value is a secret, shown only as
+    /// `<NAME from FILE>` (docs/design.md §6).
+    pub vars: Vec<(String, Text)>,
 }
 
 /// A remote server that mcpfleet reaches over streamable HTTP.
@@ -311,16 +356,28 @@ pub fn discover(
     }
 }
 
-/// Reads and validates a fleet file; `env` looks up `${env:NAME}`.
+/// Reads and validates a fleet file; `env` looks up `${env:NAME}`. An MCP
+/// client's configuration (`*.json`, or text that starts with `{` and has no
+/// `version`) is read through [`import`], as `mcpfleet import` maps it.
 pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Fleet, ConfigErrors> {
-    load_str(&read(path)?, path, env)
+    let text = read(path)?;
+    if import::is_client_file(path, &text) {
+        return import::load_client_file(&text, path, env);
+    }
+    load_str(&text, path, env)
 }
 
 /// The text of a fleet file, as [`load`] reads it: at most [`MAX_FILE_BYTES`],
 /// UTF-8 (an error says where it is not).
 pub fn read(path: &Path) -> Result<String, ConfigErrors> {
+    read_text(path, "fleet file")
+}
+
+/// The text of a file of at most [`MAX_FILE_BYTES`], valid UTF-8; `what` names
+/// the file in the message when it cannot be read.
+fn read_text(path: &Path, what: &str) -> Result<String, ConfigErrors> {
     let cannot_read =
-        |e: std::io::Error| ConfigErrors::single(path, format!("cannot read the fleet file: {e}"));
+        |e: std::io::Error| ConfigErrors::single(path, format!("cannot read the {what}: {e}"));
     let file = std::fs::File::open(path).map_err(cannot_read)?;
     let mut bytes = Vec::new();
     // One byte more than allowed tells "too large" apart from "exactly the limit".

@@ -3,7 +3,8 @@
 //! This module owns what `mcpfleet validate` shows of a fleet: every default
 //! filled in, every path absolute, and every string through [`Text::display`](super::Text::display),
 //! so that a value expanded from the environment appears as its `${env:…}`
-//! template and never as the secret. The YAML form is itself a valid fleet file.
+//! template and never as the secret. `env_file:` is shown as its paths, never
+//! what the files hold. The YAML form is itself a valid fleet file.
 
 use serde_json::{Map, Value, json};
 
@@ -71,6 +72,14 @@ fn server_json(server: &ServerSpec) -> Value {
                     .map(|(k, v)| (k.clone(), Value::from(v.display())))
                     .collect::<Map<_, _>>()
                     .into(),
+            );
+            out.insert(
+                "env_file".into(),
+                stdio
+                    .env_files
+                    .iter()
+                    .map(|f| Value::from(f.shown.as_str()))
+                    .collect(),
             );
             out.insert("cwd".into(), stdio.cwd.display().to_string().into());
             out.insert("shell".into(), stdio.shell.into());
@@ -174,6 +183,15 @@ fn server_yaml(server: &ServerSpec) -> serde_yaml::Value {
                 env.insert(k.as_str().into(), v.display().into());
             }
             out.insert("env".into(), env.into());
+            if !stdio.env_files.is_empty() {
+                // Paths only: what the files hold are secrets (docs/design.md §6).
+                let files: Vec<serde_yaml::Value> = stdio
+                    .env_files
+                    .iter()
+                    .map(|f| f.shown.as_str().into())
+                    .collect();
+                out.insert("env_file".into(), files.into());
+            }
             out.insert("cwd".into(), stdio.cwd.display().to_string().into());
             out.insert("shell".into(), stdio.shell.into());
         }

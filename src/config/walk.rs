@@ -39,20 +39,25 @@ impl At {
     }
 
     fn key_path(&self, key: &str) -> String {
-        let simple = !key.is_empty()
-            && key
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-        match (simple, self.path.is_empty()) {
-            (true, true) => key.to_string(),
-            (true, false) => format!("{}.{key}", self.path),
-            // Keys that would make the path ambiguous are quoted.
-            (false, _) => format!("{}[{}]", self.path, serde_json::Value::from(key)),
-        }
+        key_path(&self.path, key)
     }
 
     pub(super) fn item(&self, index: usize) -> At {
         self.then(Step::Item(index), format!("{}[{index}]", self.path))
+    }
+}
+
+/// The key path of `key` in the mapping at `parent`: `servers.a.env.KEY`.
+pub(super) fn key_path(parent: &str, key: &str) -> String {
+    let simple = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    match (simple, parent.is_empty()) {
+        (true, true) => key.to_string(),
+        (true, false) => format!("{parent}.{key}"),
+        // Keys that would make the path ambiguous are quoted.
+        (false, _) => format!("{parent}[{}]", serde_json::Value::from(key)),
     }
 }
 

@@ -74,7 +74,7 @@ fn resolved_json_shape() {
             "servers": [{
                 "name": "a", "enabled": false, "transport": "stdio",
                 "command": "npx", "args": ["x"], "env": {"A": "a", "B": "b"},
-                "cwd": cwd, "shell": false,
+                "env_file": [], "cwd": cwd, "shell": false,
                 "connect_timeout": "10s", "cleanup_timeout": "none",
                 "restart": {
                     "policy": "never",

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::*;
 
+mod env_file;
 mod expansion;
 mod gateway;
 mod policies;

@@ -389,7 +389,11 @@ fn headers_and_url_belong_under_a_server() {
 /// fell through to the catch-all would be reported as unknown.
 #[test]
 fn every_listed_key_is_handled() {
+    // Beside the test fleet file, for `env_file`.
+    let env_file = fleet_path().with_file_name("mcpfleet-config-test.env");
+    std::fs::write(&env_file, "A=1\n").unwrap();
     let value_for = |key: &str| match key {
+        "env_file" => "mcpfleet-config-test.env",
         "version" => "1",
         "name" => "demo",
         "defaults" | "env" | "restart" | "backoff" | "gateway" | "tools" => "{}",

@@ -7,11 +7,13 @@
 //! whole tree even after an error, so that the user fixes a file in one round,
 //! and records for each error the path of steps that `yaml::locate` turns into
 //! a line and column (the walk itself is in `walk`). It reads the environment
-//! only through the lookup it is given and the file system only to check `cwd`.
+//! only through the lookup it is given, and the file system only to check `cwd`
+//! and to read the files of `env_file:`.
 //!
 //! This file holds the top level, `defaults:`, each server's assembly and names;
-//! the values of a stdio server's keys are checked in `stdio.rs`, those of a
-//! remote server's in `remote.rs`.
+//! the values of a stdio server's keys are checked in `stdio.rs` (`env_file:`,
+//! which reads files, in `env_file.rs`), those of a remote server's in
+//! `remote.rs`.
 
 use std::path::Path;
 
@@ -21,13 +23,15 @@ use super::keys::{Level, STDIO_ONLY_KEYS};
 use super::policy::Policies;
 use super::walk::{At, Entry, Issue, Validator};
 use super::yaml::Node;
-use super::{ExposeSpec, Fleet, GatewaySpec, HttpSpec, ServerSpec, StdioSpec, Transport};
+use super::{EnvFile, ExposeSpec, Fleet, GatewaySpec, HttpSpec, ServerSpec, StdioSpec, Transport};
 
+mod env_file;
 mod gateway;
 mod remote;
 mod stdio;
 
 pub use remote::{HEADER_NAME_PATTERN, URL_PATTERN};
+pub(crate) use remote::{check_url, is_header_name, is_header_value};
 
 /// Fleet and server names, as a regular expression (what [`is_name`] checks).
 pub const NAME_PATTERN: &str = "^[a-z0-9][a-z0-9_-]{0,62}$";
@@ -42,6 +46,8 @@ pub const ENV_NAME_PATTERN: &str = "^[A-Za-z_][A-Za-z0-9_]*$";
 /// The `defaults:` block; unset timeouts fall back to [`DEFAULT_TIMEOUT`].
 #[derive(Default)]
 struct Defaults {
+    /// Read once here; each stdio server gets them before its own.
+    env_files: Vec<EnvFile>,
     connect_timeout: Option<Timeout>,
     cleanup_timeout: Option<Timeout>,
     policies: Policies,
@@ -122,6 +128,7 @@ impl Validator<'_> {
             name,
             servers,
             gateway,
+            notices: Vec::new(),
         })
     }
 
@@ -172,6 +179,7 @@ impl Validator<'_> {
                 key if !Level::Defaults.knows(key) => {
                     self.unknown_key(e, Level::Defaults);
                 }
+                "env_file" => defaults.env_files = self.env_file(e),
                 "connect_timeout" => defaults.connect_timeout = self.timeout(e),
                 "cleanup_timeout" => defaults.cleanup_timeout = self.timeout(e),
                 "restart" => defaults.policies.restart = self.restart_block(e),
@@ -232,6 +240,7 @@ impl Validator<'_> {
         let mut command = None;
         let mut args = Vec::new();
         let mut env = Vec::new();
+        let mut env_files = Vec::new();
         let mut cwd = None;
         let mut shell = false;
         let mut url_key = None;
@@ -264,6 +273,7 @@ impl Validator<'_> {
                 }
                 "args" => args = self.args(e),
                 "env" => env = self.env(e),
+                "env_file" => env_files = self.env_file(e),
                 "cwd" => cwd = self.cwd(e),
                 "shell" => shell = self.boolean(e).unwrap_or(shell),
                 "enabled" => enabled = self.boolean(e).unwrap_or(enabled),
@@ -306,6 +316,12 @@ impl Validator<'_> {
                 command,
                 args,
                 env,
+                env_files: defaults
+                    .env_files
+                    .iter()
+                    .cloned()
+                    .chain(env_files)
+                    .collect(),
                 cwd: cwd.unwrap_or_else(|| self.base_dir.to_path_buf()),
                 shell,
             }),

@@ -181,7 +181,7 @@ pub(crate) fn is_header_name(name: &str) -> bool {
 
 /// An HTTP header value: no control character but tab (so no CR, LF or NUL,
 /// which would end the header or the request early).
-fn is_header_value(value: &str) -> bool {
+pub(crate) fn is_header_value(value: &str) -> bool {
     !value.chars().any(|c| (c < ' ' && c != '\t') || c == '\x7f')
 }
 

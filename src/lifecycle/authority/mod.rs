@@ -103,10 +103,11 @@ impl ServerConfig {
         let (endpoint, command_shown) = match &spec.transport {
             crate::config::Transport::Stdio(stdio) => {
                 let args: Vec<String> = stdio.args.iter().map(|a| a.value.clone()).collect();
+                // `env_file:` values, then `env:` (docs/design.md §7).
                 let env = stdio
-                    .env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.value.clone()))
+                    .environment()
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v.value.clone()))
                     .collect();
                 let launch = Launch::new(
                     &stdio.command.value,
