@@ -322,7 +322,12 @@ fn expected_tools(fleet: &TestFleet, servers: &[&str]) -> Vec<String> {
 /// number of sessions it opened.
 #[track_caller]
 fn list_and_call(fleet: &TestFleet, door: &Door, with_b: bool) -> usize {
-    let listed = names(&ask(fleet, door, "tools/list", &[]), "tools");
+    let mut runs = 0;
+    let mut request = |method: &str, more: &[&str]| {
+        runs += 1;
+        ask(fleet, door, method, more)
+    };
+    let listed = names(&request("tools/list", &[]), "tools");
     let servers: &[&str] = if with_b {
         &["a", "b", "everything"]
     } else {
@@ -337,9 +342,7 @@ fn list_and_call(fleet: &TestFleet, door: &Door, with_b: bool) -> usize {
     assert!(expected.len() > 3 * PAGE_SIZE, "{expected:?}");
     assert_eq!(listed, expected);
 
-    let run = ask(
-        fleet,
-        door,
+    let run = request(
         "tools/call",
         &[
             "--tool-name",
@@ -361,9 +364,7 @@ fn list_and_call(fleet: &TestFleet, door: &Door, with_b: bool) -> usize {
     assert_eq!(result["_meta"]["mcpfleet/server"], "a", "{result}");
     assert!(result["_meta"]["mcpfleet/generation"].is_u64(), "{result}");
 
-    let run = ask(
-        fleet,
-        door,
+    let run = request(
         "tools/call",
         &[
             "--tool-name",
@@ -379,7 +380,7 @@ fn list_and_call(fleet: &TestFleet, door: &Door, with_b: bool) -> usize {
     );
     assert_eq!(result["_meta"]["mcpfleet/server"], "everything", "{result}");
 
-    let prompts = names(&ask(fleet, door, "prompts/list", &[]), "prompts");
+    let prompts = names(&request("prompts/list", &[]), "prompts");
     assert!(
         prompts.contains(&"everything__simple-prompt".to_owned()),
         "{prompts:?}"
@@ -389,7 +390,7 @@ fn list_and_call(fleet: &TestFleet, door: &Door, with_b: bool) -> usize {
         "only server-everything has prompts: {prompts:?}"
     );
 
-    let run = ask(fleet, door, "resources/list", &[]);
+    let run = request("resources/list", &[]);
     let resources = run.result()["resources"]
         .as_array()
         .unwrap_or_else(|| panic!("{}: no resources: {}", run.label, run.doc));
@@ -401,10 +402,10 @@ fn list_and_call(fleet: &TestFleet, door: &Door, with_b: bool) -> usize {
     );
     let uri = resources[0]["uri"].as_str().expect("a resource's uri");
     assert!(uri.starts_with("demo://"), "server-everything's: {uri}");
-    let run = ask(fleet, door, "resources/read", &["--uri", uri]);
+    let run = request("resources/read", &["--uri", uri]);
     let contents = &run.result()["contents"];
     assert_eq!(contents[0]["uri"], uri, "{}: {}", run.label, run.doc);
-    6
+    runs
 }
 
 /// The event log records `n` sessions of the Inspector through `door`, and, when
@@ -477,6 +478,11 @@ fn the_inspector_lists_and_calls_through_connect() {
         "b was never started: {doc}"
     );
     assert_inspector_sessions(&fleet, "stdio", sessions, true);
+    let doc = fleet.run_json(&["status"]).1;
+    assert!(
+        doc["gateway"].is_null() || doc["gateway"]["sessions"] == 0,
+        "no session left open: {doc}"
+    );
     down_and_no_leftovers(&fleet);
 }
 
@@ -492,11 +498,11 @@ fn the_inspector_lists_and_calls_through_serve_with_the_token() {
     let http = serve(&fleet, &[]);
 
     let sessions = list_and_call(&fleet, &Door::Http(&http), true);
+    // The Inspector's CLI does not end its HTTP session when it exits (no DELETE):
+    // each run's session stays open, until it idles out.
     let doc = fleet.run_json(&["status"]).1;
-    assert!(
-        doc["gateway"]["sessions"].as_u64().is_some(),
-        "the door is open: {doc}"
-    );
+    assert_eq!(doc["gateway"]["url"], http.url.as_str(), "{doc}");
+    assert_eq!(doc["gateway"]["sessions"], sessions, "{doc}");
 
     // No token: what a user would type first (the Inspector, finding no terminal
     // for an OAuth login, gives up), then non-interactive.
@@ -533,8 +539,7 @@ fn the_inspector_lists_and_calls_through_serve_with_the_token() {
         "{log}"
     );
 
-    // The Inspector's sessions, and none for the refused runs. (Its CLI does not
-    // end an HTTP session when it exits: no DELETE, so no `session-closed`.)
+    // The Inspector's sessions, and none for the refused runs.
     assert_inspector_sessions(&fleet, "http", sessions, false);
     for file in files_under(&inspector_home(&fleet)) {
         let content = std::fs::read(&file).unwrap_or_default();
