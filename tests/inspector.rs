@@ -499,7 +499,7 @@ fn the_inspector_lists_and_calls_through_serve_with_the_token() {
 
     let sessions = list_and_call(&fleet, &Door::Http(&http), true);
     // The Inspector's CLI does not end its HTTP session when it exits (no DELETE):
-    // each run's session stays open, until it idles out.
+    // each run's session stays open until 5 minutes without traffic close it.
     let doc = fleet.run_json(&["status"]).1;
     assert_eq!(doc["gateway"]["url"], http.url.as_str(), "{doc}");
     assert_eq!(doc["gateway"]["sessions"], sessions, "{doc}");
