@@ -82,12 +82,6 @@ impl Sdk {
     }
 }
 
-/// The gateway's HTTP door, as `serve` reported it.
-struct Http {
-    url: String,
-    token: String,
-}
-
 /// How a client reaches the gateway.
 #[derive(Clone, Copy)]
 enum Door<'a> {
@@ -368,20 +362,6 @@ fn settle(clients: &mut [Client]) {
 // ---------------------------------------------------------------------------------
 // Fleets, the supervisor, results
 
-fn quoted(path: &Path) -> String {
-    serde_json::to_string(path.to_str().expect("utf-8 path")).unwrap()
-}
-
-/// The published server-everything, over stdio.
-fn everything(name: &str) -> String {
-    let script = published_servers()
-        .join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    format!(
-        "  {name}:\n    command: node\n    args: [{}, stdio]\n    connect_timeout: 60s\n",
-        quoted(&script)
-    )
-}
-
 /// The published mcp-server-time (Python).
 fn time_server(name: &str) -> String {
     let command = published_servers().join("venv/bin/mcp-server-time");
@@ -400,57 +380,6 @@ fn sdk_server(name: &str) -> String {
         "  {name}:\n    command: node\n    args: [{}, stdio]\n    connect_timeout: 60s\n",
         quoted(&script)
     )
-}
-
-/// A fleet of the servers given as YAML (`fixture_server`, `everything`, ...).
-fn fleet_of(label: &str, servers: &[String]) -> TestFleet {
-    TestFleet::raw(
-        label,
-        &format!("version: 1\nservers:\n{}", servers.concat()),
-    )
-}
-
-/// Opens the HTTP door on a free loopback port (starting `servers`, all by
-/// default) and checks what `serve` reports.
-#[track_caller]
-fn serve(fleet: &TestFleet, servers: &[&str]) -> Http {
-    let mut args = vec!["serve", "--listen", "127.0.0.1:0"];
-    args.extend_from_slice(servers);
-    let (out, doc) = fleet.run_json(&args);
-    assert_code(&out, 0);
-    http_of(fleet, &doc)
-}
-
-/// The door a `serve` document reports; its token file is `gateway.token` in the
-/// state directory.
-#[track_caller]
-fn http_of(fleet: &TestFleet, doc: &Value) -> Http {
-    let gateway = &doc["gateway"];
-    let url = gateway["url"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no url: {doc}"));
-    assert!(
-        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
-        "{doc}"
-    );
-    assert_eq!(gateway["sessions"], 0, "{doc}");
-    let token_file = PathBuf::from(gateway["token_file"].as_str().expect("token_file"));
-    assert_eq!(
-        std::fs::canonicalize(&token_file).expect("the token file exists"),
-        std::fs::canonicalize(fleet.state_dir())
-            .unwrap()
-            .join("gateway.token"),
-        "{doc}"
-    );
-    let token = std::fs::read_to_string(&token_file)
-        .unwrap()
-        .trim()
-        .to_owned();
-    assert_eq!(token.len(), 64, "32 random bytes in hex");
-    Http {
-        url: url.to_owned(),
-        token,
-    }
 }
 
 /// `status` of the whole fleet (its exit code is not the point).
@@ -484,25 +413,6 @@ fn generation_of(fleet: &TestFleet, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no generation: {s}"))
 }
 
-/// The names of a server's tools, as `mcpfleet tools SERVER` lists them.
-fn tools_of(fleet: &TestFleet, name: &str) -> Vec<String> {
-    let (out, doc) = fleet.run_json(&["tools", name]);
-    assert_code(&out, 0);
-    server(&doc, name)["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-/// The text of a call's result.
-fn text(result: &Value) -> &str {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text: {result}"))
-}
-
 /// A result says which server and generation answered it.
 #[track_caller]
 fn assert_from(result: &Value, server: &str, generation: u64) {
@@ -521,16 +431,6 @@ fn assert_unavailable(error: &Value, server: &str, kind: &str) {
     assert_eq!(error["data"]["kind"], kind, "{error}");
     let message = error["message"].as_str().unwrap_or_default();
     assert!(message.contains(&format!("`{server}`")), "{error}");
-}
-
-/// The gateway's lines of the event log.
-fn gateway_events(fleet: &TestFleet) -> Vec<Value> {
-    std::fs::read_to_string(fleet.state_dir().join("events.ndjson"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).expect("an event is JSON"))
-        .filter(|e| e.get("gateway").is_some())
-        .collect()
 }
 
 /// The event log shows a session of each of `sdks` through `door`, opened and
@@ -569,14 +469,6 @@ fn assert_sessions_recorded(fleet: &TestFleet, door: &str, sdks: &[Sdk]) {
             "session {session} of {sdk:?} through {door} was not closed: {events:#?}"
         );
     }
-}
-
-/// `down` of the whole fleet, then nothing of the test is left.
-#[track_caller]
-fn down_and_no_leftovers(fleet: &TestFleet) {
-    let out = fleet.run(&["down"]);
-    assert_code(&out, 0);
-    fleet.assert_no_leftovers();
 }
 
 // ---------------------------------------------------------------------------------

@@ -517,3 +517,116 @@ impl Drop for Escapees {
         kill_all(&ours);
     }
 }
+
+// ---------------------------------------------------------------------------------
+// The gateway's tests (tests/gateway.rs, tests/inspector.rs): fleets of published
+// servers, the HTTP door, the event log
+
+/// The gateway's HTTP door, as `serve` reported it.
+pub struct Http {
+    pub url: String,
+    pub token: String,
+}
+
+/// A path as a string in a fleet file (JSON quoting, which YAML reads).
+pub fn quoted(path: &Path) -> String {
+    serde_json::to_string(path.to_str().expect("utf-8 path")).unwrap()
+}
+
+/// The published server-everything, over stdio.
+pub fn everything(name: &str) -> String {
+    let script = published_servers()
+        .join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    format!(
+        "  {name}:\n    command: node\n    args: [{}, stdio]\n    connect_timeout: 60s\n",
+        quoted(&script)
+    )
+}
+
+/// A fleet of the servers given as YAML (`fixture_server`, `everything`, ...).
+pub fn fleet_of(label: &str, servers: &[String]) -> TestFleet {
+    TestFleet::raw(
+        label,
+        &format!("version: 1\nservers:\n{}", servers.concat()),
+    )
+}
+
+/// Opens the HTTP door on a free loopback port (starting `servers`, all by
+/// default) and checks what `serve` reports.
+#[track_caller]
+pub fn serve(fleet: &TestFleet, servers: &[&str]) -> Http {
+    let mut args = vec!["serve", "--listen", "127.0.0.1:0"];
+    args.extend_from_slice(servers);
+    let (out, doc) = fleet.run_json(&args);
+    assert_code(&out, 0);
+    http_of(fleet, &doc)
+}
+
+/// The door a `serve` document reports; its token file is `gateway.token` in the
+/// state directory.
+#[track_caller]
+pub fn http_of(fleet: &TestFleet, doc: &Value) -> Http {
+    let gateway = &doc["gateway"];
+    let url = gateway["url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no url: {doc}"));
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{doc}"
+    );
+    assert_eq!(gateway["sessions"], 0, "{doc}");
+    let token_file = PathBuf::from(gateway["token_file"].as_str().expect("token_file"));
+    assert_eq!(
+        std::fs::canonicalize(&token_file).expect("the token file exists"),
+        std::fs::canonicalize(fleet.state_dir())
+            .unwrap()
+            .join("gateway.token"),
+        "{doc}"
+    );
+    let token = std::fs::read_to_string(&token_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert_eq!(token.len(), 64, "32 random bytes in hex");
+    Http {
+        url: url.to_owned(),
+        token,
+    }
+}
+
+/// The names of a server's tools, as `mcpfleet tools SERVER` lists them.
+pub fn tools_of(fleet: &TestFleet, name: &str) -> Vec<String> {
+    let (out, doc) = fleet.run_json(&["tools", name]);
+    assert_code(&out, 0);
+    server(&doc, name)["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The text of a call's result.
+pub fn text(result: &Value) -> &str {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text: {result}"))
+}
+
+/// The gateway's lines of the event log.
+pub fn gateway_events(fleet: &TestFleet) -> Vec<Value> {
+    std::fs::read_to_string(fleet.state_dir().join("events.ndjson"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("an event is JSON"))
+        .filter(|e| e.get("gateway").is_some())
+        .collect()
+}
+
+/// `down` of the whole fleet, then nothing of the test is left.
+#[track_caller]
+pub fn down_and_no_leftovers(fleet: &TestFleet) {
+    let out = fleet.run(&["down"]);
+    assert_code(&out, 0);
+    fleet.assert_no_leftovers();
+}
