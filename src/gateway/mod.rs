@@ -168,7 +168,10 @@ pub struct Gateway {
     holding: std::sync::atomic::AtomicBool,
     lists: Mutex<Vec<Lists>>,
     clients: Mutex<HashMap<u64, Peer<RoleServer>>>,
+    /// The next client session's id.
     next_id: AtomicU64,
+    /// The next call in flight's key (apart, so that session ids run 1, 2, 3).
+    next_call: AtomicU64,
     /// By server and the token of the call to it.
     progress: Mutex<HashMap<(usize, String), ProgressRoute>>,
     /// Clients' calls in flight, oldest first: where servers' requests go.
@@ -209,6 +212,7 @@ impl Gateway {
             lists: Mutex::new((0..servers).map(|_| Lists::default()).collect()),
             clients: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
+            next_call: AtomicU64::new(1),
             progress: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(Vec::new()),
             start_options,

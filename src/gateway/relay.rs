@@ -98,7 +98,7 @@ impl Gateway {
         theirs: RequestId,
         session: u64,
     ) -> Asking<'_> {
-        let key = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let key = self.next_call.fetch_add(1, Ordering::Relaxed);
         lock(&self.in_flight).push(InFlight {
             key,
             server: index,
