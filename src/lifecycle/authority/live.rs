@@ -67,7 +67,10 @@ impl Live {
             .map_or_else(String::new, |p| p.tag.value().to_owned())
     }
 
-    pub(super) fn stderr_lines(&self) -> Vec<String> {
-        self.process().map_or_else(Vec::new, |p| p.stderr.lines())
+    /// The server's stderr tail, to be read once teardown has drained the pipe
+    /// (a server that dies writes its last words a moment before it is seen to
+    /// exit).
+    pub(super) fn stderr_tail(&self) -> Option<StderrTail> {
+        self.process().map(|p| p.stderr.clone())
     }
 }

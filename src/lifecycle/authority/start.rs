@@ -194,8 +194,9 @@ impl Actor {
                 let cleanup = options
                     .cleanup_timeout
                     .unwrap_or(self.config.cleanup_timeout);
-                let stderr = live.stderr_lines();
+                let stderr = live.stderr_tail();
                 let ended = self.tear_down(live, cleanup, Instant::now()).await;
+                let stderr = stderr.map_or_else(Vec::new, |t| t.lines());
                 let remote = matches!(self.config.endpoint, Endpoint::Http(_));
                 let error = describe_start_error(error, ended.exit, connect_timeout, remote)
                     .with_stderr(stderr);

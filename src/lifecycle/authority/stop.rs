@@ -55,7 +55,7 @@ impl Actor {
         };
         let generation = live.generation;
         let up_for = live.ready_at.map_or(Duration::ZERO, |t| t.elapsed());
-        let stderr = live.stderr_lines();
+        let stderr = live.stderr_tail();
         // Looked at before teardown: whether the process was still running when
         // its session ended, and why the session was cut off.
         let violation = live.session.as_ref().and_then(Session::violation);
@@ -72,6 +72,7 @@ impl Actor {
         let ended = self
             .tear_down(live, self.config.cleanup_timeout, Instant::now())
             .await;
+        let stderr = stderr.map_or_else(Vec::new, |t| t.lines());
         let how = ended
             .exit
             .map_or_else(|| "exit status unknown".to_owned(), |e| e.to_string());
