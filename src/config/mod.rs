@@ -18,6 +18,7 @@
 //!   └────────────yaml::locate──────────┴──▶ ConfigErrors (line:column, sorted)
 //! ```
 
+mod definition;
 pub mod duration;
 mod error;
 mod expand;
@@ -36,6 +37,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use definition::{DEFINITION_KEYS, Definition, SETTING_KEYS, changed_settings};
 pub use duration::{DEFAULT_TIMEOUT, DurationError, Timeout, parse_duration};
 pub use error::{ConfigError, ConfigErrors};
 pub use expand::{ExpandError, Text};
@@ -298,6 +300,12 @@ pub fn discover(
 
 /// Reads and validates a fleet file; `env` looks up `${env:NAME}`.
 pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Fleet, ConfigErrors> {
+    load_str(&read(path)?, path, env)
+}
+
+/// Reads the text of a fleet file: at most [`MAX_FILE_BYTES`], valid UTF-8 (an
+/// error names the line and column of the first invalid byte).
+pub fn read(path: &Path) -> Result<String, ConfigErrors> {
     let cannot_read =
         |e: std::io::Error| ConfigErrors::single(path, format!("cannot read the fleet file: {e}"));
     let file = std::fs::File::open(path).map_err(cannot_read)?;
@@ -309,25 +317,20 @@ pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Fleet, 
     if bytes.len() > MAX_FILE_BYTES {
         return Err(too_large(path));
     }
-    let text = match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => {
-            let valid = e.utf8_error().valid_up_to();
-            let bytes = e.as_bytes();
-            let (line, column) =
-                yaml::line_column(&String::from_utf8_lossy(&bytes[..valid]), valid);
-            return Err(ConfigErrors {
-                file: path.to_path_buf(),
-                errors: vec![ConfigError {
-                    line: Some(line),
-                    column: Some(column),
-                    path: String::new(),
-                    message: "the file is not valid UTF-8".into(),
-                }],
-            });
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let (line, column) = yaml::line_column(&String::from_utf8_lossy(&bytes[..valid]), valid);
+        ConfigErrors {
+            file: path.to_path_buf(),
+            errors: vec![ConfigError {
+                line: Some(line),
+                column: Some(column),
+                path: String::new(),
+                message: "the file is not valid UTF-8".into(),
+            }],
         }
-    };
-    load_str(&text, path, env)
+    })
 }
 
 /// Validates the text of a fleet file; `path` is where it came from (used for

@@ -4,5 +4,6 @@
 pub mod calls;
 pub mod exit;
 pub mod line;
+pub mod plan;
 pub mod progress;
 pub mod report;

@@ -96,6 +96,18 @@ impl Handle {
         Ok(snapshot)
     }
 
+    /// Gives the server a new configuration (the fleet file changed,
+    /// docs/design.md §15). Its settings (deadlines, restart, health, idle stop)
+    /// apply as soon as the authority wakes, before any request sent after this;
+    /// its definition applies to the next generation: a running one is left as it
+    /// is, and [`Intent::Converge`] restarts it if its definition differs.
+    /// A configuration for another server is ignored.
+    pub fn configure(&self, config: ServerConfig) {
+        if config.name == *self.name {
+            self.config.send_replace(config);
+        }
+    }
+
     /// The authority's published state, to be told of every change.
     pub fn changes(&self) -> watch::Receiver<Snapshot> {
         self.published.clone()
