@@ -2,11 +2,11 @@
 //! clients of the supervisor. Each sends one request and renders its report; the
 //! exit code is the report's, computed by the supervisor from docs/design.md §5.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::client::{self, ClientError};
-use super::{CliError, Global, load_fleet};
+use super::{CliError, Global, find_fleet, read_fleet};
 use crate::cli::{DownArgs, ReconnectArgs, ResetArgs, ServeArgs, StatusArgs, UpArgs};
 use crate::config::Fleet;
 use crate::host::{self, Unnamed};
@@ -16,7 +16,7 @@ use crate::output::exit::Code;
 use crate::output::progress::Progress;
 use crate::output::report::{self, FailureKind, FailureReport, Format, Report, ServerReport};
 use crate::process::procfs;
-use crate::protocol::{Deadlines, Op};
+use crate::protocol::{Deadlines, FleetSource, Op};
 use crate::supervisor::persist::Persisted;
 use crate::supervisor::state_dir::StateDir;
 
@@ -24,15 +24,26 @@ use crate::supervisor::state_dir::StateDir;
 pub struct Target {
     pub fleet: Fleet,
     pub dir: StateDir,
+    /// The fleet file as read, sent with the requests that act on it, so that the
+    /// supervisor acts on the file the caller sees (docs/design.md §15).
+    pub source: Option<FleetSource>,
+    /// Where the fleet file was found (for `up --watch`).
+    pub path: PathBuf,
 }
 
 impl Target {
     pub fn load(file: Option<&Path>, state_dir: Option<&Path>) -> Result<Target, CliError> {
-        let fleet = load_fleet(file)?;
+        let path = find_fleet(file)?;
+        let (fleet, source) = read_fleet(&path)?;
         let root =
             StateDir::locate(&fleet, state_dir).map_err(|e| CliError::Usage(e.to_string()))?;
         let dir = StateDir::open(&root).map_err(|e| anyhow::anyhow!("{e}"))?;
-        Ok(Target { fleet, dir })
+        Ok(Target {
+            fleet,
+            dir,
+            source,
+            path,
+        })
     }
 }
 
@@ -50,7 +61,18 @@ pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> 
     if args.foreground {
         return foreground(t, args, g).await;
     }
-    let op = Op::Up {
+    if args.dry_run {
+        return dry_run(t, args, g).await;
+    }
+    if args.watch {
+        return super::watch::up(t, args, g).await;
+    }
+    send(&t, up_op(&t, args, false), true, "up", g).await
+}
+
+/// The `up` request of `args`, carrying the fleet file as `t` read it.
+pub(super) fn up_op(t: &Target, args: &UpArgs, dry_run: bool) -> Op {
+    Op::Up {
         servers: args.servers.clone(),
         force: args.force,
         deadlines: Deadlines {
@@ -58,8 +80,34 @@ pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> 
             connect_ms: args.connect_timeout,
             cleanup_ms: None,
         },
-    };
-    send(&t, op, true, "up", g).await
+        fleet: t.source.clone(),
+        dry_run,
+        remove_orphans: args.remove_orphans,
+    }
+}
+
+/// `up --dry-run`: the plan, from the supervisor if one runs (never started for
+/// this), else from the file alone: everything would start. Nothing changes.
+async fn dry_run(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> {
+    if client::connect(&t.dir, &t.fleet.file, false).await.is_ok() {
+        return send(&t, up_op(&t, args, true), false, "up", g).await;
+    }
+    let selected = host::select(&t.fleet, &args.servers, Unnamed::Enabled)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let mut steps = crate::reconcile::plan(&t.fleet, &selected, &[], args.force, false);
+    for step in &mut steps {
+        step.added = false;
+        step.note = Some("no supervisor runs: `up` starts one".into());
+    }
+    let persisted = Persisted::load(&t.dir.state()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut lines = offline_lines(&t, &persisted, &args.servers)?;
+    for line in &mut lines {
+        line.exit_code = 0;
+    }
+    let mut report = Report::new("up", lines, false);
+    report.plan = Some(steps);
+    report.dry_run = true;
+    emit(report, g)
 }
 
 /// Opens the gateway's HTTP door in the supervisor (starting it and the servers
@@ -73,6 +121,7 @@ pub async fn serve(t: Target, args: &ServeArgs, g: &Global) -> Result<Code, CliE
             connect_ms: args.connect_timeout,
             cleanup_ms: None,
         },
+        fleet: t.source.clone(),
     };
     send(&t, op, true, "serve", g).await
 }
@@ -86,6 +135,7 @@ pub async fn down(t: Target, args: &DownArgs, g: &Global) -> Result<Code, CliErr
             cleanup_ms: args.cleanup_timeout,
         },
         strict: args.strict,
+        fleet: t.source.clone(),
     };
     // With no supervisor, there is only something to do when a crashed one left
     // generations running or quarantined: then a new supervisor recovers them.
@@ -112,6 +162,7 @@ pub async fn reconnect(t: Target, args: &ReconnectArgs, g: &Global) -> Result<Co
             ..Deadlines::default()
         },
         strict: args.strict,
+        fleet: t.source.clone(),
     };
     send(&t, op, true, "reconnect", g).await
 }
@@ -130,6 +181,7 @@ pub async fn status(t: Target, args: &StatusArgs, g: &Global) -> Result<Code, Cl
         Ok(stream) => {
             let op = Op::Status {
                 servers: args.servers.clone(),
+                fleet: t.source.clone(),
             };
             finish(client::request(stream, op, |_| {}).await, "status", g)
         }
@@ -213,7 +265,7 @@ fn offline_lines(
     Ok(lines)
 }
 
-async fn send(
+pub(super) async fn send(
     t: &Target,
     op: Op,
     start: bool,
@@ -258,7 +310,7 @@ async fn send(
     finish(result, command, g)
 }
 
-fn finish(
+pub(super) fn finish(
     result: Result<Report, ClientError>,
     command: &'static str,
     g: &Global,
@@ -313,7 +365,7 @@ pub(super) fn unreachable(command: &str, e: &ClientError, g: &Global) -> Code {
     Code::Unreachable
 }
 
-fn emit(report: Report, g: &Global) -> Result<Code, CliError> {
+pub(super) fn emit(report: Report, g: &Global) -> Result<Code, CliError> {
     report::write_stdout(&report::render(&report, g.output))
         .map_err(|e| anyhow::anyhow!("cannot write to stdout: {e}"))?;
     Ok(Code::from_i32(report.exit_code))
@@ -346,7 +398,22 @@ async fn foreground(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliErr
         servers: args.servers.clone(),
         on_started,
     };
-    let teardown = crate::supervisor::run(t.fleet, t.dir, Some(fg)).await?;
+    // With --watch, the changes of the file are sent to this supervisor like any
+    // client's; the watch ends with it.
+    let watching = args.watch.then(|| {
+        let watched = Target {
+            fleet: t.fleet.clone(),
+            dir: t.dir.clone(),
+            source: t.source.clone(),
+            path: t.path.clone(),
+        };
+        tokio::spawn(super::watch::alongside(watched, args.clone(), g.clone()))
+    });
+    let teardown = crate::supervisor::run(t.fleet, t.dir, Some(fg)).await;
+    if let Some(task) = watching {
+        task.abort();
+    }
+    let teardown = teardown?;
     // The start's outcome and the final teardown's, ranked (a quarantine is a 5).
     Ok(Code::from_i32(code.load(std::sync::atomic::Ordering::SeqCst)).max(teardown))
 }

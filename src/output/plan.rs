@@ -113,6 +113,7 @@ impl PlanStep {
         let mut text = match self.action {
             Action::Start if self.added => "plan: start (added to the fleet file)".to_owned(),
             Action::Start if !self.changed.is_empty() => format!("plan: start ({changed} changed)"),
+            Action::Start if self.settings.is_empty() && self.note.is_none() => return None,
             Action::Start => "plan: start".to_owned(),
             Action::Restart => format!("plan: restart ({changed} changed)"),
             Action::Keep if self.settings.is_empty() => return None,

@@ -88,12 +88,17 @@ impl Handle {
     /// `status` never waits behind a start or a teardown in progress. After the
     /// authority has ended, this is the last state it published.
     pub async fn snapshot(&self) -> Result<Snapshot, RequestError> {
+        Ok(self.published())
+    }
+
+    /// What [`Handle::snapshot`] answers, for callers that cannot wait.
+    pub fn published(&self) -> Snapshot {
         let mut snapshot = self.published.borrow().clone();
         snapshot.uptime_ms = snapshot.ready_at.map(|t| millis(t.elapsed()));
         snapshot.retry_in_ms = snapshot
             .retry_at
             .map(|t| millis(t.saturating_duration_since(tokio::time::Instant::now())));
-        Ok(snapshot)
+        snapshot
     }
 
     /// Gives the server a new configuration (the fleet file changed,
