@@ -116,6 +116,7 @@ pub async fn stdio(
     };
     // The start's events are not relayed: the connection is the client's MCP channel.
     let (tx, _) = tokio::sync::mpsc::unbounded_channel();
+    let servers_named = !servers.is_empty();
     let up = Op::Up {
         servers,
         force: false,
@@ -132,7 +133,13 @@ pub async fn stdio(
     {
         return;
     }
-    let session = ClientSession::new(shared.gateway.clone(), "stdio").scoped(scope);
+    // Without names the session sees the whole fleet, as it changes (docs/design.md
+    // §15): servers added to the fleet file later too.
+    let session = ClientSession::new(shared.gateway.clone(), "stdio");
+    let session = match servers_named {
+        true => session.scoped(scope),
+        false => session,
+    };
     let running = match rmcp::serve_server(session, (reader, write)).await {
         Ok(r) => r,
         Err(e) => {

@@ -383,7 +383,12 @@ impl Core {
             Intent::Stop => (intent, Cause::Stop),
             Intent::Reconnect { .. } => (intent, Cause::Reconnect),
             Intent::Reset => (intent, Cause::Reset),
-            Intent::Converge => (state::converge(&self.state, stale), Cause::Reconcile),
+            // A converge that starts a server is a start; one that replaces a
+            // generation of another definition is the reconcile.
+            Intent::Converge => match state::converge(&self.state, stale) {
+                Intent::Start => (Intent::Start, Cause::Start),
+                other => (other, Cause::Reconcile),
+            },
         };
         self.waited = waited;
         match state::plan(&self.state, intent, self.last_generation, force) {

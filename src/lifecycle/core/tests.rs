@@ -740,8 +740,8 @@ async fn converge_restarts_only_a_running_generation_of_another_definition() {
     assert_eq!(
         double.records(),
         vec![
-            (Stopped, Starting, Cause::Reconcile),
-            (Starting, Running, Cause::Reconcile)
+            (Stopped, Starting, Cause::Start),
+            (Starting, Running, Cause::Start)
         ]
     );
     // Running, same definition: nothing at all.
