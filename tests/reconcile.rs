@@ -374,8 +374,12 @@ struct Watch {
 
 impl Watch {
     fn start(fleet: &TestFleet) -> Watch {
+        Watch::start_with(fleet, &["up", "--watch"])
+    }
+
+    fn start_with(fleet: &TestFleet, args: &[&str]) -> Watch {
         let mut child = fleet
-            .command(&["up", "--watch"])
+            .command(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -462,6 +466,26 @@ fn watch_applies_edits_and_refuses_a_broken_one() {
     let (_, doc) = fleet.run_json(&["status"]);
     assert!(running(&doc, "a", 2) && running(&doc, "b", 2), "{doc}");
     down_and_no_leftovers(&fleet);
+}
+
+#[test]
+fn watch_in_the_foreground_ends_with_the_fleet() {
+    let fleet = new_fleet("rc-watch-fg", &[("a", &[])]);
+    let mut watch = Watch::start_with(&fleet, &["up", "--watch", "--foreground"]);
+    watch.expect("running in the foreground");
+    let doc = wait_status(&fleet, "a running", |d| running(d, "a", 1));
+    let pa = pid_of(&doc, "a");
+    write_fleet(&fleet, &[("a", &[]), ("b", &[])]);
+    watch.expect("changed; applying");
+    let doc = wait_status(&fleet, "b started", |d| running(d, "b", 1));
+    assert_eq!(pid_of(&doc, "a"), pa);
+    let pb = pid_of(&doc, "b");
+    // Ctrl-C means `down`, for the servers the watch added too.
+    sigint(watch.child.id());
+    let status = watch.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert!(!is_alive(pa) && !is_alive(pb));
+    fleet.assert_no_leftovers();
 }
 
 /// A raw MCP client of the gateway through `mcpfleet connect`.
@@ -601,5 +625,37 @@ fn reconnect_takes_up_the_file_as_well() {
     assert_eq!(server(&doc, "a")["tools"], 6);
     let (_, doc) = fleet.run_json(&["status"]);
     assert_eq!(server(&doc, "a")["drift"]["kind"], "none");
+    down_and_no_leftovers(&fleet);
+}
+
+/// `${env:NAME}` is resolved as the caller sees it: a value that changed between
+/// two `up`s restarts the server that uses it, and appears in no output.
+#[test]
+fn a_value_from_the_callers_environment_counts() {
+    let fleet = new_fleet("rc-env", &[("a", &[])]);
+    let mut body = text(&fleet, &[("a", &[])]);
+    body.push_str("    env: { TOKEN: \"${env:RC_TOKEN}\" }\n");
+    std::fs::write(&fleet.path, body).unwrap();
+    let up = |value: &str| {
+        let mut cmd = fleet.command(&["--output", "json", "up"]);
+        cmd.env("RC_TOKEN", value);
+        let out = run_bounded(cmd, SETTLE);
+        assert_code(&out, 0);
+        for secret in ["first-s3cr3t", "second-s3cr3t"] {
+            assert!(!stdout(&out).contains(secret) && !stderr(&out).contains(secret));
+        }
+        parse_doc(&out)
+    };
+    let first = up("first-s3cr3t");
+    let again = up("first-s3cr3t");
+    assert_eq!(step(&again, "a").0, "keep");
+    assert_eq!(states(&again)["a"], states(&first)["a"]);
+    let changed = up("second-s3cr3t");
+    assert_eq!(step(&changed, "a"), ("restart".into(), vec!["env".into()]));
+    assert_eq!(states(&changed)["a"].1, Some(2));
+    let log = String::from_utf8(events(&fleet)).unwrap();
+    assert!(!log.contains("s3cr3t"));
+    // `down` needs a file it can read, as any command does.
+    write_fleet(&fleet, &[("a", &[])]);
     down_and_no_leftovers(&fleet);
 }

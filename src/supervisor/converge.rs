@@ -52,7 +52,7 @@ fn unheld(name: &str, transport: &str) -> ServerReport {
 pub async fn up(shared: &Shared, up: Up, tx: &mpsc::UnboundedSender<String>) -> Response {
     // An invalid file changes nothing (R5); the CLI has refused it already, with
     // positions, unless it changed in between.
-    let file = match up.fleet.as_ref().map(roster::load).transpose() {
+    let file = match up.fleet.as_ref().map(|f| shared.read_file(f)).transpose() {
         Ok(file) => file,
         Err(message) => return Response::Error { message },
     };
@@ -103,7 +103,7 @@ pub async fn up(shared: &Shared, up: Up, tx: &mpsc::UnboundedSender<String>) -> 
             return reply(report);
         }
         let names: Vec<String> = selected.iter().map(|s| s.name.clone()).collect();
-        shared.sync(&mut roster, file);
+        shared.sync(&mut roster, file, up.fleet.clone());
         let starts: Vec<Handle> = names
             .iter()
             .filter_map(|n| roster.held(n).map(|h| h.handle.clone()))
@@ -168,7 +168,7 @@ pub fn status(
     names: &[String],
     fleet: Option<&FleetSource>,
 ) -> Result<Report, String> {
-    let file = fleet.map(roster::load).transpose()?;
+    let file = fleet.map(|f| shared.read_file(f)).transpose()?;
     let roster = shared.roster();
     let against = file.as_ref().unwrap_or(&roster.fleet);
     // The file's servers in its order (enabled ones, unless named), then those

@@ -330,6 +330,7 @@ pub async fn run(
     let shared = Arc::new(Shared {
         roster: Mutex::new(roster::Roster {
             fleet: fleet.clone(),
+            source: None,
             servers: held,
         }),
         events,

@@ -22,6 +22,10 @@ use crate::protocol::FleetSource;
 /// The fleet file as last taken up, and every server held.
 pub struct Roster {
     pub fleet: Fleet,
+    /// The request's fleet file it was last taken up from (`None`: read by the
+    /// supervisor itself at its start): the same file again is not validated
+    /// again.
+    pub source: Option<FleetSource>,
     /// The file's servers in its order, then the orphans.
     pub servers: Vec<Held>,
 }
@@ -137,15 +141,32 @@ pub fn load(source: &FleetSource) -> Result<Fleet, String> {
 
 impl Shared {
     /// Brings the roster to the fleet file a request carries (nothing without
-    /// one). Starts, restarts and stops nothing.
+    /// one, or when it is the file last taken up). Starts, restarts and stops
+    /// nothing.
     pub fn take_up(&self, source: Option<&FleetSource>) -> Result<(), String> {
         let Some(source) = source else {
             return Ok(());
         };
+        if self.roster().source.as_ref() == Some(source) {
+            return Ok(());
+        }
         let file = load(source)?;
         let mut roster = self.roster();
-        self.sync(&mut roster, file);
+        self.sync(&mut roster, file, Some(source.clone()));
         Ok(())
+    }
+
+    /// The fleet file a request carries, validated: the roster's own when it is
+    /// the file last taken up (validating it again would cost every request as
+    /// much as the first).
+    pub fn read_file(&self, source: &FleetSource) -> Result<Fleet, String> {
+        {
+            let roster = self.roster();
+            if roster.source.as_ref() == Some(source) {
+                return Ok(roster.fleet.clone());
+            }
+        }
+        load(source)
     }
 
     /// Brings `roster` to `file`: each added server gets an authority and a place
@@ -153,7 +174,8 @@ impl Shared {
     /// (settings at once, the definition for its next generation) and its new
     /// exposure in the gateway; a server no longer in the file is orphaned and
     /// leaves the gateway; an orphan back in the file is held again as it is.
-    pub fn sync(&self, roster: &mut Roster, file: Fleet) {
+    /// `source` is the request's file it came from (kept as is when `None`).
+    pub fn sync(&self, roster: &mut Roster, file: Fleet, source: Option<FleetSource>) {
         let mut servers: Vec<Held> = Vec::with_capacity(roster.servers.len());
         let mut old = std::mem::take(&mut roster.servers);
         for spec in &file.servers {
@@ -217,6 +239,9 @@ impl Shared {
         );
         roster.servers = servers;
         roster.fleet = file;
+        if source.is_some() {
+            roster.source = source;
+        }
     }
 
     /// Forgets the orphans among `names` that are at rest (stopped or failed):
