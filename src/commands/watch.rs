@@ -81,6 +81,9 @@ async fn next_change(path: &Path, stamp: &mut Stamp, signals: &mut Option<Signal
 /// `up --watch` without `--foreground`: the first `up`, then one per change.
 pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> {
     let mut stamp = Stamp::of(&t.path);
+    // Listening from the start: once a request has listened for Ctrl-C, the
+    // signal no longer ends the process by itself.
+    let mut signals = Signals::new().ok();
     let first = send(&t, up_op(&t, args, false), true, "up", g).await?;
     if first == Code::Interrupted {
         return Ok(first);
@@ -89,7 +92,6 @@ pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> 
         "mcpfleet up --watch: watching {}; Ctrl-C stops watching and leaves the fleet up",
         t.path.display()
     );
-    let mut signals = Signals::new().ok();
     let mut current = t;
     loop {
         if next_change(&current.path, &mut stamp, &mut signals)
@@ -101,8 +103,12 @@ pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> 
             );
             return Ok(Code::Interrupted);
         }
-        if let Some(Code::Interrupted) = apply(&mut current, args, g, true).await? {
-            return Ok(Code::Interrupted);
+        match apply(&mut current, args, g, true).await {
+            Ok(Some(Code::Interrupted)) => return Ok(Code::Interrupted),
+            Ok(_) => {}
+            // A change the supervisor refused (a server named on the command line
+            // that the file no longer has, say) ends nothing: the next may do.
+            Err(e) => eprintln!("mcpfleet up --watch: {e:#}"),
         }
     }
 }
@@ -118,8 +124,10 @@ pub async fn alongside(t: Target, args: UpArgs, g: Global) {
         .await
         .is_some()
     {
-        if let Ok(Some(Code::Interrupted)) | Err(_) = apply(&mut current, &args, &g, false).await {
-            return;
+        match apply(&mut current, &args, &g, false).await {
+            Ok(Some(Code::Interrupted)) => return,
+            Ok(_) => {}
+            Err(e) => eprintln!("mcpfleet up --watch: {e:#}"),
         }
     }
 }
