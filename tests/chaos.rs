@@ -167,11 +167,7 @@ fn fleet_text(scratch: &std::path::Path, freezer: &Freezer, edits: &Edits) -> St
         ("regroup", &regroup, "cleanup_timeout: 1s"),
         ("daemon", &daemon, "cleanup_timeout: 1s"),
         ("dfork", &dfork, "cleanup_timeout: 1s"),
-        (
-            "stuck",
-            &stuck,
-            "cleanup_timeout: 1s",
-        ),
+        ("stuck", &stuck, "cleanup_timeout: 1s"),
     ];
     if edits.extra {
         servers.push((EXTRA, &[], ""));
