@@ -841,7 +841,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__up)
-            opts="-v -q -h --force --foreground --connect-timeout --wait-timeout --state-dir --output --verbose --quiet --help"
+            opts="-v -q -h --force --foreground --dry-run --remove-orphans --watch --connect-timeout --wait-timeout --state-dir --output --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -17,4 +17,5 @@ pub mod logging;
 pub mod output;
 pub mod process;
 pub mod protocol;
+pub mod reconcile;
 pub mod supervisor;

@@ -173,6 +173,7 @@ impl Harness {
             cleanup_timeout: server.cleanup.map_or(Timeout::Never, Timeout::After),
             stderr_log: None,
             supervision: Default::default(),
+            definition: Default::default(),
         };
         authority::spawn(config, server.last_generation, self.ctx.clone())
     }

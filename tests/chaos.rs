@@ -3,7 +3,7 @@
 //! checked during and after every round. It prints one figure line:
 //!
 //! ```text
-//! chaos: seed=S rounds=R commands=C faults=F violations=0 leftovers=0
+//! chaos: seed=S rounds=R commands=C faults=F edits=E samples=N violations=0 leftovers=0
 //! ```
 //!
 //! Short mode (the default, in CI): a few rounds. Long mode:
@@ -19,6 +19,10 @@
 //! own, a double fork that is an orphan from its first moment, a new process group
 //! only: each must be ended with its generation), or leave a grandchild that no
 //! signal ends (frozen: its teardown fails and the server is quarantined).
+//! Between rounds the fleet file is edited (a server added, a server's arguments
+//! changed, the added server removed, in turn) and `up` converges on it
+//! (docs/design.md §16): the same invariants hold across the restarts and
+//! orphans that brings.
 //!
 //! Invariants:
 //! 1. never two live generations of one server (sampled from /proc throughout
@@ -91,7 +95,35 @@ fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
-fn fleet(scratch: &std::path::Path, freezer: &Freezer) -> TestFleet {
+/// How the harness has edited the fleet file so far: between rounds it adds a
+/// server, changes the arguments of one, or removes the one it added, and `up`
+/// converges on the edit (docs/design.md §16) while the invariants still hold.
+#[derive(Debug, Clone, Default)]
+struct Edits {
+    /// `extra` (a plain server) is in the file.
+    extra: bool,
+    /// How many tools `plain` is given (its arguments change with it).
+    plain_tools: Option<u32>,
+    /// Edits made.
+    count: usize,
+}
+
+impl Edits {
+    /// The servers commands may name: the file's. (Not an orphan: a supervisor
+    /// that was killed takes up the file afresh and no longer knows it.)
+    fn servers(&self) -> Vec<&'static str> {
+        let mut all = SERVERS.to_vec();
+        if self.extra {
+            all.push(EXTRA);
+        }
+        all
+    }
+}
+
+/// The server the harness adds to the fleet file and removes again.
+const EXTRA: &str = "extra";
+
+fn fleet_text(scratch: &std::path::Path, freezer: &Freezer, edits: &Edits) -> String {
     let pid_file = |server: &str| scratch.join(format!("{server}.pid"));
     let (regroup, daemon, dfork) = (pid_file("regroup"), pid_file("daemon"), pid_file("dfork"));
     let escaping = |shape: &'static str, file: &std::path::Path| -> Vec<String> {
@@ -106,38 +138,82 @@ fn fleet(scratch: &std::path::Path, freezer: &Freezer) -> TestFleet {
     let daemon = escaping(ESCAPING[1].1, &daemon);
     let dfork = escaping(ESCAPING[2].1, &dfork);
     let (regroup, daemon, dfork) = (strs(&regroup), strs(&daemon), strs(&dfork));
-    TestFleet::fixtures(
-        "chaos",
-        &[
-            ("plain", &[], ""),
-            ("slow", &["--init-delay-ms", "300"], ""),
-            (
-                "stubborn",
-                &["--ignore-eof", "--ignore-sigterm"],
-                "cleanup_timeout: 1s",
-            ),
-            (
-                "crashy",
-                &["--crash-after-ms", "600"],
-                "restart: { policy: on-failure, backoff: { initial: 100ms, max: 400ms }, max_restarts: 1000, window: 60s }",
-            ),
-            (
-                "hangs",
-                &["--hang-after-ms", "500"],
-                "health: { interval: 200ms, timeout: 150ms, failures: 2 }\ncleanup_timeout: 1s",
-            ),
-            ("family", &["--grandchild"], ""),
-            ("escapee", &["--escape-grandchild"], "cleanup_timeout: 1s"),
-            ("regroup", &regroup, "cleanup_timeout: 1s"),
-            ("daemon", &daemon, "cleanup_timeout: 1s"),
-            ("dfork", &dfork, "cleanup_timeout: 1s"),
-            (
-                "stuck",
-                &["--frozen-grandchild", freezer.path()],
-                "cleanup_timeout: 1s",
-            ),
-        ],
-    )
+    let tools = edits.plain_tools.map(|n| n.to_string());
+    let plain: Vec<&str> = match &tools {
+        Some(n) => vec!["--tools", n.as_str()],
+        None => Vec::new(),
+    };
+    let stuck = ["--frozen-grandchild", freezer.path()];
+    let mut servers: Vec<(&str, &[&str], &str)> = vec![
+        ("plain", &plain, ""),
+        ("slow", &["--init-delay-ms", "300"], ""),
+        (
+            "stubborn",
+            &["--ignore-eof", "--ignore-sigterm"],
+            "cleanup_timeout: 1s",
+        ),
+        (
+            "crashy",
+            &["--crash-after-ms", "600"],
+            "restart: { policy: on-failure, backoff: { initial: 100ms, max: 400ms }, max_restarts: 1000, window: 60s }",
+        ),
+        (
+            "hangs",
+            &["--hang-after-ms", "500"],
+            "health: { interval: 200ms, timeout: 150ms, failures: 2 }\ncleanup_timeout: 1s",
+        ),
+        ("family", &["--grandchild"], ""),
+        ("escapee", &["--escape-grandchild"], "cleanup_timeout: 1s"),
+        ("regroup", &regroup, "cleanup_timeout: 1s"),
+        ("daemon", &daemon, "cleanup_timeout: 1s"),
+        ("dfork", &dfork, "cleanup_timeout: 1s"),
+        ("stuck", &stuck, "cleanup_timeout: 1s"),
+    ];
+    if edits.extra {
+        servers.push((EXTRA, &[], ""));
+    }
+    let mut body = String::from("version: 1\nservers:\n");
+    for (name, args, extra) in servers {
+        body.push_str(&fixture_server(name, args, extra));
+    }
+    body
+}
+
+fn fleet(scratch: &std::path::Path, freezer: &Freezer) -> TestFleet {
+    TestFleet::raw("chaos", &fleet_text(scratch, freezer, &Edits::default()))
+}
+
+/// Edits the fleet file between rounds (in turn: add `extra`, change `plain`'s
+/// arguments, remove `extra`) and runs `up` on it (sometimes with
+/// `--remove-orphans`), whose answer is held to invariant 2 like any command's.
+fn edit_fleet(
+    fleet: &TestFleet,
+    scratch: &std::path::Path,
+    freezer: &Freezer,
+    edits: &mut Edits,
+    rng: &mut Rng,
+    tally: &mut Tally,
+    round: usize,
+) {
+    let mut up: Vec<String> = vec!["up".into()];
+    match edits.count % 3 {
+        0 => edits.extra = true,
+        1 => edits.plain_tools = Some(if edits.plain_tools == Some(4) { 3 } else { 4 }),
+        _ => {
+            edits.extra = false;
+            if rng.chance(50) {
+                up.push("--remove-orphans".into());
+            }
+        }
+    }
+    edits.count += 1;
+    std::fs::write(&fleet.path, fleet_text(scratch, freezer, edits)).unwrap();
+    let mut args: Vec<&str> = vec!["--output", "json"];
+    args.extend(up.iter().map(String::as_str));
+    let out = fleet.run(&args);
+    tally.commands += 1;
+    let doc: Option<Value> = serde_json::from_slice(&out.stdout).ok();
+    check_answer(&up, &out, doc.as_ref(), tally, &format!("edit {round}"));
 }
 
 /// What the harness counted.
@@ -198,9 +274,19 @@ fn chaos_rounds_keep_every_invariant() {
         })
     };
 
+    let mut edits = Edits::default();
     for round in 0..rounds {
-        run_round(&fleet, &mut rng, &mut tally, round);
+        run_round(&fleet, &mut rng, &mut tally, round, &edits.servers());
         check_status(&fleet, &mut tally, round);
+        edit_fleet(
+            &fleet,
+            scratch.path(),
+            &freezer,
+            &mut edits,
+            &mut rng,
+            &mut tally,
+            round,
+        );
     }
 
     // Invariant 5: the final down leaves nothing but what it reports.
@@ -262,9 +348,10 @@ fn chaos_rounds_keep_every_invariant() {
     check_generations(&fleet, &mut tally);
 
     println!(
-        "chaos: seed={seed} rounds={rounds} commands={} faults={} samples={} violations={} leftovers={}",
+        "chaos: seed={seed} rounds={rounds} commands={} faults={} edits={} samples={} violations={} leftovers={}",
         tally.commands,
         tally.faults,
+        edits.count,
         samples.load(Ordering::SeqCst),
         tally.violations.len(),
         tally.leftovers
@@ -277,14 +364,14 @@ fn chaos_rounds_keep_every_invariant() {
     fleet.assert_no_leftovers();
 }
 
-fn run_round(fleet: &TestFleet, rng: &mut Rng, tally: &mut Tally, round: usize) {
+fn run_round(fleet: &TestFleet, rng: &mut Rng, tally: &mut Tally, round: usize, servers: &[&str]) {
     let n = 3 + rng.below(5);
     let mut callers = Vec::new();
     let round_start = Instant::now();
     // The supervisor may be killed once per round, at a random moment.
     let kill_supervisor_at = rng.chance(45).then(|| rng.millis_below(900));
     let mut plan: Vec<(Duration, Vec<String>)> = (0..n)
-        .map(|_| (rng.millis_below(400), command(rng)))
+        .map(|_| (rng.millis_below(400), command(rng, servers)))
         .collect();
     plan.sort_by_key(|(at, _)| *at);
     // Callers interrupted (SIGINT) or killed (SIGKILL) later in the round.
@@ -386,16 +473,16 @@ fn run_round(fleet: &TestFleet, rng: &mut Rng, tally: &mut Tally, round: usize) 
     }
 }
 
-/// One random command on one or more servers.
-fn command(rng: &mut Rng) -> Vec<String> {
+/// One random command on one or more of `servers`.
+fn command(rng: &mut Rng, servers: &[&str]) -> Vec<String> {
     let some = |rng: &mut Rng| -> Vec<String> {
-        let mut names: Vec<String> = SERVERS
+        let mut names: Vec<String> = servers
             .iter()
             .filter(|_| rng.chance(40))
             .map(|s| s.to_string())
             .collect();
         if names.is_empty() {
-            names.push(rng.pick(SERVERS).to_string());
+            names.push(rng.pick(servers).to_string());
         }
         names
     };
@@ -403,7 +490,7 @@ fn command(rng: &mut Rng) -> Vec<String> {
     let mut args: Vec<String> = match op {
         0..=29 => vec!["up".into()],
         30..=49 => vec!["down".into()],
-        50..=61 => vec!["reconnect".into(), rng.pick(SERVERS).to_string()],
+        50..=61 => vec!["reconnect".into(), rng.pick(servers).to_string()],
         62..=71 => vec!["status".into()],
         72..=85 => {
             let server = rng.pick(&["plain", "slow", "family", "crashy"]).to_string();

@@ -1348,12 +1348,20 @@ fn a_servers_requests_go_to_the_client_whose_call_caused_them() {
 
     // Calls in flight take no session ids: the next session is the fifth.
     let fifth = Client::open(&fleet, Sdk::Python, Door::Stdio(&[]));
-    let opened: Vec<Value> = gateway_events(&fleet)
-        .iter()
-        .filter(|e| e["gateway"] == "session-opened")
-        .map(|e| e["session"].clone())
-        .collect();
-    assert_eq!(opened, [1, 2, 3, 4, 5].map(|n| json!(n)), "session ids");
+    let opened = || -> Vec<Value> {
+        gateway_events(&fleet)
+            .iter()
+            .filter(|e| e["gateway"] == "session-opened")
+            .map(|e| e["session"].clone())
+            .collect()
+    };
+    // The event is written as the session opens, a moment after the client
+    // printed that it is initialized.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while opened().len() < 5 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(opened(), [1, 2, 3, 4, 5].map(|n| json!(n)), "session ids");
     fifth.close();
 
     // No client's call in flight: the gateway answers.

@@ -151,7 +151,7 @@ pub struct WaitArgs {
     pub wait_timeout: Option<Timeout>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Clone)]
 pub struct UpArgs {
     /// Servers to start (default: every enabled server)
     #[arg(value_name = "SERVER")]
@@ -163,6 +163,19 @@ pub struct UpArgs {
     /// Ctrl-C SIGKILLs the servers, a third exits at once
     #[arg(long)]
     pub foreground: bool,
+    /// Print the plan (start, restart and why, keep, orphaned, stop) and change
+    /// nothing
+    #[arg(long, conflicts_with_all = ["foreground", "watch"])]
+    pub dry_run: bool,
+    /// Stop the servers that are no longer in the fleet file (otherwise they are
+    /// left running, as orphans, until `down`)
+    #[arg(long)]
+    pub remove_orphans: bool,
+    /// Stay in the foreground and apply every change of the fleet file as it is
+    /// saved; Ctrl-C ends the watch and leaves the fleet up (with --foreground it
+    /// tears the fleet down)
+    #[arg(long)]
+    pub watch: bool,
     /// Override the connect timeout for this start (e.g. 30s, none)
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     pub connect_timeout: Option<Timeout>,

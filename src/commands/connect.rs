@@ -59,6 +59,7 @@ async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
                 connect_ms: args.connect_timeout,
                 cleanup_ms: None,
             },
+            fleet: t.source.clone(),
         },
     });
     let unreachable = |e: std::io::Error| ClientError::Unreachable(e.to_string());

@@ -34,7 +34,18 @@ pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> 
     if args.foreground {
         return foreground(t, args, g).await;
     }
-    let op = Op::Up {
+    if args.dry_run {
+        return dry_run(t, args, g).await;
+    }
+    if args.watch {
+        return super::watch::up(t, args, g).await;
+    }
+    send(&t, up_op(&t, args, false), true, "up", g).await
+}
+
+/// The `up` request of `args`, carrying the fleet file as `t` read it.
+pub(super) fn up_op(t: &Target, args: &UpArgs, dry_run: bool) -> Op {
+    Op::Up {
         servers: args.servers.clone(),
         force: args.force,
         deadlines: Deadlines {
@@ -42,8 +53,34 @@ pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> 
             connect_ms: args.connect_timeout,
             cleanup_ms: None,
         },
-    };
-    send(&t, op, true, "up", g).await
+        fleet: t.source.clone(),
+        dry_run,
+        remove_orphans: args.remove_orphans,
+    }
+}
+
+/// `up --dry-run`: the plan, from the supervisor if one runs (never started for
+/// this), else from the file alone: everything would start. Nothing changes.
+async fn dry_run(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> {
+    if client::connect(&t.dir, &t.fleet.file, false).await.is_ok() {
+        return send(&t, up_op(&t, args, true), false, "up", g).await;
+    }
+    let selected = host::select(&t.fleet, &args.servers, Unnamed::Enabled)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let mut steps = crate::reconcile::plan(&t.fleet, &selected, &[], args.force, false);
+    for step in &mut steps {
+        step.added = false;
+        step.note = Some("no supervisor runs: `up` starts one".into());
+    }
+    let persisted = Persisted::load(&t.dir.state()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut lines = offline_lines(&t, &persisted, &args.servers)?;
+    for line in &mut lines {
+        line.exit_code = 0;
+    }
+    let mut report = Report::new("up", lines, false);
+    report.plan = Some(steps);
+    report.dry_run = true;
+    emit(report, g)
 }
 
 /// Opens the gateway's HTTP door in the supervisor (starting it and the servers
@@ -57,6 +94,7 @@ pub async fn serve(t: Target, args: &ServeArgs, g: &Global) -> Result<Code, CliE
             connect_ms: args.connect_timeout,
             cleanup_ms: None,
         },
+        fleet: t.source.clone(),
     };
     send(&t, op, true, "serve", g).await
 }
@@ -70,6 +108,7 @@ pub async fn down(t: Target, args: &DownArgs, g: &Global) -> Result<Code, CliErr
             cleanup_ms: args.cleanup_timeout,
         },
         strict: args.strict,
+        fleet: t.source.clone(),
     };
     // With no supervisor, there is only something to do when a crashed one left
     // generations running or quarantined: then a new supervisor recovers them.
@@ -96,6 +135,7 @@ pub async fn reconnect(t: Target, args: &ReconnectArgs, g: &Global) -> Result<Co
             ..Deadlines::default()
         },
         strict: args.strict,
+        fleet: t.source.clone(),
     };
     send(&t, op, true, "reconnect", g).await
 }
@@ -114,6 +154,7 @@ pub async fn status(t: Target, args: &StatusArgs, g: &Global) -> Result<Code, Cl
         Ok(stream) => {
             let op = Op::Status {
                 servers: args.servers.clone(),
+                fleet: t.source.clone(),
             };
             finish(client::request(stream, op, |_| {}).await, "status", g)
         }
@@ -210,7 +251,7 @@ pub(super) fn offline_report(
     lines
 }
 
-async fn send(
+pub(super) async fn send(
     t: &Target,
     op: Op,
     start: bool,
@@ -255,7 +296,7 @@ async fn send(
     finish(result, command, g)
 }
 
-fn finish(
+pub(super) fn finish(
     result: Result<Report, ClientError>,
     command: &'static str,
     g: &Global,
@@ -310,7 +351,7 @@ pub(super) fn unreachable(command: &str, e: &ClientError, g: &Global) -> Code {
     Code::Unreachable
 }
 
-fn emit(report: Report, g: &Global) -> Result<Code, CliError> {
+pub(super) fn emit(report: Report, g: &Global) -> Result<Code, CliError> {
     report::write_stdout(&report::render(&report, g.output))
         .map_err(|e| anyhow::anyhow!("cannot write to stdout: {e}"))?;
     Ok(Code::from_i32(report.exit_code))
@@ -343,14 +384,31 @@ async fn foreground(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliErr
         servers: args.servers.clone(),
         on_started,
     };
-    let teardown = crate::supervisor::run(t.fleet, t.dir, t.source, Some(fg)).await?;
+    // With --watch, the changes of the file are sent to this supervisor like any
+    // client's; the watch ends with it.
+    let watching = args.watch.then(|| {
+        let watched = Target {
+            fleet: t.fleet.clone(),
+            dir: t.dir.clone(),
+            source: t.source.clone(),
+            path: t.path.clone(),
+        };
+        tokio::spawn(super::watch::alongside(watched, args.clone(), g.clone()))
+    });
+    let text = t.text();
+    let teardown = crate::supervisor::run(t.fleet, t.dir, text, Some(fg)).await;
+    if let Some(task) = watching {
+        task.abort();
+    }
+    let teardown = teardown?;
     // The start's outcome and the final teardown's, ranked (a quarantine is a 5).
     Ok(Code::from_i32(code.load(std::sync::atomic::Ordering::SeqCst)).max(teardown))
 }
 
 /// `mcpfleet supervise`: the supervisor process itself.
 pub async fn supervise(t: Target) -> Result<Code, CliError> {
-    crate::supervisor::run(t.fleet, t.dir, t.source, None).await?;
+    let text = t.text();
+    crate::supervisor::run(t.fleet, t.dir, text, None).await?;
     // Give a last log line a chance to reach supervisor.log.
     tokio::time::sleep(Duration::from_millis(1)).await;
     Ok(Code::Ok)

@@ -170,6 +170,7 @@ async fn ask_status(dir: &StateDir, fleet: Option<&Fleet>) -> Option<Report> {
             stream,
             Op::Status {
                 servers: Vec::new(),
+                fleet: None,
             },
             |_| {},
         )

@@ -10,6 +10,7 @@ pub mod ls;
 pub mod observe;
 pub mod target;
 pub mod validate;
+pub mod watch;
 
 use std::path::Path;
 
@@ -21,9 +22,11 @@ use crate::output::exit::Code;
 use crate::output::report::{
     FailureKind, FailureReport, Format, SCHEMA_VERSION, ServerReport, json_line, write_stdout,
 };
+use crate::protocol::FleetSource;
 use target::{FileNeed, Target};
 
 /// Options every command gets.
+#[derive(Clone)]
 pub struct Global {
     pub output: Format,
     pub quiet: bool,
@@ -250,16 +253,41 @@ where
 
 /// Finds and loads the fleet file (`-f`, then `$MCPFLEET_FILE`, then ./mcpfleet.yaml).
 pub fn load_fleet(explicit: Option<&Path>) -> Result<Fleet, CliError> {
+    Ok(read_fleet(&find_fleet(explicit)?)?.0)
+}
+
+/// Where the fleet file is (`-f`, then `$MCPFLEET_FILE`, then ./mcpfleet.yaml).
+pub fn find_fleet(explicit: Option<&Path>) -> Result<std::path::PathBuf, CliError> {
     let cwd = std::env::current_dir()
         .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?;
     let env_file = std::env::var_os("MCPFLEET_FILE");
-    let path = config::discover(explicit, env_file.as_deref(), &cwd)?;
-    let env = |name: &str| std::env::var(name).ok();
-    let fleet = config::load(&path, &env)?;
+    Ok(config::discover(explicit, env_file.as_deref(), &cwd)?)
+}
+
+/// Reads and validates the fleet file at `path`, and says how it was read: its
+/// text and the value of each `${env:NAME}` it looked up, for the supervisor to
+/// validate the same (docs/design.md §16). No source when the path is not UTF-8
+/// (the supervisor then keeps the file it has).
+pub fn read_fleet(path: &Path) -> Result<(Fleet, Option<FleetSource>), ConfigErrors> {
+    let text = config::read(path)?;
+    let seen = std::cell::RefCell::new(std::collections::BTreeMap::new());
+    let lookup = |name: &str| {
+        let value = std::env::var(name).ok();
+        if let Some(v) = &value {
+            seen.borrow_mut().insert(name.to_owned(), v.clone());
+        }
+        value
+    };
+    let fleet = config::load_text(&text, path, &lookup)?;
     // An MCP client's file read directly: what did not carry over is said
     // once per command (docs/design.md §15).
     for notice in &fleet.notices {
         tracing::warn!("{}: {notice}", path.display());
     }
-    Ok(fleet)
+    let source = path.to_str().map(|p| FleetSource {
+        path: p.to_owned(),
+        text,
+        env: seen.into_inner(),
+    });
+    Ok((fleet, source))
 }

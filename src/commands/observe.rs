@@ -23,6 +23,7 @@ pub async fn tools(t: Target, args: &ToolsArgs, g: &Global) -> Result<Code, CliE
     let op = Op::Tools {
         server: args.server.clone(),
         deadlines: Deadlines::default(),
+        fleet: t.source.clone(),
     };
     let doc = match exchange(&t, op, args.server.is_some(), "tools", g).await? {
         Ok(doc) => doc,
@@ -75,6 +76,7 @@ pub async fn call(t: Target, args: &CallArgs, g: &Global) -> Result<Code, CliErr
             .timeout
             .map(|t| t.as_duration().map_or(u64::MAX, |d| d.as_millis() as u64)),
         deadlines: Deadlines::default(),
+        fleet: t.source.clone(),
     };
     let doc = match exchange(&t, op, true, "call", g).await? {
         Ok(doc) => doc,

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use super::CliError;
 use crate::config::{self, ConfigErrors, Fleet, Named};
 use crate::lifecycle::events::rfc3339;
+use crate::protocol::FleetSource;
 use crate::supervisor::state_dir::{
     self, Claim, ClaimError, RecordedFleet, StateDir, find_recording, recorded_fleet,
 };
@@ -22,9 +23,20 @@ use crate::supervisor::state_dir::{
 pub struct Target {
     pub fleet: Fleet,
     pub dir: StateDir,
-    /// The fleet file's text as read now; `None` when the fleet comes from the
-    /// copy recorded in the state directory, the file being gone.
-    pub source: Option<String>,
+    /// The fleet file as read now (its text and the `${env:}` values it looked
+    /// up), sent with the requests that act on it so that the supervisor acts on
+    /// the file the caller sees (docs/design.md §16); `None` when the fleet comes
+    /// from the copy recorded in the state directory, the file being gone.
+    pub source: Option<FleetSource>,
+    /// Where the fleet file is, or was (for `up --watch`).
+    pub path: PathBuf,
+}
+
+impl Target {
+    /// The fleet file's text, to be recorded by a supervisor started with it.
+    pub fn text(&self) -> Option<String> {
+        self.source.as_ref().map(|s| s.text.clone())
+    }
 }
 
 /// Whether a command can do with the recorded copy of a fleet file that is gone.
@@ -73,16 +85,20 @@ impl Target {
         }
         let path = config::discover(file.as_deref(), env_file.as_deref(), &cwd)
             .map_err(|e| hint_at_copy(e, &path, named, chosen.as_deref()))?;
-        let source = config::read(&path)?;
-        let fleet = config::load_str(&source, &path, &env)?;
+        let (fleet, source) = super::read_fleet(&path)?;
+        let text = match &source {
+            Some(s) => s.text.clone(),
+            None => config::read(&path)?,
+        };
         let root =
             StateDir::locate(&fleet, state_dir).map_err(|e| CliError::Usage(e.to_string()))?;
         let dir = StateDir::open(&root).map_err(|e| anyhow::anyhow!("{e}"))?;
-        claim(&fleet, &dir, &source, chosen.is_some())?;
+        claim(&fleet, &dir, &text, chosen.is_some())?;
         Ok(Target {
             fleet,
             dir,
-            source: Some(source),
+            source,
+            path,
         })
     }
 }
@@ -250,6 +266,7 @@ fn from_copy(path: &Path, named: Named, chosen: Option<&Path>) -> Result<Target,
         fleet,
         dir,
         source: None,
+        path: path.to_path_buf(),
     })
 }
 

@@ -21,6 +21,7 @@
 //!   └────────────yaml::locate──────────┴──▶ ConfigErrors (line:column, sorted)
 //! ```
 
+mod definition;
 mod dotenv;
 pub mod duration;
 mod error;
@@ -41,6 +42,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use definition::{DEFINITION_KEYS, Definition, SETTING_KEYS, changed_settings};
 pub use duration::{DEFAULT_TIMEOUT, DurationError, Timeout, parse_duration};
 pub use error::{ConfigError, ConfigErrors};
 pub use expand::{ExpandError, Text};
@@ -360,11 +362,20 @@ pub fn discover(
 /// client's configuration (`*.json`, or text that starts with `{` and has no
 /// `version`) is read through [`import`], as `mcpfleet import` maps it.
 pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Fleet, ConfigErrors> {
-    let text = read(path)?;
-    if import::is_client_file(path, &text) {
-        return import::load_client_file(&text, path, env);
+    load_text(&read(path)?, path, env)
+}
+
+/// Validates the text of a fleet file read from `path`: an MCP client's
+/// configuration (see [`load`]) through [`import`], else as YAML.
+pub fn load_text(
+    text: &str,
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Fleet, ConfigErrors> {
+    if import::is_client_file(path, text) {
+        return import::load_client_file(text, path, env);
     }
-    load_str(&text, path, env)
+    load_str(text, path, env)
 }
 
 /// The text of a fleet file, as [`load`] reads it: at most [`MAX_FILE_BYTES`],

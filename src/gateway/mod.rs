@@ -19,8 +19,9 @@
 //! publishes, in parallel (G2).
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
@@ -163,7 +164,14 @@ struct ProgressRoute {
 
 /// The fleet's aggregation, shared by every client session and both doors.
 pub struct Gateway {
-    members: OnceLock<Vec<Member>>,
+    /// By index, which never changes for a server: `None` for a slot whose server
+    /// is not offered (not yet attached, or gone from the fleet file). Replaced
+    /// whole when the fleet changes (docs/design.md §16), so readers take a
+    /// snapshot and never hold the lock.
+    members: RwLock<Arc<Vec<Option<Member>>>>,
+    /// The slots whose authority's published state is watched (one watcher each,
+    /// for as long as the authority lives).
+    watched: Mutex<Vec<bool>>,
     /// Set while the whole fleet goes down: calls do not start servers.
     holding: std::sync::atomic::AtomicBool,
     lists: Mutex<Vec<Lists>>,
@@ -179,7 +187,7 @@ pub struct Gateway {
     /// Deadlines of the start requests a call makes.
     pub(crate) start_options: CallOptions,
     /// Items per page of an aggregated list.
-    pub(crate) page_size: usize,
+    page_size: AtomicUsize,
     /// Told when a client session opens or closes (G7).
     sessions: Box<dyn Fn(SessionEvent) + Send + Sync>,
     /// The gateway's log.
@@ -207,7 +215,8 @@ impl Gateway {
         journal: Journal,
     ) -> Arc<Gateway> {
         Arc::new(Gateway {
-            members: OnceLock::new(),
+            members: RwLock::new(Arc::new(vec![None; servers])),
+            watched: Mutex::new(vec![false; servers]),
             holding: std::sync::atomic::AtomicBool::new(false),
             lists: Mutex::new((0..servers).map(|_| Lists::default()).collect()),
             clients: Mutex::new(HashMap::new()),
@@ -216,7 +225,7 @@ impl Gateway {
             progress: Mutex::new(HashMap::new()),
             in_flight: Mutex::new(Vec::new()),
             start_options,
-            page_size: page_size.max(1),
+            page_size: AtomicUsize::new(page_size.max(1)),
             sessions,
             journal,
         })
@@ -237,34 +246,156 @@ impl Gateway {
         members: Vec<Member>,
         tracker: &tokio_util::task::TaskTracker,
     ) {
-        for (index, member) in members.iter().enumerate() {
-            let mut changes = member.handle.changes();
-            let gateway = Arc::downgrade(self);
-            tracker.spawn(async move {
-                let mut seen = running_generation(&changes.borrow());
-                while changes.changed().await.is_ok() {
-                    let now = running_generation(&changes.borrow_and_update());
-                    if now == seen {
-                        continue;
-                    }
-                    seen = now;
-                    let Some(gateway) = gateway.upgrade() else {
-                        break;
-                    };
-                    gateway.changed(index, Notice::ToolsChanged).await;
-                    gateway.changed(index, Notice::PromptsChanged).await;
-                    gateway.changed(index, Notice::ResourcesChanged).await;
-                    if now.is_some() {
-                        gateway.prefetch(index).await;
-                    }
-                }
-            });
+        for (index, member) in members.into_iter().enumerate() {
+            self.join(index, member, tracker);
         }
-        let _ = self.members.set(members);
     }
 
-    fn members(&self) -> &[Member] {
-        self.members.get().map_or(&[], Vec::as_slice)
+    /// A new slot, for a server added to the fleet (docs/design.md §16): its
+    /// listener is made from the index before its authority exists, and the
+    /// server is offered once it [`join`](Gateway::join)s.
+    pub fn slot(&self) -> usize {
+        let mut lists = lock(&self.lists);
+        lists.push(Lists::default());
+        let mut watched = lock(&self.watched);
+        watched.push(false);
+        let mut members = write(&self.members);
+        let mut next = members.as_ref().clone();
+        next.push(None);
+        *members = Arc::new(next);
+        next_index(&lists)
+    }
+
+    /// Offers `member` at `index` to every client, which is told that the lists
+    /// changed (G5), and watches its authority's published state.
+    pub fn join(
+        self: &Arc<Gateway>,
+        index: usize,
+        member: Member,
+        tracker: &tokio_util::task::TaskTracker,
+    ) {
+        let watch = {
+            let mut watched = lock(&self.watched);
+            match watched.get_mut(index) {
+                Some(w) => !std::mem::replace(w, true),
+                None => return,
+            }
+        };
+        if watch {
+            self.watch(index, member.handle.changes(), tracker);
+        }
+        self.set(index, Some(member));
+        self.announce(index, tracker);
+    }
+
+    /// Stops offering the server at `index` (gone from the fleet file); clients
+    /// are told that the lists changed.
+    pub fn leave(self: &Arc<Gateway>, index: usize, tracker: &tokio_util::task::TaskTracker) {
+        if self.member(index).is_none() {
+            return;
+        }
+        self.set(index, None);
+        if let Some(lists) = lock(&self.lists).get_mut(index) {
+            *lists = Lists::default();
+        }
+        self.announce(index, tracker);
+    }
+
+    /// Shows the server at `index` as `exposure` says, from now on (its `prefix:`
+    /// or `tools:` changed in the fleet file); clients are told if anything changed.
+    pub fn expose(
+        self: &Arc<Gateway>,
+        index: usize,
+        exposure: Exposure,
+        enabled: bool,
+        tracker: &tokio_util::task::TaskTracker,
+    ) {
+        let Some(mut member) = self.member(index) else {
+            return;
+        };
+        if member.exposure == exposure && member.enabled == enabled {
+            return;
+        }
+        let shown_differently = member.exposure != exposure;
+        member.exposure = exposure;
+        member.enabled = enabled;
+        self.set(index, Some(member));
+        if shown_differently {
+            self.announce(index, tracker);
+        }
+    }
+
+    /// Items per page of the aggregated lists, from now on.
+    pub fn set_page_size(&self, page_size: usize) {
+        self.page_size.store(page_size.max(1), Ordering::Relaxed);
+    }
+
+    pub(crate) fn page_size(&self) -> usize {
+        self.page_size.load(Ordering::Relaxed)
+    }
+
+    fn set(&self, index: usize, member: Option<Member>) {
+        let mut members = write(&self.members);
+        let mut next = members.as_ref().clone();
+        if let Some(slot) = next.get_mut(index) {
+            *slot = member;
+        }
+        *members = Arc::new(next);
+    }
+
+    /// Tells every client that server `index`'s lists changed.
+    fn announce(self: &Arc<Gateway>, index: usize, tracker: &tokio_util::task::TaskTracker) {
+        let gateway = Arc::downgrade(self);
+        tracker.spawn(async move {
+            if let Some(gateway) = gateway.upgrade() {
+                gateway.changed(index, Notice::ToolsChanged).await;
+                gateway.changed(index, Notice::PromptsChanged).await;
+                gateway.changed(index, Notice::ResourcesChanged).await;
+            }
+        });
+    }
+
+    /// Announces each start, restart and stop of the authority behind `changes`
+    /// while its server is offered, and learns what a new generation offers.
+    fn watch(
+        self: &Arc<Gateway>,
+        index: usize,
+        mut changes: tokio::sync::watch::Receiver<crate::lifecycle::authority::Snapshot>,
+        tracker: &tokio_util::task::TaskTracker,
+    ) {
+        let gateway = Arc::downgrade(self);
+        tracker.spawn(async move {
+            let mut seen = running_generation(&changes.borrow());
+            while changes.changed().await.is_ok() {
+                let now = running_generation(&changes.borrow_and_update());
+                if now == seen {
+                    continue;
+                }
+                seen = now;
+                let Some(gateway) = gateway.upgrade() else {
+                    break;
+                };
+                if gateway.member(index).is_none() {
+                    continue;
+                }
+                gateway.changed(index, Notice::ToolsChanged).await;
+                gateway.changed(index, Notice::PromptsChanged).await;
+                gateway.changed(index, Notice::ResourcesChanged).await;
+                if now.is_some() {
+                    gateway.prefetch(index).await;
+                }
+            }
+        });
+    }
+
+    /// The servers, by index (a snapshot).
+    fn members(&self) -> Arc<Vec<Option<Member>>> {
+        read(&self.members).clone()
+    }
+
+    /// The server offered at `index`.
+    fn member(&self, index: usize) -> Option<Member> {
+        read(&self.members).get(index).cloned().flatten()
     }
 
     /// Registers a client session's peer for announcements.
@@ -376,6 +507,7 @@ impl Gateway {
     async fn gather<T: Listing>(&self, scope: &Scope) -> Vec<(usize, Arc<Vec<T>>)> {
         let seen = |i: &usize| scope.as_ref().is_none_or(|s| s.contains(i));
         let fetches = (0..self.members().len())
+            .filter(|i| self.member(*i).is_some())
             .filter(seen)
             .map(|index| self.list_of::<T>(index));
         futures::future::join_all(fetches)
@@ -391,7 +523,7 @@ impl Gateway {
     /// call starts it). An enabled server never seen running is started to learn
     /// what it offers, through its authority (G2).
     async fn list_of<T: Listing>(&self, index: usize) -> Option<(usize, Arc<Vec<T>>)> {
-        let member = self.members().get(index)?;
+        let member = self.member(index)?;
         let snapshot = member.handle.snapshot().await.ok()?;
         let live = running_generation(&snapshot);
         let (ever, current, items) = {
@@ -475,15 +607,17 @@ impl Gateway {
     ) -> (Vec<T>, names::Names) {
         let gathered = self.gather::<T>(scope).await;
         let members = self.members();
+        // A server that left since its list was gathered is not shown.
+        let exposure = |i: usize| members.get(i).and_then(Option::as_ref).map(|m| &m.exposure);
         let kept: Vec<(usize, &T)> = gathered
             .iter()
             .flat_map(|(i, list)| list.iter().map(move |item| (*i, item)))
-            .filter(|(i, item)| keep(&members[*i].exposure, item))
+            .filter(|(i, item)| exposure(*i).is_some_and(|e| keep(e, item)))
             .collect();
-        let names = names::Names::assign(
-            kept.iter()
-                .map(|(i, item)| (*i, members[*i].exposure.prefix.as_str(), item.name())),
-        );
+        let names = names::Names::assign(kept.iter().map(|(i, item)| {
+            let prefix = exposure(*i).map_or("", |e| e.prefix.as_str());
+            (*i, prefix, item.name())
+        }));
         let items = kept
             .iter()
             .zip(names.exposed())
@@ -516,7 +650,7 @@ impl Gateway {
     /// is not running (a start request to its authority, G2). A server that cannot
     /// be started answers with its error (quarantined, crash loop, ...).
     async fn running(&self, index: usize) -> Result<(Generation, Peer<RoleClient>), ServerError> {
-        let member = self.members().get(index).ok_or_else(|| {
+        let member = self.member(index).ok_or_else(|| {
             ServerError::new(ErrorKind::Protocol, ErrorPhase::Request, "no such server")
         })?;
         let stopped_again = || {
@@ -563,6 +697,19 @@ fn token_key(token: &rmcp::model::ProgressToken) -> String {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn read<T>(m: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    m.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write<T>(m: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    m.write().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The index of the slot just pushed onto `lists`.
+fn next_index(lists: &[Lists]) -> usize {
+    lists.len() - 1
 }
 
 /// Forgets a relayed progress token when the call ends.

@@ -118,8 +118,7 @@ impl Gateway {
         asked: Asked,
     ) -> Result<ClientResult, ErrorData> {
         let server = self
-            .members()
-            .get(index)
+            .member(index)
             .map_or_else(String::new, |m| m.handle.name().to_owned());
         let method = method_of(&asked.request);
         let caller = {

@@ -58,8 +58,7 @@ impl ClientSession {
 
     fn server_name(&self, index: usize) -> String {
         self.gateway
-            .members()
-            .get(index)
+            .member(index)
             .map_or_else(String::new, |m| m.handle.name().to_owned())
     }
 
@@ -70,7 +69,7 @@ impl ClientSession {
         match self.gateway.running(index).await {
             Ok(running) => Ok(running),
             Err(e) => {
-                let generation = match self.gateway.members().get(index) {
+                let generation = match self.gateway.member(index) {
                     Some(m) => m.handle.snapshot().await.ok().and_then(|s| s.generation),
                     None => None,
                 };
@@ -101,7 +100,7 @@ impl ClientSession {
             .iter()
             .flat_map(|(_, list)| list.iter().cloned())
             .collect();
-        page(&all, request, self.gateway.page_size)
+        page(&all, request, self.gateway.page_size())
     }
 }
 
@@ -235,7 +234,7 @@ impl ServerHandler for ClientSession {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let (tools, _) = self.gateway.tools(&self.scope).await;
-        let (tools, next) = page(&tools, request, self.gateway.page_size)?;
+        let (tools, next) = page(&tools, request, self.gateway.page_size())?;
         let mut result = ListToolsResult::with_all_items(tools);
         result.next_cursor = next;
         Ok(result)
@@ -316,7 +315,7 @@ impl ServerHandler for ClientSession {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let (prompts, _) = self.gateway.prompts(&self.scope).await;
-        let (prompts, next) = page(&prompts, request, self.gateway.page_size)?;
+        let (prompts, next) = page(&prompts, request, self.gateway.page_size())?;
         let mut result = ListPromptsResult::with_all_items(prompts);
         result.next_cursor = next;
         Ok(result)

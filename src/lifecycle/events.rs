@@ -34,6 +34,8 @@ pub enum Cause {
     Health,
     /// No call for `idle_timeout`: the server is stopped.
     Idle,
+    /// `up` brought the server to the fleet file's definition (docs/design.md §16).
+    Reconcile,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -141,6 +141,25 @@ pub enum Intent {
     },
     /// Clear a quarantine, only once nothing of the quarantined generation is alive.
     Reset,
+    /// Bring the server to its current definition (`up` after an edit of the fleet
+    /// file, docs/design.md §16): start it unless it runs; restart a running one
+    /// whose generation was started from another definition. [`converge`] says
+    /// which, at the moment the authority takes the request.
+    Converge,
+}
+
+/// What [`Intent::Converge`] means in `state`: `stale` says that the last
+/// generation was started from a definition other than the current one. A running
+/// (or crash-looping) server is restarted only when stale; anything else is a
+/// start, refused like one (a quarantine without `--force`, a crash loop of an
+/// unchanged definition).
+pub fn converge(state: &State, stale: bool) -> Intent {
+    match state {
+        State::Running { .. } | State::CrashLoop { .. } if stale => Intent::Reconnect {
+            if_generation: None,
+        },
+        _ => Intent::Start,
+    }
 }
 
 /// What the authority must do for a request, decided from the state alone.
@@ -171,7 +190,8 @@ pub enum Plan {
     Settle,
 }
 
-/// Decides what `intent` means in `state`. `last` is the highest generation ever
+/// Decides what `intent` means in `state` (a converge that reaches here,
+/// undecided by [`converge`], is a start). `last` is the highest generation ever
 /// given to this server, so that ids never repeat. `force` allows recovering a
 /// quarantined server (L7).
 pub fn plan(state: &State, intent: Intent, last: Generation, force: bool) -> Plan {
@@ -188,14 +208,13 @@ pub fn plan(state: &State, intent: Intent, last: Generation, force: bool) -> Pla
             generation: *generation,
         },
         (_, Intent::Reset) => Plan::Nothing,
-        (State::Quarantined { generation, .. }, Intent::Start | Intent::Reconnect { .. })
-            if force =>
-        {
-            Plan::Recover {
-                generation: *generation,
-                next,
-            }
-        }
+        (
+            State::Quarantined { generation, .. },
+            Intent::Start | Intent::Converge | Intent::Reconnect { .. },
+        ) if force => Plan::Recover {
+            generation: *generation,
+            next,
+        },
         (
             State::Quarantined {
                 generation,
@@ -207,11 +226,15 @@ pub fn plan(state: &State, intent: Intent, last: Generation, force: bool) -> Pla
         // A user's request goes first: a pending retry is dropped (a new start
         // replaces it; a stop leaves the server stopped).
         (State::Backoff { .. } | State::CrashLoop { .. }, Intent::Stop) => Plan::Settle,
-        (State::Backoff { .. }, Intent::Start | Intent::Reconnect { .. }) => Plan::Start { next },
+        (State::Backoff { .. }, Intent::Start | Intent::Converge | Intent::Reconnect { .. }) => {
+            Plan::Start { next }
+        }
         // `up` does not silently start a crash-looping server again; `reconnect` does.
-        (State::CrashLoop { error, .. }, Intent::Start) => Plan::Refuse(error.clone()),
+        (State::CrashLoop { error, .. }, Intent::Start | Intent::Converge) => {
+            Plan::Refuse(error.clone())
+        }
         (State::CrashLoop { .. }, Intent::Reconnect { .. }) => Plan::Start { next },
-        (State::Running { .. }, Intent::Start) => Plan::Nothing,
+        (State::Running { .. }, Intent::Start | Intent::Converge) => Plan::Nothing,
         (State::Running { generation, .. }, Intent::Stop) => Plan::Stop {
             generation: *generation,
         },
@@ -220,9 +243,10 @@ pub fn plan(state: &State, intent: Intent, last: Generation, force: bool) -> Pla
             next,
         },
         (State::Stopped | State::Failed { .. }, Intent::Stop) => Plan::Nothing,
-        (State::Stopped | State::Failed { .. }, Intent::Start | Intent::Reconnect { .. }) => {
-            Plan::Start { next }
-        }
+        (
+            State::Stopped | State::Failed { .. },
+            Intent::Start | Intent::Converge | Intent::Reconnect { .. },
+        ) => Plan::Start { next },
         // The authority handles one request at a time, so it never plans while a
         // start or stop is under way; answering with the state is the safe reading.
         (State::Starting { .. } | State::Stopping { .. }, _) => Plan::Nothing,

@@ -86,6 +86,7 @@ impl ServerReport {
             retry_at: _,
             error: _,
             last_teardown: _,
+            definition: _,
         } = snapshot;
         ServerReport {
             name: name.clone(),
@@ -102,6 +103,7 @@ impl ServerReport {
             error: parts.error.as_ref().map(ErrorReport::from),
             teardown: parts.teardown,
             exit_code: code.as_i32(),
+            drift: None,
         }
     }
 
@@ -176,6 +178,7 @@ impl ServerReport {
             error: error.as_ref().map(ErrorReport::from),
             teardown: None,
             exit_code: code.as_i32(),
+            drift: None,
         }
     }
 }

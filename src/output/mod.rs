@@ -5,5 +5,6 @@ pub mod calls;
 pub mod exit;
 pub mod fleets;
 pub mod line;
+pub mod plan;
 pub mod progress;
 pub mod report;

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::exit::Code;
+use super::plan::{Drift, PlanStep, plan_counts, plan_table};
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::events::{Event, EventSink};
 use crate::lifecycle::state::{Generation, Phase};
@@ -145,6 +146,10 @@ pub struct ServerReport {
     pub teardown: Option<TeardownSummary>,
     /// This server's own exit code, before ranking across servers.
     pub exit_code: i32,
+    /// How the server differs from the fleet file (`status` through the
+    /// supervisor, docs/design.md §16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<Drift>,
 }
 
 /// The whole result of a command.
@@ -159,6 +164,12 @@ pub struct Report {
     /// The gateway's HTTP door and client sessions (`serve`, `status`), when open.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<GatewayReport>,
+    /// What `up` did, or would do, to converge on the fleet file (docs/design.md §16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Vec<PlanStep>>,
+    /// `up --dry-run`: the plan was only computed; nothing was changed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
 }
 
 /// Where the gateway serves and who is connected (docs/design.md §14).
@@ -189,7 +200,14 @@ impl Report {
             interrupted,
             servers,
             gateway: None,
+            plan: None,
+            dry_run: false,
         }
+    }
+
+    /// The plan step of server `name`, if the report has a plan.
+    pub fn step(&self, name: &str) -> Option<&PlanStep> {
+        self.plan.as_ref()?.iter().find(|s| s.name == name)
     }
 }
 
@@ -242,6 +260,16 @@ fn dash<T: ToString>(v: Option<T>) -> String {
 }
 
 fn render_text(report: &Report) -> String {
+    if report.dry_run {
+        let steps = report.plan.as_deref().unwrap_or_default();
+        return format!(
+            "{}{} --dry-run: {}; nothing was changed; exit {}\n",
+            plan_table(steps),
+            report.command,
+            plan_counts(steps),
+            report.exit_code
+        );
+    }
     let mut rows = vec![[
         "SERVER".to_owned(),
         "STATE".to_owned(),
@@ -290,6 +318,12 @@ fn render_text(report: &Report) -> String {
             continue;
         }
         let s = &report.servers[i - 1];
+        if let Some(text) = report.step(&s.name).and_then(|step| step.text()) {
+            out.push_str(&format!("  {text}\n"));
+        }
+        if let Some(text) = s.drift.as_ref().and_then(Drift::text) {
+            out.push_str(&format!("  {text}\n"));
+        }
         if let Some(e) = &s.error {
             out.push_str(&format!(
                 "  error [{}] {}: {}\n",

@@ -59,10 +59,37 @@ pub struct Deadlines {
     pub cleanup_ms: Option<Timeout>,
 }
 
+/// The fleet file as the CLI read it (docs/design.md §16): its path, its exact
+/// text, and the value of every `${env:NAME}` it looked up. The supervisor
+/// validates the same text with the same values, so that it acts on the file the
+/// caller sees, with the environment the caller has. The values may be secrets:
+/// they travel only on the owner-only socket and are never logged or shown
+/// (`Debug` names the variables only).
+#[derive(Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FleetSource {
+    pub path: String,
+    pub text: String,
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for FleetSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FleetSource")
+            .field("path", &self.path)
+            .field("text_bytes", &self.text.len())
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "op", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Op {
-    /// Start (or leave running) the servers; empty means every enabled server.
+    /// Converge on the fleet file (`fleet`; the supervisor's own when absent):
+    /// start (or leave running) the servers, restart those whose definition
+    /// changed; empty means every enabled server.
     Up {
         #[serde(default)]
         servers: Vec<String>,
@@ -70,6 +97,14 @@ pub enum Op {
         force: bool,
         #[serde(default)]
         deadlines: Deadlines,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fleet: Option<FleetSource>,
+        /// Only say what would be done.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        dry_run: bool,
+        /// Stop the servers that are no longer in the fleet file.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        remove_orphans: bool,
     },
     Down {
         #[serde(default)]
@@ -79,6 +114,8 @@ pub enum Op {
         /// Count an escalated teardown as not clean.
         #[serde(default)]
         strict: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fleet: Option<FleetSource>,
     },
     Reconnect {
         servers: Vec<String>,
@@ -90,10 +127,15 @@ pub enum Op {
         deadlines: Deadlines,
         #[serde(default)]
         strict: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fleet: Option<FleetSource>,
     },
+    /// The servers' states, and how each differs from `fleet` when given.
     Status {
         #[serde(default)]
         servers: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fleet: Option<FleetSource>,
     },
     Reset {
         server: String,
@@ -104,6 +146,8 @@ pub enum Op {
         server: Option<String>,
         #[serde(default)]
         deadlines: Deadlines,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fleet: Option<FleetSource>,
     },
     /// Call a tool of a server (started if needed), bounded by `timeout_ms`.
     Call {
@@ -115,6 +159,8 @@ pub enum Op {
         timeout_ms: Option<u64>,
         #[serde(default)]
         deadlines: Deadlines,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fleet: Option<FleetSource>,
     },
     Ping,
     /// Start the servers as `up` would, answer with the report, then speak MCP on
@@ -124,6 +170,8 @@ pub enum Op {
         servers: Vec<String>,
         #[serde(default)]
         deadlines: Deadlines,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fleet: Option<FleetSource>,
     },
     /// Start the servers as `up` would and open the gateway's HTTP door (`serve`).
     Serve {
@@ -134,6 +182,8 @@ pub enum Op {
         listen: Option<String>,
         #[serde(default)]
         deadlines: Deadlines,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fleet: Option<FleetSource>,
     },
 }
 
@@ -373,6 +423,7 @@ mod tests {
                     ..Deadlines::default()
                 },
                 strict: true,
+                fleet: None,
             },
         };
         let line = encode(&req);
@@ -380,8 +431,38 @@ mod tests {
         assert_eq!(parse_request(line.trim_end()).unwrap(), req);
         assert_eq!(
             parse_request(r#"{"v":1,"op":"status"}"#).unwrap().op,
-            Op::Status { servers: vec![] }
+            Op::Status {
+                servers: vec![],
+                fleet: None
+            }
         );
+        // The fleet file travels with its text and the values it looked up,
+        // which `Debug` (what a log would show) leaves out.
+        let fleet = FleetSource {
+            path: "/srv/fleet.yaml".into(),
+            text: "version: 1\n".into(),
+            env: [("TOKEN".to_owned(), "s3cr3t".to_owned())].into(),
+        };
+        let req = Request {
+            v: PROTOCOL_VERSION,
+            op: Op::Up {
+                servers: vec![],
+                force: false,
+                deadlines: Deadlines::default(),
+                fleet: Some(fleet.clone()),
+                dry_run: true,
+                remove_orphans: false,
+            },
+        };
+        assert_eq!(parse_request(encode(&req).trim_end()).unwrap(), req);
+        let shown = format!("{req:?}");
+        assert!(
+            shown.contains("TOKEN") && !shown.contains("s3cr3t"),
+            "{shown}"
+        );
+        let err = parse_request(r#"{"v":1,"op":"up","fleet":{"path":"p","text":"t","bogus":1}}"#)
+            .unwrap_err();
+        assert!(err.contains("bogus"), "{err}");
     }
 
     #[test]

@@ -71,7 +71,7 @@ pub async fn tools(shared: &Shared, server: Option<String>, options: CallOptions
             Ok(h) => vec![h],
             Err(message) => return Response::Error { message },
         },
-        None => shared.handles.clone(),
+        None => shared.handles(),
     };
     // Peers are taken in fleet order; the lists are then asked for all at once.
     let mut peers = Vec::new();

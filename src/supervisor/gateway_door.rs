@@ -15,7 +15,7 @@ use tokio_util::task::TaskTracker;
 use super::server::{call_options, dispatch};
 use super::{EventLog, Response, Shared};
 use crate::config::Fleet;
-use crate::gateway::{ClientSession, Exposure, Gateway, Journal, Member, SessionEvent, http};
+use crate::gateway::{ClientSession, Gateway, Journal, Member, SessionEvent, http};
 use crate::host::Unnamed;
 use crate::lifecycle::authority::Handle;
 use crate::lifecycle::events::rfc3339;
@@ -82,15 +82,7 @@ pub fn attach(gateway: &Arc<Gateway>, fleet: &Fleet, handles: &[Handle], tracker
         .zip(handles)
         .map(|(spec, handle)| Member {
             handle: handle.clone(),
-            exposure: Exposure {
-                prefix: spec
-                    .expose
-                    .prefix
-                    .clone()
-                    .unwrap_or_else(|| spec.name.clone()),
-                allow: spec.expose.allow.clone(),
-                deny: spec.expose.deny.clone(),
-            },
+            exposure: super::roster::exposure(spec),
             enabled: spec.enabled,
         })
         .collect();
@@ -108,10 +100,13 @@ pub async fn stdio(
     deadlines: Deadlines,
 ) {
     let scope = match shared.select(&servers, Unnamed::Enabled) {
-        Ok(handles) => handles
-            .iter()
-            .filter_map(|h| shared.handles.iter().position(|m| m.name() == h.name()))
-            .collect::<Vec<usize>>(),
+        Ok(handles) => {
+            let roster = shared.roster();
+            handles
+                .iter()
+                .filter_map(|h| roster.held(h.name()).map(|held| held.slot))
+                .collect::<Vec<usize>>()
+        }
         Err(message) => {
             let _ = write
                 .write_all(protocol::encode(&Response::Error { message }).as_bytes())
@@ -121,10 +116,14 @@ pub async fn stdio(
     };
     // The start's events are not relayed: the connection is the client's MCP channel.
     let (tx, _) = tokio::sync::mpsc::unbounded_channel();
+    let servers_named = !servers.is_empty();
     let up = Op::Up {
         servers,
         force: false,
         deadlines,
+        fleet: None,
+        dry_run: false,
+        remove_orphans: false,
     };
     let response = dispatch(up, shared, &tx).await;
     if write
@@ -134,7 +133,13 @@ pub async fn stdio(
     {
         return;
     }
-    let session = ClientSession::new(shared.gateway.clone(), "stdio").scoped(scope);
+    // Without names the session sees the whole fleet, as it changes (docs/design.md
+    // §15): servers added to the fleet file later too.
+    let session = ClientSession::new(shared.gateway.clone(), "stdio");
+    let session = match servers_named {
+        true => session.scoped(scope),
+        false => session,
+    };
     let running = match rmcp::serve_server(session, (reader, write)).await {
         Ok(r) => r,
         Err(e) => {
@@ -154,7 +159,7 @@ pub async fn stdio(
 /// lock from the check to the record, with no await between, so that of two
 /// `serve` requests one opens the door and the other finds it open.
 pub fn open_http(shared: &Shared, listen: Option<String>) -> Result<Listening, String> {
-    let config = &shared.fleet.gateway;
+    let config = &shared.fleet().gateway;
     let wanted: SocketAddr = match listen {
         Some(text) => text
             .parse()

@@ -14,10 +14,12 @@
 //! dealt with what the previous supervisor left running.
 
 pub mod calls;
+pub mod converge;
 pub mod gateway_door;
 pub mod guardian;
 pub mod persist;
 pub mod recovery;
+pub mod roster;
 pub mod server;
 pub mod state_dir;
 
@@ -32,8 +34,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Fleet;
-use crate::host::{self, Press, Signals, Unnamed};
-use crate::lifecycle::authority::{self, Context, Handle, Initial, ServerConfig};
+use crate::host::{Press, Signals, Unnamed};
+use crate::lifecycle::authority::{Context, Handle};
 use crate::lifecycle::events::{Cause, Event, EventSink, millis, rfc3339};
 use crate::lifecycle::state::Phase;
 use crate::output::calls::CallReport;
@@ -121,8 +123,9 @@ pub type Response = protocol::Response<EventReport, Answer>;
 
 /// What the request handlers share.
 pub struct Shared {
-    pub fleet: Fleet,
-    pub handles: Vec<Handle>,
+    /// The fleet file as last given and the authority of each server it named
+    /// (docs/design.md §16). Locked only for moments, never across an await.
+    pub roster: Mutex<roster::Roster>,
     pub events: Arc<EventLog>,
     pub state: Arc<StateFile>,
     /// Set when the supervisor is shutting down; new requests are refused.
@@ -136,6 +139,8 @@ pub struct Shared {
     pub dir: StateDir,
     /// Work that lives as long as the supervisor (the HTTP door).
     pub tracker: TaskTracker,
+    /// What the authority of a server added to the fleet file is created with.
+    pub authorities: Context,
 }
 
 impl Shared {
@@ -155,23 +160,34 @@ impl Shared {
         }
     }
 
-    pub fn handle(&self, name: &str) -> Option<&Handle> {
-        self.handles.iter().find(|h| h.name() == name)
+    pub(crate) fn roster(&self) -> std::sync::MutexGuard<'_, roster::Roster> {
+        self.roster.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The authorities of the servers a request is about (`host::select`); a name
-    /// that is no server of the fleet is a usage error.
-    pub fn select(&self, names: &[String], unnamed: Unnamed) -> Result<Vec<Handle>, String> {
-        let specs = host::select(&self.fleet, names, unnamed).map_err(|e| format!("usage: {e}"))?;
-        Ok(specs
+    /// The fleet file as the supervisor last took it up.
+    pub fn fleet(&self) -> Fleet {
+        self.roster().fleet.clone()
+    }
+
+    /// Every server's authority: the fleet file's, then the orphans'.
+    pub fn handles(&self) -> Vec<Handle> {
+        self.roster()
+            .servers
             .iter()
-            .map(|s| {
-                let handle = self.handle(&s.name);
-                handle
-                    .expect("every server of the fleet has an authority")
-                    .clone()
-            })
-            .collect())
+            .map(|h| h.handle.clone())
+            .collect()
+    }
+
+    pub fn handle(&self, name: &str) -> Option<Handle> {
+        self.roster().held(name).map(|h| h.handle.clone())
+    }
+
+    /// The authorities of the servers a request is about: the named ones (each
+    /// must be held: in the fleet file, or an orphan), or with no names the
+    /// file's enabled ones (`Unnamed::Enabled`) or every one held, orphans
+    /// included (`Unnamed::All`). An unknown name is a usage error.
+    pub fn select(&self, names: &[String], unnamed: Unnamed) -> Result<Vec<Handle>, String> {
+        self.roster().select(names, unnamed)
     }
 }
 
@@ -309,33 +325,27 @@ pub async fn run(
     let persisted = state.snapshot();
     let journal = crate::gateway::Journal::open(&dir.gateway_log());
     let gateway = gateway_door::new(&fleet, events.clone(), journal);
-    let handles: Vec<Handle> = fleet
+    let held: Vec<roster::Held> = fleet
         .servers
         .iter()
         .enumerate()
-        .map(|(index, spec)| {
+        .map(|(slot, spec)| {
             let rec = persisted
                 .servers
                 .get(&spec.name)
                 .cloned()
                 .unwrap_or_default();
-            let initial = Initial {
-                last_generation: rec.last_generation,
-                quarantine: rec.quarantine,
-                listener: Some(gateway.listener(index)),
-            };
-            authority::spawn_with(
-                ServerConfig::from_spec(spec, Some(dir.server_log(&spec.name))),
-                initial,
-                state.clone(),
-                ctx.clone(),
-            )
+            roster::Held::new(spec.clone(), slot, rec, &dir, &gateway, &state, &ctx)
         })
         .collect();
+    let handles: Vec<Handle> = held.iter().map(|h| h.handle.clone()).collect();
     gateway_door::attach(&gateway, &fleet, &handles, &tracker);
     let shared = Arc::new(Shared {
-        fleet: fleet.clone(),
-        handles,
+        roster: Mutex::new(roster::Roster {
+            fleet: fleet.clone(),
+            source: None,
+            servers: held,
+        }),
         events,
         state,
         shutdown: CancellationToken::new(),
@@ -344,6 +354,7 @@ pub async fn run(
         http: Mutex::new(None),
         dir: dir.clone(),
         tracker: tracker.clone(),
+        authorities: ctx.clone(),
     });
 
     let mut signals = Signals::new()?;
@@ -354,6 +365,9 @@ pub async fn run(
                 servers: fg.servers,
                 force: false,
                 deadlines: Default::default(),
+                fleet: None,
+                dry_run: false,
+                remove_orphans: false,
             };
             let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
             if let Response::Reply {

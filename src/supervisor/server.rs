@@ -168,10 +168,8 @@ impl Busy {
             // the gap, and is read next.
             Err(RecvError::Lagged(missed)) => {
                 tracing::warn!(missed, "idle watch lagged behind the event log");
-                for handle in &shared.handles {
-                    if let Ok(s) = handle.snapshot().await {
-                        self.set(handle.name(), s.state);
-                    }
+                for handle in shared.handles() {
+                    self.set(handle.name(), handle.published().state);
                 }
             }
             Err(RecvError::Closed) => self.listening = false,
@@ -213,7 +211,7 @@ fn same_user(stream: UnixStream) -> Option<UnixStream> {
 /// Tears down every running server (supervisor shutdown) and returns the code of
 /// the outcome, as `down` would rank it.
 pub async fn stop_all(shared: Arc<Shared>) -> Code {
-    let handles = &shared.handles;
+    let handles = &shared.handles();
     let replies = host::request_all(handles, Intent::Stop, CallOptions::default(), |_| {}).await;
     handles
         .iter()
@@ -256,7 +254,18 @@ async fn handle_connection(stream: UnixStream, shared: &Shared) {
             .await;
         return;
     }
-    if let Op::Gateway { servers, deadlines } = request.op {
+    if let Op::Gateway {
+        servers,
+        deadlines,
+        fleet,
+    } = request.op
+    {
+        if let Err(message) = shared.take_up(fleet.as_ref()) {
+            let _ = write
+                .write_all(protocol::encode(&Response::Error { message }).as_bytes())
+                .await;
+            return;
+        }
         return super::gateway_door::stdio(shared, reader, write, servers, deadlines).await;
     }
     // Lines to the client go through one writer task; a client that went away only
@@ -294,7 +303,11 @@ pub(super) async fn dispatch(
             servers,
             listen,
             deadlines,
+            fleet,
         } => {
+            if let Err(message) = shared.take_up(fleet.as_ref()) {
+                return Response::Error { message };
+            }
             if let Err(message) = super::gateway_door::open_http(shared, listen) {
                 return Response::Error { message };
             }
@@ -302,6 +315,9 @@ pub(super) async fn dispatch(
                 servers,
                 force: false,
                 deadlines,
+                fleet: None,
+                dry_run: false,
+                remove_orphans: false,
             };
             return match Box::pin(dispatch(up, shared, tx)).await {
                 Response::Reply {
@@ -314,7 +330,14 @@ pub(super) async fn dispatch(
                 other => other,
             };
         }
-        Op::Tools { server, deadlines } => {
+        Op::Tools {
+            server,
+            deadlines,
+            fleet,
+        } => {
+            if let Err(message) = shared.take_up(fleet.as_ref()) {
+                return Response::Error { message };
+            }
             return super::calls::tools(shared, server, call_options(deadlines, false)).await;
         }
         Op::Call {
@@ -323,21 +346,20 @@ pub(super) async fn dispatch(
             arguments,
             timeout_ms,
             deadlines,
+            fleet,
         } => {
+            if let Err(message) = shared.take_up(fleet.as_ref()) {
+                return Response::Error { message };
+            }
             let options = call_options(deadlines, false);
             return super::calls::call(shared, &server, &tool, arguments, timeout_ms, options)
                 .await;
         }
-        Op::Status { servers } => {
-            let handles = match shared.select(&servers, Unnamed::Enabled) {
-                Ok(h) => h,
+        Op::Status { servers, fleet } => {
+            let mut report = match super::converge::status(shared, &servers, fleet.as_ref()) {
+                Ok(r) => r,
                 Err(message) => return Response::Error { message },
             };
-            let mut lines = Vec::new();
-            for handle in &handles {
-                lines.push(status_line(handle).await);
-            }
-            let mut report = Report::new("status", lines, false);
             report.gateway =
                 Some(gateway_report(shared)).filter(|g| g.url.is_some() || g.sessions > 0);
             return reply(report);
@@ -346,37 +368,55 @@ pub(super) async fn dispatch(
             servers,
             force,
             deadlines,
-        } => (
-            "up",
-            servers,
-            Intent::Start,
-            call_options(deadlines, force),
-            false,
-        ),
+            fleet,
+            dry_run,
+            remove_orphans,
+        } => {
+            let up = super::converge::Up {
+                servers,
+                fleet,
+                options: call_options(deadlines, force),
+                dry_run,
+                remove_orphans,
+            };
+            return super::converge::up(shared, up, tx).await;
+        }
         Op::Down {
             servers,
             deadlines,
             strict,
-        } => (
-            "down",
-            servers,
-            Intent::Stop,
-            call_options(deadlines, false),
-            strict,
-        ),
+            fleet,
+        } => {
+            if let Err(message) = shared.take_up(fleet.as_ref()) {
+                return Response::Error { message };
+            }
+            (
+                "down",
+                servers,
+                Intent::Stop,
+                call_options(deadlines, false),
+                strict,
+            )
+        }
         Op::Reconnect {
             servers,
             if_generation,
             force,
             deadlines,
             strict,
-        } => (
-            "reconnect",
-            servers,
-            Intent::Reconnect { if_generation },
-            call_options(deadlines, force),
-            strict,
-        ),
+            fleet,
+        } => {
+            if let Err(message) = shared.take_up(fleet.as_ref()) {
+                return Response::Error { message };
+            }
+            (
+                "reconnect",
+                servers,
+                Intent::Reconnect { if_generation },
+                call_options(deadlines, force),
+                strict,
+            )
+        }
         Op::Reset { server } => (
             "reset",
             vec![server],
@@ -399,7 +439,47 @@ pub(super) async fn dispatch(
         Ok(h) => h,
         Err(message) => return Response::Error { message },
     };
-    // Stream this request's events while it runs.
+    // `down` of the whole fleet closes the HTTP door too: once the servers are
+    // down, so that the calls in flight get their answer (G4); meanwhile calls
+    // through the gateway do not start servers again.
+    let whole_fleet_down = intent == Intent::Stop && names.is_empty();
+    if whole_fleet_down {
+        shared.gateway.hold_starts(true);
+    }
+    let replies = streaming(shared, &handles, tx, |handles| async move {
+        host::request_all(&handles, intent, options, |_| {}).await
+    })
+    .await;
+    if whole_fleet_down {
+        shared.close_http();
+        shared.gateway.hold_starts(false);
+    }
+    if intent == Intent::Stop {
+        // An orphan that `down` stopped is forgotten (docs/design.md §16).
+        let stopped: Vec<String> = handles.iter().map(|h| h.name().to_owned()).collect();
+        shared.forget_orphans(&stopped);
+    }
+    let lines = handles
+        .iter()
+        .zip(replies)
+        .map(|(h, r)| ServerReport::of_reply(h.name(), r, intent, strict))
+        .collect();
+    reply(Report::new(command, lines, false))
+}
+
+/// Runs `work` on `handles` while streaming their events to the client: every
+/// event of a request is recorded before its reply (L12), so what is queued when
+/// `work` ends is all of it.
+pub(super) async fn streaming<F, Fut, T>(
+    shared: &Shared,
+    handles: &[Handle],
+    tx: &mpsc::UnboundedSender<String>,
+    work: F,
+) -> T
+where
+    F: FnOnce(Vec<Handle>) -> Fut,
+    Fut: Future<Output = T>,
+{
     let mut events = shared.events.subscribe();
     let watched: Vec<String> = handles.iter().map(|h| h.name().to_owned()).collect();
     let forward_tx = tx.clone();
@@ -421,8 +501,6 @@ pub(super) async fn dispatch(
                     Err(RecvError::Closed) => break,
                 },
                 _ = &mut done_rx => {
-                    // Every event of the request was recorded before its reply (L12):
-                    // what is queued now is all of it.
                     while let Ok(event) = events.try_recv() {
                         send(event);
                     }
@@ -431,26 +509,10 @@ pub(super) async fn dispatch(
             }
         }
     });
-    // `down` of the whole fleet closes the HTTP door too: once the servers are
-    // down, so that the calls in flight get their answer (G4); meanwhile calls
-    // through the gateway do not start servers again.
-    let whole_fleet_down = intent == Intent::Stop && names.is_empty();
-    if whole_fleet_down {
-        shared.gateway.hold_starts(true);
-    }
-    let replies = host::request_all(&handles, intent, options, |_| {}).await;
-    if whole_fleet_down {
-        shared.close_http();
-        shared.gateway.hold_starts(false);
-    }
+    let result = work(handles.to_vec()).await;
     let _ = done_tx.send(());
     let _ = forward.await;
-    let lines = handles
-        .iter()
-        .zip(replies)
-        .map(|(h, r)| ServerReport::of_reply(h.name(), r, intent, strict))
-        .collect();
-    reply(Report::new(command, lines, false))
+    result
 }
 
 /// The gateway as `serve` and `status` show it.
@@ -465,7 +527,7 @@ fn gateway_report(shared: &Shared) -> GatewayReport {
     }
 }
 
-fn reply(report: Report) -> Response {
+pub(super) fn reply(report: Report) -> Response {
     Response::Reply {
         report: Answer::Report(report),
     }
@@ -481,12 +543,5 @@ pub(super) fn call_options(d: Deadlines, force: bool) -> CallOptions {
         cleanup_timeout: d.cleanup_ms,
         wait_timeout: d.wait_ms.unwrap_or(Timeout::After(DEFAULT_WAIT)),
         force,
-    }
-}
-
-async fn status_line(handle: &Handle) -> ServerReport {
-    match handle.snapshot().await {
-        Ok(s) => ServerReport::of_state(&s),
-        Err(e) => ServerReport::unanswered(handle.name(), "stdio", &e),
     }
 }

@@ -44,6 +44,13 @@ async fn exited(live: &Option<Live>) {
     }
 }
 
+/// Returns when a new configuration was given; never once every handle is gone.
+async fn config_changed(configs: &mut watch::Receiver<ServerConfig>) {
+    if configs.changed().await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
 async fn lineage_changed(live: &Option<Live>) {
     match live {
         Some(Live {
@@ -60,6 +67,12 @@ impl Actor {
             let input = tokio::select! {
                 biased;
                 _ = self.ctx.shutdown.cancelled() => break,
+                // Before the queue: a request sent after `Handle::configure` is
+                // taken with the new configuration.
+                () = config_changed(&mut self.configs) => {
+                    self.reconfigure(&mut core).await;
+                    continue;
+                }
                 m = rx.recv() => match m {
                     None => break,
                     Some(Message::Touch) => Input::Used,
@@ -71,7 +84,8 @@ impl Actor {
                         // The caller may be gone by the end (L6): the outcome is
                         // recorded all the same.
                         self.request = Request { options, reply: Some(reply), ..Request::default() };
-                        Input::Request { intent, force: options.force, waited: enqueued.elapsed() }
+                        let stale = self.launched.as_ref().is_some_and(|d| *d != self.config.definition);
+                        Input::Request { intent, force: options.force, stale, waited: enqueued.elapsed() }
                     }
                 },
                 _ = exited(&self.live) => Input::ExitSeen,
@@ -96,6 +110,16 @@ impl Actor {
             }
         }
         machine::drive(&mut core, &mut self, Input::Shutdown).await;
+    }
+
+    /// Takes the newest configuration: the settings go to the core at once; the
+    /// definition waits for the next launch.
+    async fn reconfigure(&mut self, core: &mut Core) {
+        let config = self.configs.borrow_and_update().clone();
+        let supervision = config.supervision;
+        self.config = config;
+        machine::drive(core, self, Input::Configure(supervision)).await;
+        self.publish(core);
     }
 
     pub(super) fn publish(&self, core: &Core) {
@@ -141,9 +165,15 @@ impl Actor {
             _ => None,
         };
         let last = core.last_generation();
+        // A running generation keeps its transport until it is replaced.
+        let transport = match self.live.as_ref().map(|l| &l.kind) {
+            Some(LiveKind::Process(_)) => "stdio",
+            Some(LiveKind::Remote(_)) => "http",
+            None => self.config.endpoint.name(),
+        };
         Snapshot {
             name: self.config.name.clone(),
-            transport: self.config.endpoint.name().to_owned(),
+            transport: transport.to_owned(),
             state: state.phase(),
             // A stopped server shows the generation it last had.
             generation: state.generation().or((last > 0).then_some(last)),
@@ -163,6 +193,7 @@ impl Actor {
             retry_at: core.retry_at(),
             error,
             last_teardown: self.last_teardown.clone(),
+            definition: self.launched.clone(),
         }
     }
 

@@ -88,12 +88,29 @@ impl Handle {
     /// `status` never waits behind a start or a teardown in progress. After the
     /// authority has ended, this is the last state it published.
     pub async fn snapshot(&self) -> Result<Snapshot, RequestError> {
+        Ok(self.published())
+    }
+
+    /// What [`Handle::snapshot`] answers, for callers that cannot wait.
+    pub fn published(&self) -> Snapshot {
         let mut snapshot = self.published.borrow().clone();
         snapshot.uptime_ms = snapshot.ready_at.map(|t| millis(t.elapsed()));
         snapshot.retry_in_ms = snapshot
             .retry_at
             .map(|t| millis(t.saturating_duration_since(tokio::time::Instant::now())));
-        Ok(snapshot)
+        snapshot
+    }
+
+    /// Gives the server a new configuration (the fleet file changed,
+    /// docs/design.md §16). Its settings (deadlines, restart, health, idle stop)
+    /// apply as soon as the authority wakes, before any request sent after this;
+    /// its definition applies to the next generation: a running one is left as it
+    /// is, and [`Intent::Converge`] restarts it if its definition differs.
+    /// A configuration for another server is ignored.
+    pub fn configure(&self, config: ServerConfig) {
+        if config.name == *self.name {
+            self.config.send_replace(config);
+        }
     }
 
     /// The authority's published state, to be told of every change.

@@ -73,6 +73,9 @@ pub struct ServerConfig {
     pub stderr_log: Option<std::path::PathBuf>,
     /// Restarts, health checks and idle stop: what the authority does unasked.
     pub supervision: Supervision,
+    /// What defines the server's process or session, to tell whether a
+    /// generation runs what the fleet file says (docs/design.md §16).
+    pub definition: crate::config::Definition,
 }
 
 /// How a server is reached.
@@ -133,6 +136,7 @@ impl ServerConfig {
         };
         ServerConfig {
             name: spec.name.clone(),
+            definition: crate::config::Definition::of(spec),
             endpoint,
             command_shown,
             connect_timeout: spec.connect_timeout,
@@ -201,6 +205,10 @@ pub struct Snapshot {
     pub error: Option<ServerError>,
     /// The last teardown of this server, kept until the next one.
     pub last_teardown: Option<TeardownSummary>,
+    /// The definition the last generation was started from (the running one's,
+    /// while it runs); `None` before any start.
+    #[serde(skip)]
+    pub definition: Option<crate::config::Definition>,
 }
 
 /// A cheap, cloneable way to reach one server's authority.
@@ -213,6 +221,9 @@ pub struct Handle {
     published: watch::Receiver<Snapshot>,
     /// The running generation's MCP peer, published likewise.
     published_peer: watch::Receiver<Option<(Generation, Peer<RoleClient>)>>,
+    /// The server's configuration for its next generation, which the authority
+    /// reads when it wakes (docs/design.md §16); the handles share it.
+    config: Arc<watch::Sender<ServerConfig>>,
 }
 
 /// Where the authority's environment comes from: events, cancellation, tracking.
@@ -307,8 +318,10 @@ pub fn spawn_with(
         retry_at: None,
         error: None,
         last_teardown: None,
+        definition: None,
     });
     let (publish_peer, published_peer) = watch::channel(None);
+    let (config_tx, configs) = watch::channel(config.clone());
     let core = Core::new(
         state,
         initial.last_generation,
@@ -317,6 +330,8 @@ pub fn spawn_with(
     );
     let actor = Actor {
         config,
+        configs,
+        launched: None,
         live: None,
         last_teardown: None,
         quarantine_left,
@@ -336,13 +351,21 @@ pub fn spawn_with(
         tx,
         published,
         published_peer,
+        config: Arc::new(config_tx),
     }
 }
 
 /// The executor of one server's core: what the server holds and where its
 /// transitions go.
 struct Actor {
+    /// The configuration as last read from `configs`: its settings apply at once,
+    /// its definition from the next generation on.
     config: ServerConfig,
+    /// Where a new configuration comes from ([`Handle::configure`]); closed with
+    /// the last handle.
+    configs: watch::Receiver<ServerConfig>,
+    /// The definition the last generation was started from.
+    launched: Option<crate::config::Definition>,
     /// `Some` exactly while the state is `Running`.
     live: Option<Live>,
     last_teardown: Option<TeardownSummary>,

@@ -28,6 +28,9 @@ impl Actor {
     /// the connect deadline. What a failed start acquired is torn down before it
     /// answers (L8).
     pub(super) async fn launch(&mut self, generation: Generation) -> Started {
+        // What this generation runs, to tell later whether it is what the fleet
+        // file says (docs/design.md §16).
+        self.launched = Some(self.config.definition.clone());
         let started = self.started_at;
         let options = self.request.options;
         let failed = |error: ServerError, cleanup: Option<Ended>| Started {

@@ -42,11 +42,17 @@ mod tests;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input {
     /// A caller asks for a transition; `waited` is how long it queued (L12).
+    /// `stale`: the last generation was started from another definition than
+    /// the one a new generation would get (for [`Intent::Converge`]).
     Request {
         intent: Intent,
         force: bool,
+        stale: bool,
         waited: Duration,
     },
+    /// The fleet file's settings changed: they apply from now on, without a
+    /// restart (docs/design.md §16).
+    Configure(Supervision),
     /// The answer to [`Effect::Reserve`].
     Reserved(Result<(), ServerError>),
     /// The answer to [`Effect::Launch`].
@@ -286,8 +292,10 @@ impl Core {
             Input::Request {
                 intent,
                 force,
+                stale,
                 waited,
-            } => self.request(intent, force, waited, &mut out),
+            } => self.request(intent, force, stale, waited, &mut out),
+            Input::Configure(supervision) => self.configure(supervision, now),
             Input::Reserved(result) => self.reserved(result, now, &mut out),
             Input::Started(started) => self.started(started, now, &mut out),
             Input::TornDown(ended) => self.torn_down(ended, &mut out),
@@ -347,12 +355,40 @@ impl Core {
         out.push(Effect::Answer(result));
     }
 
-    fn request(&mut self, intent: Intent, force: bool, waited: Duration, out: &mut Vec<Effect>) {
-        let cause = match intent {
-            Intent::Start => Cause::Start,
-            Intent::Stop => Cause::Stop,
-            Intent::Reconnect { .. } => Cause::Reconnect,
-            Intent::Reset => Cause::Reset,
+    /// Takes new settings: the restart policy counts from the next exit, the
+    /// idle timer from the last use, and the health timer starts over when the
+    /// health check changed (or stops when there is none).
+    fn configure(&mut self, supervision: Supervision, now: Instant) {
+        let health_changed = supervision.health != self.supervision.health;
+        self.supervision = supervision;
+        if health_changed {
+            self.missed_pings = 0;
+            self.ping_at = match (supervision.health, &self.state) {
+                (Some(h), State::Running { .. }) => Some(now + h.interval),
+                _ => None,
+            };
+        }
+    }
+
+    fn request(
+        &mut self,
+        intent: Intent,
+        force: bool,
+        stale: bool,
+        waited: Duration,
+        out: &mut Vec<Effect>,
+    ) {
+        let (intent, cause) = match intent {
+            Intent::Start => (intent, Cause::Start),
+            Intent::Stop => (intent, Cause::Stop),
+            Intent::Reconnect { .. } => (intent, Cause::Reconnect),
+            Intent::Reset => (intent, Cause::Reset),
+            // A converge that starts a server is a start; one that replaces a
+            // generation of another definition is the reconcile.
+            Intent::Converge => match state::converge(&self.state, stale) {
+                Intent::Start => (Intent::Start, Cause::Start),
+                other => (other, Cause::Reconcile),
+            },
         };
         self.waited = waited;
         match state::plan(&self.state, intent, self.last_generation, force) {
@@ -640,8 +676,10 @@ impl Core {
         if !matches!(next, State::Running { .. }) {
             self.ping_at = None;
         }
-        if matches!(cause, Cause::Start | Cause::Reconnect | Cause::Stop)
-            && matches!(next, State::Starting { .. } | State::Stopped)
+        if matches!(
+            cause,
+            Cause::Start | Cause::Reconnect | Cause::Stop | Cause::Reconcile
+        ) && matches!(next, State::Starting { .. } | State::Stopped)
         {
             // A person asked for this: the restart count begins anew.
             self.history.clear();

@@ -159,6 +159,17 @@ fn request(intent: Intent) -> Input {
     Input::Request {
         intent,
         force: false,
+        stale: false,
+        waited: Duration::ZERO,
+    }
+}
+
+/// A converge, with the last generation's definition current or `stale`.
+fn converge(stale: bool) -> Input {
+    Input::Request {
+        intent: Intent::Converge,
+        force: false,
+        stale,
         waited: Duration::ZERO,
     }
 }
@@ -213,6 +224,7 @@ async fn l2_the_wait_goes_on_the_first_record_and_timers_live_in_their_states() 
         Input::Request {
             intent: START,
             force: false,
+            stale: false,
             waited: ms(7),
         },
     )
@@ -427,6 +439,7 @@ async fn l7_a_failed_teardown_is_kept_before_it_is_reported_and_refuses_until_cl
         Input::Request {
             intent: START,
             force: true,
+            stale: false,
             waited: Duration::ZERO,
         },
     )
@@ -509,6 +522,7 @@ async fn l10_a_core_begins_from_what_an_earlier_holder_left() {
         Input::Request {
             intent: RECONNECT,
             force: true,
+            stale: false,
             waited: Duration::ZERO,
         },
     )
@@ -715,4 +729,104 @@ async fn an_idle_server_is_stopped_and_a_use_starts_its_timer_over() {
         Some(&(Stopping, Stopped, Cause::Idle))
     );
     assert_eq!(core.idle_at(), None);
+}
+
+#[tokio::test]
+async fn converge_restarts_only_a_running_generation_of_another_definition() {
+    let mut core = new_core(Supervision::default());
+    let mut double = Double::default();
+    // Not running: a start, whatever the definition.
+    drive(&mut core, &mut double, converge(true)).await;
+    assert_eq!(
+        double.records(),
+        vec![
+            (Stopped, Starting, Cause::Start),
+            (Starting, Running, Cause::Start)
+        ]
+    );
+    // Running, same definition: nothing at all.
+    double.forget();
+    drive(&mut core, &mut double, converge(false)).await;
+    assert!(double.records().is_empty());
+    assert_eq!(double.answers(), vec![Ok(())]);
+    assert_eq!(core.state().generation(), Some(1));
+    // Running, another definition: stop, confirmed, then the next generation (L4).
+    double.forget();
+    drive(&mut core, &mut double, converge(true)).await;
+    assert_eq!(
+        double.records(),
+        vec![
+            (Running, Stopping, Cause::Reconcile),
+            (Stopping, Stopped, Cause::Reconcile),
+            (Stopped, Starting, Cause::Reconcile),
+            (Starting, Running, Cause::Reconcile),
+        ]
+    );
+    assert_eq!(core.state().generation(), Some(2));
+    // A teardown that fails leaves the next generation unstarted (L4, L7).
+    double.forget();
+    double.teardowns.push_back(left(&[9]));
+    drive(&mut core, &mut double, converge(true)).await;
+    assert!(matches!(core.state(), State::Quarantined { .. }));
+    assert_eq!(double.count(|e| matches!(e, Effect::Launch(_))), 0);
+    // ... and a quarantine refuses a converge like a start.
+    double.forget();
+    drive(&mut core, &mut double, converge(true)).await;
+    assert_eq!(double.answers(), vec![Err(ErrorKind::Quarantined)]);
+}
+
+#[tokio::test]
+async fn converge_starts_a_crash_loop_only_for_a_new_definition() {
+    let mut core = new_core(restarting(0));
+    let mut double = Double::default();
+    up(&mut core, &mut double).await;
+    drive(&mut core, &mut double, Input::ExitSeen).await;
+    assert!(matches!(core.state(), State::CrashLoop { .. }), "{core:?}");
+    double.forget();
+    drive(&mut core, &mut double, converge(false)).await;
+    assert_eq!(double.answers(), vec![Err(ErrorKind::CrashLoop)]);
+    double.forget();
+    drive(&mut core, &mut double, converge(true)).await;
+    assert_eq!(double.answers(), vec![Ok(())]);
+    assert!(matches!(core.state(), State::Running { generation: 2, .. }));
+}
+
+#[tokio::test(start_paused = true)]
+async fn new_settings_apply_without_a_restart() {
+    let mut core = new_core(Supervision::default());
+    let mut double = Double::default();
+    up(&mut core, &mut double).await;
+    assert_eq!(core.ping_at(), None);
+    assert_eq!(core.idle_at(), None);
+    let health = HealthCheck {
+        interval: ms(300),
+        timeout: ms(100),
+        failures: 2,
+    };
+    let now = Instant::now();
+    double.forget();
+    drive(
+        &mut core,
+        &mut double,
+        Input::Configure(Supervision {
+            health: Some(health),
+            idle_timeout: Some(ms(5000)),
+            ..Supervision::default()
+        }),
+    )
+    .await;
+    // Nothing is recorded, started or stopped; the timers follow the settings.
+    assert!(double.log.is_empty());
+    assert!(matches!(core.state(), State::Running { generation: 1, .. }));
+    assert_eq!(core.ping_at(), Some(now + ms(300)));
+    assert!(core.idle_at().is_some());
+    drive(
+        &mut core,
+        &mut double,
+        Input::Configure(Supervision::default()),
+    )
+    .await;
+    assert_eq!(core.ping_at(), None);
+    assert_eq!(core.idle_at(), None);
+    assert!(double.log.is_empty());
 }

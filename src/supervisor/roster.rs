@@ -1,0 +1,269 @@
+//! The supervisor's servers: the fleet file as it last took it up, and the
+//! authority of every server that file named, orphans included (docs/design.md
+//! §15). A request that carries the fleet file brings the roster to it first
+//! ([`Shared::take_up`]): an authority for each added server, a new
+//! configuration for each changed one, orphans marked and no longer offered by
+//! the gateway. That starts, restarts and stops nothing: only `up` converges
+//! (`converge.rs`), and a server's lifecycle changes only through its authority.
+
+use std::sync::Arc;
+
+use super::Shared;
+use super::persist::ServerRecord;
+use super::state_dir::StateDir;
+use crate::config::{Definition, Fleet, ServerSpec, changed_settings};
+use crate::gateway::{Exposure, Gateway, Member};
+use crate::host::{UnknownServers, Unnamed};
+use crate::lifecycle::authority::{self, Context, Handle, Initial, ServerConfig};
+use crate::lifecycle::ledger::Ledger;
+use crate::lifecycle::state::Phase;
+use crate::protocol::FleetSource;
+
+/// The fleet file as last taken up, and every server held.
+pub struct Roster {
+    pub fleet: Fleet,
+    /// The request's fleet file it was last taken up from (`None`: read by the
+    /// supervisor itself at its start): the same file again is not validated
+    /// again.
+    pub source: Option<FleetSource>,
+    /// The file's servers in its order, then the orphans.
+    pub servers: Vec<Held>,
+}
+
+/// A server the supervisor holds.
+pub struct Held {
+    /// The spec its authority was last given.
+    pub spec: ServerSpec,
+    pub handle: Handle,
+    /// Its index in the gateway, for as long as the supervisor runs.
+    pub slot: usize,
+    /// No longer in the fleet file: left as it is until `up --remove-orphans`
+    /// or `down` stops it, then forgotten.
+    pub orphaned: bool,
+}
+
+impl Held {
+    /// Creates the authority of `spec` (heard by the gateway at `slot`), which
+    /// goes on from what `state.json` recorded of the server (`rec`).
+    pub fn new<L: Ledger + 'static>(
+        spec: ServerSpec,
+        slot: usize,
+        rec: ServerRecord,
+        dir: &StateDir,
+        gateway: &Arc<Gateway>,
+        ledger: &Arc<L>,
+        ctx: &Context,
+    ) -> Held {
+        let initial = Initial {
+            last_generation: rec.last_generation,
+            quarantine: rec.quarantine,
+            listener: Some(gateway.listener(slot)),
+        };
+        let handle = authority::spawn_with(
+            ServerConfig::from_spec(&spec, Some(dir.server_log(&spec.name))),
+            initial,
+            ledger.clone(),
+            ctx.clone(),
+        );
+        Held {
+            spec,
+            handle,
+            slot,
+            orphaned: false,
+        }
+    }
+
+    /// The server as the gateway offers it.
+    pub fn member(&self) -> Member {
+        Member {
+            handle: self.handle.clone(),
+            exposure: exposure(&self.spec),
+            enabled: self.spec.enabled,
+        }
+    }
+}
+
+/// How the gateway shows the server of `spec`: its `prefix:` (by default its
+/// name) and its `tools:`.
+pub fn exposure(spec: &ServerSpec) -> Exposure {
+    Exposure {
+        prefix: spec
+            .expose
+            .prefix
+            .clone()
+            .unwrap_or_else(|| spec.name.clone()),
+        allow: spec.expose.allow.clone(),
+        deny: spec.expose.deny.clone(),
+    }
+}
+
+impl Roster {
+    pub fn held(&self, name: &str) -> Option<&Held> {
+        self.servers.iter().find(|h| h.spec.name == name)
+    }
+
+    /// See [`Shared::select`].
+    pub fn select(&self, names: &[String], unnamed: Unnamed) -> Result<Vec<Handle>, String> {
+        if names.is_empty() {
+            return Ok(self
+                .servers
+                .iter()
+                .filter(|h| unnamed == Unnamed::All || (!h.orphaned && h.spec.enabled))
+                .map(|h| h.handle.clone())
+                .collect());
+        }
+        let mut picked: Vec<Handle> = Vec::new();
+        let mut unknown = Vec::new();
+        for name in names {
+            match self.held(name) {
+                Some(h) if !picked.iter().any(|p| p.name() == name) => {
+                    picked.push(h.handle.clone())
+                }
+                Some(_) => {}
+                None => unknown.push(name.clone()),
+            }
+        }
+        match unknown.is_empty() {
+            true => Ok(picked),
+            false => Err(format!("usage: {}", UnknownServers(unknown))),
+        }
+    }
+}
+
+/// Validates the fleet file a request carries, as the caller read it: its text,
+/// with `${env:NAME}` looked up in the values the caller found. An invalid one
+/// is a usage error that names every position, as the CLI would (R5).
+pub fn load(source: &FleetSource) -> Result<Fleet, String> {
+    let lookup = |name: &str| source.env.get(name).cloned();
+    crate::config::load_str(&source.text, std::path::Path::new(&source.path), &lookup)
+        .map_err(|e| format!("usage: {e}"))
+}
+
+impl Shared {
+    /// Brings the roster to the fleet file a request carries (nothing without
+    /// one, or when it is the file last taken up). Starts, restarts and stops
+    /// nothing.
+    pub fn take_up(&self, source: Option<&FleetSource>) -> Result<(), String> {
+        let Some(source) = source else {
+            return Ok(());
+        };
+        if self.roster().source.as_ref() == Some(source) {
+            return Ok(());
+        }
+        let file = load(source)?;
+        let mut roster = self.roster();
+        self.sync(&mut roster, file, Some(source.clone()));
+        Ok(())
+    }
+
+    /// The fleet file a request carries, validated: the roster's own when it is
+    /// the file last taken up (validating it again would cost every request as
+    /// much as the first).
+    pub fn read_file(&self, source: &FleetSource) -> Result<Fleet, String> {
+        {
+            let roster = self.roster();
+            if roster.source.as_ref() == Some(source) {
+                return Ok(roster.fleet.clone());
+            }
+        }
+        load(source)
+    }
+
+    /// Brings `roster` to `file`: each added server gets an authority and a place
+    /// in the gateway; each server whose spec changed gets its new configuration
+    /// (settings at once, the definition for its next generation) and its new
+    /// exposure in the gateway; a server no longer in the file is orphaned and
+    /// leaves the gateway; an orphan back in the file is held again as it is.
+    /// `source` is the request's file it came from (kept as is when `None`).
+    pub fn sync(&self, roster: &mut Roster, file: Fleet, source: Option<FleetSource>) {
+        let mut servers: Vec<Held> = Vec::with_capacity(roster.servers.len());
+        let mut old = std::mem::take(&mut roster.servers);
+        for spec in &file.servers {
+            let held = match old.iter().position(|h| h.spec.name == spec.name) {
+                Some(i) => {
+                    let mut held = old.remove(i);
+                    let changed = Definition::of(&held.spec) != Definition::of(spec)
+                        || !changed_settings(&held.spec, spec).is_empty();
+                    if changed {
+                        held.handle.configure(ServerConfig::from_spec(
+                            spec,
+                            Some(self.dir.server_log(&spec.name)),
+                        ));
+                    }
+                    held.spec = spec.clone();
+                    if std::mem::replace(&mut held.orphaned, false) {
+                        tracing::info!(server = %spec.name, "back in the fleet file");
+                        self.gateway.join(held.slot, held.member(), &self.tracker);
+                    } else {
+                        self.gateway
+                            .expose(held.slot, exposure(spec), spec.enabled, &self.tracker);
+                    }
+                    held
+                }
+                None => {
+                    tracing::info!(server = %spec.name, "added to the fleet file");
+                    let slot = self.gateway.slot();
+                    let rec = self
+                        .state
+                        .snapshot()
+                        .servers
+                        .get(&spec.name)
+                        .cloned()
+                        .unwrap_or_default();
+                    let held = Held::new(
+                        spec.clone(),
+                        slot,
+                        rec,
+                        &self.dir,
+                        &self.gateway,
+                        &self.state,
+                        &self.authorities,
+                    );
+                    self.gateway.join(slot, held.member(), &self.tracker);
+                    held
+                }
+            };
+            servers.push(held);
+        }
+        for mut held in old {
+            if !std::mem::replace(&mut held.orphaned, true) {
+                tracing::info!(server = %held.spec.name, "no longer in the fleet file: orphaned");
+                self.gateway.leave(held.slot, &self.tracker);
+            }
+            servers.push(held);
+        }
+        self.gateway.set_page_size(
+            file.gateway
+                .page_size
+                .unwrap_or(super::gateway_door::PAGE_SIZE),
+        );
+        // The copy that `down`, `status`, `logs` and `events` use if the file
+        // goes away is the file the supervisor now runs (docs/design.md §3).
+        if let Some(source) = &source
+            && let Err(error) =
+                super::state_dir::record_fleet(self.dir.root(), &file.file, &source.text)
+        {
+            tracing::warn!(%error, "cannot record the fleet file in the state directory");
+        }
+        roster.servers = servers;
+        roster.fleet = file;
+        if source.is_some() {
+            roster.source = source;
+        }
+    }
+
+    /// Forgets the orphans among `names` that are at rest (stopped or failed):
+    /// their authorities end once no request holds them. A quarantined orphan
+    /// stays, so that its quarantine stays visible (L7).
+    pub fn forget_orphans(&self, names: &[String]) {
+        let mut roster = self.roster();
+        roster.servers.retain(|h| {
+            let at_rest = matches!(h.handle.published().state, Phase::Stopped | Phase::Failed);
+            let forget = h.orphaned && at_rest && names.contains(&h.spec.name);
+            if forget {
+                tracing::info!(server = %h.spec.name, "orphan stopped and forgotten");
+            }
+            !forget
+        });
+    }
+}
