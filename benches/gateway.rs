@@ -20,7 +20,16 @@
 //! - **mcp-hub**: the npm package `mcp-hub` (pinned, installed on first use into
 //!   `.cache/bench/mcp-hub`) aggregating the same fixture server; its `/mcp` is
 //!   the legacy HTTP+SSE transport, spoken by a small transport written here for
-//!   the same rmcp client.
+//!   the same rmcp client;
+//! - **supervisor socket**, to tell the gateway's cost from the `connect`
+//!   process's: the client speaks MCP on the supervisor's control socket itself,
+//!   after the `gateway` request that `connect` sends.
+//!
+//! Beside each path: the CPU time and context switches per call of each of its
+//! processes, and the memory of the gateway process (before, with one session,
+//! after the calls, and per session over many sessions on a fresh gateway). Then
+//! `tools/list` of large fleets, and the cold start of `connect` beside the
+//! server's own start. README.md ("The gateway" under "Benchmarks") shows a run.
 //!
 //! Every process the benchmark starts carries `MCPFLEET_TEST_ID=<tag>`; guards tear
 //! each fleet down (`down`, then the supervisor), stop mcp-hub's process group and
