@@ -35,7 +35,9 @@ pub struct Target {
 impl Target {
     /// The fleet file's text, to be recorded by a supervisor started with it.
     pub fn text(&self) -> Option<String> {
-        self.source.as_ref().map(|s| s.text.clone())
+        self.source
+            .as_ref()
+            .map(|s| config::recordable(Path::new(&s.path), &s.text))
     }
 }
 
@@ -90,6 +92,7 @@ impl Target {
             Some(s) => s.text.clone(),
             None => config::read(&path)?,
         };
+        let text = config::recordable(&path, &text);
         let root =
             StateDir::locate(&fleet, state_dir).map_err(|e| CliError::Usage(e.to_string()))?;
         let dir = StateDir::open(&root).map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -378,6 +378,19 @@ pub fn load_text(
     load_str(text, path, env)
 }
 
+/// What a state directory keeps as the copy of the fleet file at `path` whose
+/// text is `text`: the text itself, or for an MCP client's JSON file the fleet
+/// file that `import` makes of it, whose secrets are `${env:NAME}` templates
+/// (the client's file may hold them literally; docs/design.md §15).
+pub fn recordable(path: &Path, text: &str) -> String {
+    if import::is_client_file(path, text)
+        && let Ok(imported) = import::parse(text, path)
+    {
+        return imported.fleet_file();
+    }
+    text.to_owned()
+}
+
 /// The text of a fleet file, as [`load`] reads it: at most [`MAX_FILE_BYTES`],
 /// UTF-8 (an error says where it is not).
 pub fn read(path: &Path) -> Result<String, ConfigErrors> {

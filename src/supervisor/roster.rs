@@ -131,11 +131,12 @@ impl Roster {
 }
 
 /// Validates the fleet file a request carries, as the caller read it: its text,
-/// with `${env:NAME}` looked up in the values the caller found. An invalid one
+/// with `${env:NAME}` looked up in the values the caller found (an MCP client's
+/// JSON file is read as `-f` reads it). An invalid one
 /// is a usage error that names every position, as the CLI would (R5).
 pub fn load(source: &FleetSource) -> Result<Fleet, String> {
     let lookup = |name: &str| source.env.get(name).cloned();
-    crate::config::load_str(&source.text, std::path::Path::new(&source.path), &lookup)
+    crate::config::load_text(&source.text, std::path::Path::new(&source.path), &lookup)
         .map_err(|e| format!("usage: {e}"))
 }
 
@@ -240,8 +241,11 @@ impl Shared {
         // The copy that `down`, `status`, `logs` and `events` use if the file
         // goes away is the file the supervisor now runs (docs/design.md §3).
         if let Some(source) = &source
-            && let Err(error) =
-                super::state_dir::record_fleet(self.dir.root(), &file.file, &source.text)
+            && let Err(error) = super::state_dir::record_fleet(
+                self.dir.root(),
+                &file.file,
+                &crate::config::recordable(&file.file, &source.text),
+            )
         {
             tracing::warn!(%error, "cannot record the fleet file in the state directory");
         }
