@@ -756,6 +756,7 @@ async fn socket_client(fleet: &Fleet) -> Result<Client, String> {
         op: Op::Gateway {
             servers: Vec::new(),
             deadlines: Deadlines::default(),
+            fleet: None,
         },
     });
     write
