@@ -192,6 +192,29 @@ pub struct Gateway {
     sessions: Box<dyn Fn(SessionEvent) + Send + Sync>,
     /// The gateway's log.
     journal: Journal,
+    /// The exposed tools and prompts as last built, with what they were built
+    /// from: built again only when a server's list or exposure changed.
+    tool_catalog: Mutex<Option<Catalog<Tool>>>,
+    prompt_catalog: Mutex<Option<Catalog<Prompt>>>,
+}
+
+/// Exposed items (renamed, filtered) and how their names route back, as built
+/// from `from`: per server its index, the list it had (the same `Arc` means the
+/// same list) and its exposure.
+struct Catalog<T> {
+    from: Vec<(usize, Arc<Vec<T>>, Exposure)>,
+    built: Arc<(Vec<T>, names::Names)>,
+}
+
+impl<T> Catalog<T> {
+    fn built_from(&self, from: &[(usize, Arc<Vec<T>>, Exposure)]) -> bool {
+        self.from.len() == from.len()
+            && self
+                .from
+                .iter()
+                .zip(from)
+                .all(|(a, b)| a.0 == b.0 && Arc::ptr_eq(&a.1, &b.1) && a.2 == b.2)
+    }
 }
 
 /// A client session opened or closed.
@@ -228,6 +251,8 @@ impl Gateway {
             page_size: AtomicUsize::new(page_size.max(1)),
             sessions,
             journal,
+            tool_catalog: Mutex::new(None),
+            prompt_catalog: Mutex::new(None),
         })
     }
 
@@ -587,43 +612,62 @@ impl Gateway {
 
     /// The exposed tools (renamed, filtered by each server's `tools:`) and how
     /// their names route back.
-    async fn tools(&self, scope: &Scope) -> (Vec<Tool>, names::Names) {
-        self.named(scope, |exposure, tool: &Tool| {
+    async fn tools(&self, scope: &Scope) -> Arc<(Vec<Tool>, names::Names)> {
+        self.named(scope, &self.tool_catalog, |exposure, tool: &Tool| {
             names::passes(&tool.name, &exposure.allow, &exposure.deny)
         })
         .await
     }
 
     /// The exposed prompts and how their names route back.
-    async fn prompts(&self, scope: &Scope) -> (Vec<Prompt>, names::Names) {
-        self.named(scope, |_, _: &Prompt| true).await
+    async fn prompts(&self, scope: &Scope) -> Arc<(Vec<Prompt>, names::Names)> {
+        self.named(scope, &self.prompt_catalog, |_, _: &Prompt| true)
+            .await
     }
 
     /// Every server's items that `keep` keeps, renamed `PREFIX__NAME` (G3).
+    /// Building the names costs in proportion to every item of the fleet, and a
+    /// call needs them to route one name: the last catalog built is kept and
+    /// used again while every server's list and exposure are the same.
     async fn named<T: Listing + Named>(
         &self,
         scope: &Scope,
+        memo: &Mutex<Option<Catalog<T>>>,
         keep: impl Fn(&Exposure, &T) -> bool,
-    ) -> (Vec<T>, names::Names) {
+    ) -> Arc<(Vec<T>, names::Names)> {
         let gathered = self.gather::<T>(scope).await;
         let members = self.members();
         // A server that left since its list was gathered is not shown.
-        let exposure = |i: usize| members.get(i).and_then(Option::as_ref).map(|m| &m.exposure);
-        let kept: Vec<(usize, &T)> = gathered
-            .iter()
-            .flat_map(|(i, list)| list.iter().map(move |item| (*i, item)))
-            .filter(|(i, item)| exposure(*i).is_some_and(|e| keep(e, item)))
+        let from: Vec<(usize, Arc<Vec<T>>, Exposure)> = gathered
+            .into_iter()
+            .filter_map(|(i, list)| {
+                let exposure = members.get(i).and_then(Option::as_ref)?.exposure.clone();
+                Some((i, list, exposure))
+            })
             .collect();
-        let names = names::Names::assign(kept.iter().map(|(i, item)| {
-            let prefix = exposure(*i).map_or("", |e| e.prefix.as_str());
-            (*i, prefix, item.name())
-        }));
+        if let Some(catalog) = lock(memo).as_ref().filter(|c| c.built_from(&from)) {
+            return catalog.built.clone();
+        }
+        let kept: Vec<(usize, &T, &Exposure)> = from
+            .iter()
+            .flat_map(|(i, list, e)| list.iter().map(move |item| (*i, item, e)))
+            .filter(|(_, item, e)| keep(e, item))
+            .collect();
+        let names = names::Names::assign(
+            kept.iter()
+                .map(|(i, item, e)| (*i, e.prefix.as_str(), item.name())),
+        );
         let items = kept
             .iter()
             .zip(names.exposed())
-            .map(|((_, item), exposed)| item.renamed(exposed.clone()))
+            .map(|((_, item, _), exposed)| item.renamed(exposed.clone()))
             .collect();
-        (items, names)
+        let built = Arc::new((items, names));
+        *lock(memo) = Some(Catalog {
+            from,
+            built: built.clone(),
+        });
+        built
     }
 
     /// The server that lists resource `uri`, or whose template's fixed start it

@@ -233,8 +233,8 @@ impl ServerHandler for ClientSession {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let (tools, _) = self.gateway.tools(&self.scope).await;
-        let (tools, next) = page(&tools, request, self.gateway.page_size())?;
+        let catalog = self.gateway.tools(&self.scope).await;
+        let (tools, next) = page(&catalog.0, request, self.gateway.page_size())?;
         let mut result = ListToolsResult::with_all_items(tools);
         result.next_cursor = next;
         Ok(result)
@@ -245,8 +245,8 @@ impl ServerHandler for ClientSession {
         mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let (_, names) = self.gateway.tools(&self.scope).await;
-        let Some(route) = names.route(&request.name).cloned() else {
+        let catalog = self.gateway.tools(&self.scope).await;
+        let Some(route) = catalog.1.route(&request.name).cloned() else {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool `{}`", request.name),
                 None,
@@ -314,8 +314,8 @@ impl ServerHandler for ClientSession {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let (prompts, _) = self.gateway.prompts(&self.scope).await;
-        let (prompts, next) = page(&prompts, request, self.gateway.page_size())?;
+        let catalog = self.gateway.prompts(&self.scope).await;
+        let (prompts, next) = page(&catalog.0, request, self.gateway.page_size())?;
         let mut result = ListPromptsResult::with_all_items(prompts);
         result.next_cursor = next;
         Ok(result)
@@ -326,8 +326,8 @@ impl ServerHandler for ClientSession {
         mut request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let (_, names) = self.gateway.prompts(&self.scope).await;
-        let Some(route) = names.route(&request.name).cloned() else {
+        let catalog = self.gateway.prompts(&self.scope).await;
+        let Some(route) = catalog.1.route(&request.name).cloned() else {
             return Err(ErrorData::invalid_params(
                 format!("unknown prompt `{}`", request.name),
                 None,
