@@ -18,8 +18,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
     }
     var completions = [
         &'mcpfleet'= {
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
@@ -57,8 +57,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --jobs 'How many servers start at once (default: 4 per CPU core)'
             cand --connect-timeout 'Override every server''s connect timeout (e.g. 30s, 2m, none)'
             cand --cleanup-timeout 'Override every server''s cleanup timeout (e.g. 5s, none)'
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
@@ -74,8 +74,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;up'= {
             cand --connect-timeout 'Override the connect timeout for this start (e.g. 30s, none)'
             cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
@@ -95,8 +95,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;down'= {
             cand --cleanup-timeout 'Override the cleanup timeout for this teardown'
             cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
@@ -110,8 +110,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;status'= {
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
@@ -126,8 +126,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;reconnect'= {
             cand --if-generation 'Only if the current generation is N; otherwise refuse (exit 6)'
             cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
@@ -142,8 +142,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;reset'= {
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
@@ -156,8 +156,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;tools'= {
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
@@ -172,8 +172,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;call'= {
             cand --args 'The tool''s arguments, as a JSON object'
             cand --timeout 'How long the call may take (default 60s)'
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
@@ -188,8 +188,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;connect'= {
             cand --connect-timeout 'Override the connect timeout of the servers'' start (e.g. 30s, none)'
             cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
@@ -205,8 +205,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --listen 'Where to listen, ADDRESS:PORT (default: 127.0.0.1:7077; port 0 picks one)'
             cand --connect-timeout 'Override the connect timeout of the servers'' start (e.g. 30s, none)'
             cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
@@ -260,8 +260,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;validate'= {
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
@@ -274,8 +274,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;ls'= {
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
@@ -303,8 +303,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;supervise'= {
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
@@ -317,8 +317,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;completions'= {
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
@@ -332,8 +332,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         }
         &'mcpfleet;man'= {
             cand --dir 'Write mcpfleet.1 and one page per command (mcpfleet-up.1, ...) here'
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'

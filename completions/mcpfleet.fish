@@ -24,7 +24,7 @@ function __fish_mcpfleet_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -58,7 +58,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "help" -d 'Print t
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s j -l jobs -d 'How many servers start at once (default: 4 per CPU core)' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l connect-timeout -d 'Override every server\'s connect timeout (e.g. 30s, 2m, none)' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l cleanup-timeout -d 'Override every server\'s cleanup timeout (e.g. 5s, none)' -r
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -72,7 +72,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s q -l quiet -
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s h -l help -d 'Print help'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l connect-timeout -d 'Override the connect timeout for this start (e.g. 30s, none)' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l wait-timeout -d 'Give up (exit 7) if the server\'s authority has not taken the request within this long; the request is then withdrawn, never run later' -r
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -90,7 +90,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s q -l quiet -d '
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s h -l help -d 'Print help'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l cleanup-timeout -d 'Override the cleanup timeout for this teardown' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l wait-timeout -d 'Give up (exit 7) if the server\'s authority has not taken the request within this long; the request is then withdrawn, never run later' -r
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -102,7 +102,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l strict -d 'Co
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -s h -l help -d 'Print help'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -115,7 +115,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -s q -l quiet 
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -s h -l help -d 'Print help'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l if-generation -d 'Only if the current generation is N; otherwise refuse (exit 6)' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l wait-timeout -d 'Give up (exit 7) if the server\'s authority has not taken the request within this long; the request is then withdrawn, never run later' -r
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -128,7 +128,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l strict -
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -s h -l help -d 'Print help'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -139,7 +139,7 @@ never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -s h -l help -d 'Print help'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand tools" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand tools" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand tools" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand tools" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -152,7 +152,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand tools" -s q -l quiet -
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand tools" -s h -l help -d 'Print help'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -l args -d 'The tool\'s arguments, as a JSON object' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -l timeout -d 'How long the call may take (default 60s)' -r
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -165,7 +165,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -s q -l quiet -d
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -s h -l help -d 'Print help'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand connect" -l connect-timeout -d 'Override the connect timeout of the servers\' start (e.g. 30s, none)' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand connect" -l wait-timeout -d 'Give up (exit 7) if the server\'s authority has not taken the request within this long; the request is then withdrawn, never run later' -r
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand connect" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand connect" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand connect" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand connect" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -179,7 +179,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand connect" -s h -l help 
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand serve" -l listen -d 'Where to listen, ADDRESS:PORT (default: 127.0.0.1:7077; port 0 picks one)' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand serve" -l connect-timeout -d 'Override the connect timeout of the servers\' start (e.g. 30s, none)' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand serve" -l wait-timeout -d 'Give up (exit 7) if the server\'s authority has not taken the request within this long; the request is then withdrawn, never run later' -r
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand serve" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand serve" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand serve" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand serve" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -220,7 +220,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand events" -s f -l follow
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand events" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand events" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand events" -s h -l help -d 'Print help'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -231,7 +231,7 @@ never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -s h -l help -d 'Print help'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand ls" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand ls" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand ls" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand ls" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -254,7 +254,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand import" -l force -d 'R
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand import" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand import" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand import" -s h -l help -d 'Print help'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -265,7 +265,7 @@ never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -s h -l help -d 'Print help'
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
@@ -277,7 +277,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -s v -l v
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand man" -l dir -d 'Write mcpfleet.1 and one page per command (mcpfleet-up.1, ...) here' -r -F
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand man" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml in the current directory or the nearest parent that has one); after `logs` and `events` only as --file, their -f being --follow' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand man" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand man" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand man" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''

@@ -1,5 +1,6 @@
 //! The command line, as clap definitions. Parsed values are plain data; the
-//! commands turn them into the objects they run. Also the source of `completions/`.
+//! commands turn them into the objects they run. Also the source of
+//! `completions/` and `man/`.
 
 pub mod values;
 
@@ -20,9 +21,9 @@ use crate::output::report::Format;
     long_about = None,
 )]
 pub struct Cli {
-    /// The fleet file (default: $MCPFLEET_FILE, then mcpfleet.yaml or mcpfleet.yml
-    /// in the current directory or the nearest parent that has one); after `logs`
-    /// and `events` only as --file, their -f being --follow
+    /// The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or
+    /// mcpfleet.yml in the current directory or above it); after `logs` and
+    /// `events` only as --file (their -f is --follow)
     #[arg(short = 'f', long = "file", global = true, value_name = "FILE")]
     pub file: Option<PathBuf>,
 
@@ -182,6 +183,8 @@ comments with the reason. The same file can be used directly: mcpfleet -f .mcp.j
 )]
 pub struct ImportArgs {
     /// The client's configuration file (JSON; VS Code's comments and trailing commas allowed)
+    // Its id, `file`, keeps the global -f/--file out of `import`, which reads no
+    // fleet file (a command's own argument of a global's id takes its place).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     /// Write the fleet file to PATH instead of stdout (refused if PATH exists, unless --force)
