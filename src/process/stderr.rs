@@ -124,6 +124,13 @@ impl StderrTail {
                 }
             }
         }
+        // A line left unfinished is ended, so that the next generation's first
+        // line begins a line of its own, with its time.
+        if let Some(l) = &mut log
+            && let Some(end) = stamper.finish()
+        {
+            let _ = l.append(end);
+        }
     }
 }
 
@@ -160,6 +167,13 @@ impl Stamper {
             rest = more;
         }
         out
+    }
+}
+
+impl Stamper {
+    /// What ends the log's last line when the server's stderr closed inside it.
+    pub fn finish(&mut self) -> Option<&'static [u8]> {
+        std::mem::take(&mut self.mid_line).then_some(b"\n")
     }
 }
 
@@ -300,6 +314,26 @@ mod tests {
         assert_eq!(lines[1], (Some(t1), "two"));
         assert_eq!(lines[3], (Some(t2), ""));
         assert_eq!(lines[4], (Some(t2), "four"));
+    }
+
+    #[tokio::test]
+    async fn a_line_left_unfinished_is_ended_when_stderr_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.log");
+        for data in [&b"first\nunfinished"[..], b"next generation\n"] {
+            let log = LogFile::open(&path).unwrap();
+            StderrTail::default()
+                .drain(data, "t".into(), Some(log))
+                .await;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().map(|l| unstamp(l).1).collect();
+        assert_eq!(
+            lines,
+            ["first", "unfinished", "next generation"],
+            "{text:?}"
+        );
+        assert!(text.lines().all(|l| unstamp(l).0.is_some()), "{text:?}");
     }
 
     #[test]
