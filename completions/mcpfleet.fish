@@ -29,7 +29,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -l state-dir -d 'The fle
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -63,7 +63,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l state-dir -d
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l strict -d 'Count an escalated teardown (a signal was needed) as a failure: exit 5'
@@ -77,7 +77,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l state-dir -d 'T
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -l force -d 'Recover a quarantined server: SIGKILL what is left of it, confirm, start'
@@ -95,7 +95,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l state-dir -d 
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l strict -d 'Count an escalated teardown as a failure: exit 5'
@@ -107,7 +107,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -l state-dir -
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand status" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -120,7 +120,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l state-di
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reconnect" -l force -d 'Recover a quarantined server first'
@@ -133,7 +133,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -l state-dir -d
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand reset" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -144,7 +144,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand tools" -l state-dir -d
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand tools" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand tools" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand tools" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand tools" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -157,7 +157,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -l state-dir -d 
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand call" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -170,7 +170,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand connect" -l state-dir 
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand connect" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand connect" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand connect" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand connect" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -184,7 +184,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand serve" -l state-dir -d
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand serve" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand serve" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand serve" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand serve" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -197,7 +197,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -l state-dir -d 
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand logs" -l gateway -d 'The gateway\'s log instead: client sessions, refused HTTP requests, calls a server could not serve, servers\' requests relayed to clients'
@@ -213,7 +213,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand events" -l state-dir -
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand events" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand events" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand events" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand events" -s f -l follow -d 'Keep printing events as they are recorded'
@@ -225,7 +225,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -l state-dir
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand validate" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -236,7 +236,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand ls" -l state-dir -d 'T
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand ls" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand ls" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand ls" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand ls" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -247,7 +247,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand import" -l state-dir -
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand import" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand import" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand import" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand import" -l force -d 'Replace the file named by --out if it exists'
@@ -259,7 +259,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -l state-di
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand supervise" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -270,7 +270,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -l state-
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand completions" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -282,7 +282,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand man" -l state-dir -d '
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand man" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''
 json\t''
 ndjson\t''"
-complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand man" -l color -d 'When to colour what is written to stderr (auto: when it is a terminal and $NO_COLOR is unset or empty; always: also into a file or a pipe)' -r -f -a "auto\t''
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand man" -l color -d 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand man" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'

@@ -36,8 +36,9 @@ pub struct Cli {
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Text)]
     pub output: Format,
 
-    /// When to colour what is written to stderr (auto: when it is a terminal and
-    /// $NO_COLOR is unset or empty; always: also into a file or a pipe)
+    /// When to colour logs, warnings and errors on stderr, and help (auto: on a
+    /// terminal, unless $NO_COLOR is set and not empty; always: also into a file
+    /// or a pipe)
     #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
 
