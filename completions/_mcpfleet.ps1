@@ -21,10 +21,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
 
     $completions = @(switch ($command) {
         'mcpfleet' {
-            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml); given before the command, as in `mcpfleet -f fleet.yaml up`')
-            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml); given before the command, as in `mcpfleet -f fleet.yaml up`')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
@@ -50,6 +52,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Print a fleet file made from an MCP client''s configuration: Claude Desktop, Claude Code, Cursor, Windsurf or VS Code (secrets become ${env:NAME})')
             [CompletionResult]::new('supervise', 'supervise', [CompletionResultType]::ParameterValue, 'Run the supervisor of a fleet (started by `up`; not for direct use)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page (roff), or write every page into DIR')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -58,8 +61,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'How many servers start at once (default: 4 per CPU core)')
             [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Override every server''s connect timeout (e.g. 30s, 2m, none)')
             [CompletionResult]::new('--cleanup-timeout', '--cleanup-timeout', [CompletionResultType]::ParameterName, 'Override every server''s cleanup timeout (e.g. 5s, none)')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Count an escalated teardown (a signal was needed) as a failure: exit 5')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
@@ -72,8 +79,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
         'mcpfleet;up' {
             [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Override the connect timeout for this start (e.g. 30s, none)')
             [CompletionResult]::new('--wait-timeout', '--wait-timeout', [CompletionResultType]::ParameterName, 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Recover a quarantined server: SIGKILL what is left of it, confirm, start')
             [CompletionResult]::new('--foreground', '--foreground', [CompletionResultType]::ParameterName, 'Run the supervisor in this terminal: Ctrl-C tears everything down, a second Ctrl-C SIGKILLs the servers, a third exits at once')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the plan (start, restart and why, keep, orphaned, stop) and change nothing')
@@ -90,8 +101,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
         'mcpfleet;down' {
             [CompletionResult]::new('--cleanup-timeout', '--cleanup-timeout', [CompletionResultType]::ParameterName, 'Override the cleanup timeout for this teardown')
             [CompletionResult]::new('--wait-timeout', '--wait-timeout', [CompletionResultType]::ParameterName, 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Count an escalated teardown as a failure: exit 5')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
@@ -102,8 +117,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;status' {
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
@@ -115,8 +134,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
         'mcpfleet;reconnect' {
             [CompletionResult]::new('--if-generation', '--if-generation', [CompletionResultType]::ParameterName, 'Only if the current generation is N; otherwise refuse (exit 6)')
             [CompletionResult]::new('--wait-timeout', '--wait-timeout', [CompletionResultType]::ParameterName, 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Recover a quarantined server first')
             [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Count an escalated teardown as a failure: exit 5')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
@@ -128,8 +151,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;reset' {
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
@@ -139,8 +166,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;tools' {
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
@@ -152,8 +183,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
         'mcpfleet;call' {
             [CompletionResult]::new('--args', '--args', [CompletionResultType]::ParameterName, 'The tool''s arguments, as a JSON object')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long the call may take (default 60s)')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
@@ -165,8 +200,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
         'mcpfleet;connect' {
             [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Override the connect timeout of the servers'' start (e.g. 30s, none)')
             [CompletionResult]::new('--wait-timeout', '--wait-timeout', [CompletionResultType]::ParameterName, 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
@@ -179,8 +218,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('--listen', '--listen', [CompletionResultType]::ParameterName, 'Where to listen, ADDRESS:PORT (default: 127.0.0.1:7077; port 0 picks one)')
             [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Override the connect timeout of the servers'' start (e.g. 30s, none)')
             [CompletionResult]::new('--wait-timeout', '--wait-timeout', [CompletionResultType]::ParameterName, 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
@@ -190,13 +233,20 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;logs' {
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'How many of the last lines to print first')
-            [CompletionResult]::new('--lines', '--lines', [CompletionResultType]::ParameterName, 'How many of the last lines to print first')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file, as -f/--file before the command (-f here is --follow)')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'How many of the last lines of each log to print first, or `all`')
+            [CompletionResult]::new('--lines', '--lines', [CompletionResultType]::ParameterName, 'How many of the last lines of each log to print first, or `all`')
+            [CompletionResult]::new('--tail', '--tail', [CompletionResultType]::ParameterName, 'How many of the last lines of each log to print first, or `all`')
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only lines written since then: a duration before now (10m, 1h30m) or an RFC 3339 time (2026-05-04T10:21:07Z)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('--gateway', '--gateway', [CompletionResultType]::ParameterName, 'The gateway''s log instead: client sessions, refused HTTP requests, calls a server could not serve, servers'' requests relayed to clients')
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Keep printing what is written')
             [CompletionResult]::new('--follow', '--follow', [CompletionResultType]::ParameterName, 'Keep printing what is written')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Begin each line of a server''s log with the time it was written (UTC RFC 3339); the gateway''s lines always begin with theirs')
+            [CompletionResult]::new('--timestamps', '--timestamps', [CompletionResultType]::ParameterName, 'Begin each line of a server''s log with the time it was written (UTC RFC 3339); the gateway''s lines always begin with theirs')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
@@ -206,10 +256,15 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;events' {
-            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Only the last N events (default: all)')
-            [CompletionResult]::new('--lines', '--lines', [CompletionResultType]::ParameterName, 'Only the last N events (default: all)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file, as -f/--file before the command (-f here is --follow)')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Only the last N events, or `all`')
+            [CompletionResult]::new('--lines', '--lines', [CompletionResultType]::ParameterName, 'Only the last N events, or `all`')
+            [CompletionResult]::new('--tail', '--tail', [CompletionResultType]::ParameterName, 'Only the last N events, or `all`')
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only events since then: a duration before now (10m, 1h30m) or an RFC 3339 time (2026-05-04T10:21:07Z)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'Keep printing events as they are recorded')
             [CompletionResult]::new('--follow', '--follow', [CompletionResultType]::ParameterName, 'Keep printing events as they are recorded')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
@@ -221,8 +276,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;validate' {
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
@@ -232,8 +291,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;ls' {
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
@@ -243,10 +306,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;import' {
-            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Write the fleet file to PATH instead of stdout (refused if PATH exists, unless --force)')
+            [CompletionResult]::new('-O', '-O ', [CompletionResultType]::ParameterName, 'Write the fleet file to PATH instead of stdout (refused if PATH exists, unless --force)')
             [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Write the fleet file to PATH instead of stdout (refused if PATH exists, unless --force)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Replace the file named by --out if it exists')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
@@ -257,8 +322,12 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;supervise' {
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
@@ -268,8 +337,28 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;completions' {
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'mcpfleet;man' {
+            [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'Write mcpfleet.1 and one page per command (mcpfleet-up.1, ...) here')
+            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
@@ -296,6 +385,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Print a fleet file made from an MCP client''s configuration: Claude Desktop, Claude Code, Cursor, Windsurf or VS Code (secrets become ${env:NAME})')
             [CompletionResult]::new('supervise', 'supervise', [CompletionResultType]::ParameterValue, 'Run the supervisor of a fleet (started by `up`; not for direct use)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page (roff), or write every page into DIR')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -348,6 +438,9 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             break
         }
         'mcpfleet;help;completions' {
+            break
+        }
+        'mcpfleet;help;man' {
             break
         }
         'mcpfleet;help;help' {

@@ -46,6 +46,9 @@ _mcpfleet() {
             mcpfleet,ls)
                 cmd="mcpfleet__subcmd__ls"
                 ;;
+            mcpfleet,man)
+                cmd="mcpfleet__subcmd__man"
+                ;;
             mcpfleet,reconnect)
                 cmd="mcpfleet__subcmd__reconnect"
                 ;;
@@ -100,6 +103,9 @@ _mcpfleet() {
             mcpfleet__subcmd__help,ls)
                 cmd="mcpfleet__subcmd__help__subcmd__ls"
                 ;;
+            mcpfleet__subcmd__help,man)
+                cmd="mcpfleet__subcmd__help__subcmd__man"
+                ;;
             mcpfleet__subcmd__help,reconnect)
                 cmd="mcpfleet__subcmd__help__subcmd__reconnect"
                 ;;
@@ -131,7 +137,7 @@ _mcpfleet() {
 
     case "${cmd}" in
         mcpfleet)
-            opts="-f -v -q -h -V --file --state-dir --output --verbose --quiet --help --version check up down status reconnect reset tools call connect serve logs events validate ls import supervise completions help"
+            opts="-f -o -v -q -h -V --file --state-dir --output --color --verbose --quiet --help --version check up down status reconnect reset tools call connect serve logs events validate ls import supervise completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -153,6 +159,14 @@ _mcpfleet() {
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
                     return 0
                     ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -161,7 +175,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__call)
-            opts="-v -q -h --args --timeout --state-dir --output --verbose --quiet --help"
+            opts="-f -o -v -q -h --args --timeout --file --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -175,12 +189,28 @@ _mcpfleet() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -191,7 +221,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__check)
-            opts="-j -v -q -h --jobs --strict --connect-timeout --cleanup-timeout --state-dir --output --verbose --quiet --help"
+            opts="-j -f -o -v -q -h --jobs --strict --connect-timeout --cleanup-timeout --file --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -213,12 +243,28 @@ _mcpfleet() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -229,18 +275,34 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__completions)
-            opts="-v -q -h --state-dir --output --verbose --quiet --help bash elvish fish powershell zsh"
+            opts="-f -o -v -q -h --file --state-dir --output --color --verbose --quiet --help bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -251,7 +313,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__connect)
-            opts="-v -q -h --connect-timeout --wait-timeout --state-dir --output --verbose --quiet --help"
+            opts="-f -o -v -q -h --connect-timeout --wait-timeout --file --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -265,12 +327,28 @@ _mcpfleet() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -281,7 +359,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__down)
-            opts="-v -q -h --strict --cleanup-timeout --wait-timeout --state-dir --output --verbose --quiet --help"
+            opts="-f -o -v -q -h --strict --cleanup-timeout --wait-timeout --file --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -295,12 +373,28 @@ _mcpfleet() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -311,17 +405,29 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__events)
-            opts="-f -n -v -q -h --follow --lines --state-dir --output --verbose --quiet --help"
+            opts="-f -n -o -v -q -h --file --follow --tail --lines --since --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --lines)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --tail)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -333,6 +439,14 @@ _mcpfleet() {
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
                     return 0
                     ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -341,7 +455,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__help)
-            opts="check up down status reconnect reset tools call connect serve logs events validate ls import supervise completions help"
+            opts="check up down status reconnect reset tools call connect serve logs events validate ls import supervise completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -494,6 +608,20 @@ _mcpfleet() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mcpfleet__subcmd__help__subcmd__man)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mcpfleet__subcmd__help__subcmd__reconnect)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -607,7 +735,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__import)
-            opts="-o -v -q -h --out --force --state-dir --output --verbose --quiet --help"
+            opts="-O -o -v -q -h --out --force --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -617,7 +745,7 @@ _mcpfleet() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                -o)
+                -O)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -627,6 +755,14 @@ _mcpfleet() {
                     ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -637,17 +773,29 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__logs)
-            opts="-f -n -v -q -h --gateway --follow --lines --state-dir --output --verbose --quiet --help"
+            opts="-f -n -t -o -v -q -h --file --gateway --follow --tail --lines --since --timestamps --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --lines)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --tail)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -657,6 +805,14 @@ _mcpfleet() {
                     ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -667,18 +823,76 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__ls)
-            opts="-v -q -h --state-dir --output --verbose --quiet --help"
+            opts="-f -o -v -q -h --file --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpfleet__subcmd__man)
+            opts="-f -o -v -q -h --dir --file --state-dir --output --color --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -689,7 +903,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__reconnect)
-            opts="-v -q -h --if-generation --force --strict --wait-timeout --state-dir --output --verbose --quiet --help"
+            opts="-f -o -v -q -h --if-generation --force --strict --wait-timeout --file --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -703,12 +917,28 @@ _mcpfleet() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -719,18 +949,34 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__reset)
-            opts="-v -q -h --state-dir --output --verbose --quiet --help"
+            opts="-f -o -v -q -h --file --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -741,7 +987,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__serve)
-            opts="-v -q -h --listen --connect-timeout --wait-timeout --state-dir --output --verbose --quiet --help"
+            opts="-f -o -v -q -h --listen --connect-timeout --wait-timeout --file --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -759,12 +1005,28 @@ _mcpfleet() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -775,18 +1037,34 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__status)
-            opts="-v -q -h --state-dir --output --verbose --quiet --help"
+            opts="-f -o -v -q -h --file --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -797,18 +1075,34 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__supervise)
-            opts="-v -q -h --state-dir --output --verbose --quiet --help"
+            opts="-f -o -v -q -h --file --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -819,18 +1113,34 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__tools)
-            opts="-v -q -h --state-dir --output --verbose --quiet --help"
+            opts="-f -o -v -q -h --file --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -841,7 +1151,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__up)
-            opts="-v -q -h --force --foreground --dry-run --remove-orphans --watch --connect-timeout --wait-timeout --state-dir --output --verbose --quiet --help"
+            opts="-f -o -v -q -h --force --foreground --dry-run --remove-orphans --watch --connect-timeout --wait-timeout --file --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -855,12 +1165,28 @@ _mcpfleet() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -871,18 +1197,34 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__validate)
-            opts="-v -q -h --state-dir --output --verbose --quiet --help"
+            opts="-f -o -v -q -h --file --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)
                     COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
                 *)

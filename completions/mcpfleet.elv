@@ -18,10 +18,12 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
     }
     var completions = [
         &'mcpfleet'= {
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml); given before the command, as in `mcpfleet -f fleet.yaml up`'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml); given before the command, as in `mcpfleet -f fleet.yaml up`'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -q 'No progress and no log lines below errors on stderr'
@@ -47,6 +49,7 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand import 'Print a fleet file made from an MCP client''s configuration: Claude Desktop, Claude Code, Cursor, Windsurf or VS Code (secrets become ${env:NAME})'
             cand supervise 'Run the supervisor of a fleet (started by `up`; not for direct use)'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+            cand man 'Print the manual page (roff), or write every page into DIR'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpfleet;check'= {
@@ -54,8 +57,12 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --jobs 'How many servers start at once (default: 4 per CPU core)'
             cand --connect-timeout 'Override every server''s connect timeout (e.g. 30s, 2m, none)'
             cand --cleanup-timeout 'Override every server''s cleanup timeout (e.g. 5s, none)'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand --strict 'Count an escalated teardown (a signal was needed) as a failure: exit 5'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -67,8 +74,12 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;up'= {
             cand --connect-timeout 'Override the connect timeout for this start (e.g. 30s, none)'
             cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand --force 'Recover a quarantined server: SIGKILL what is left of it, confirm, start'
             cand --foreground 'Run the supervisor in this terminal: Ctrl-C tears everything down, a second Ctrl-C SIGKILLs the servers, a third exits at once'
             cand --dry-run 'Print the plan (start, restart and why, keep, orphaned, stop) and change nothing'
@@ -84,8 +95,12 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;down'= {
             cand --cleanup-timeout 'Override the cleanup timeout for this teardown'
             cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand --strict 'Count an escalated teardown as a failure: exit 5'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -95,8 +110,12 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;status'= {
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -q 'No progress and no log lines below errors on stderr'
@@ -107,8 +126,12 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;reconnect'= {
             cand --if-generation 'Only if the current generation is N; otherwise refuse (exit 6)'
             cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand --force 'Recover a quarantined server first'
             cand --strict 'Count an escalated teardown as a failure: exit 5'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -119,8 +142,12 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;reset'= {
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -q 'No progress and no log lines below errors on stderr'
@@ -129,8 +156,12 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;tools'= {
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -q 'No progress and no log lines below errors on stderr'
@@ -141,8 +172,12 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;call'= {
             cand --args 'The tool''s arguments, as a JSON object'
             cand --timeout 'How long the call may take (default 60s)'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -q 'No progress and no log lines below errors on stderr'
@@ -153,8 +188,12 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;connect'= {
             cand --connect-timeout 'Override the connect timeout of the servers'' start (e.g. 30s, none)'
             cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -q 'No progress and no log lines below errors on stderr'
@@ -166,8 +205,12 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --listen 'Where to listen, ADDRESS:PORT (default: 127.0.0.1:7077; port 0 picks one)'
             cand --connect-timeout 'Override the connect timeout of the servers'' start (e.g. 30s, none)'
             cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -q 'No progress and no log lines below errors on stderr'
@@ -176,13 +219,20 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;logs'= {
-            cand -n 'How many of the last lines to print first'
-            cand --lines 'How many of the last lines to print first'
+            cand --file 'The fleet file, as -f/--file before the command (-f here is --follow)'
+            cand -n 'How many of the last lines of each log to print first, or `all`'
+            cand --lines 'How many of the last lines of each log to print first, or `all`'
+            cand --tail 'How many of the last lines of each log to print first, or `all`'
+            cand --since 'Only lines written since then: a duration before now (10m, 1h30m) or an RFC 3339 time (2026-05-04T10:21:07Z)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand --gateway 'The gateway''s log instead: client sessions, refused HTTP requests, calls a server could not serve, servers'' requests relayed to clients'
             cand -f 'Keep printing what is written'
             cand --follow 'Keep printing what is written'
+            cand -t 'Begin each line of a server''s log with the time it was written (UTC RFC 3339); the gateway''s lines always begin with theirs'
+            cand --timestamps 'Begin each line of a server''s log with the time it was written (UTC RFC 3339); the gateway''s lines always begin with theirs'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -q 'No progress and no log lines below errors on stderr'
@@ -191,10 +241,15 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;events'= {
-            cand -n 'Only the last N events (default: all)'
-            cand --lines 'Only the last N events (default: all)'
+            cand --file 'The fleet file, as -f/--file before the command (-f here is --follow)'
+            cand -n 'Only the last N events, or `all`'
+            cand --lines 'Only the last N events, or `all`'
+            cand --tail 'Only the last N events, or `all`'
+            cand --since 'Only events since then: a duration before now (10m, 1h30m) or an RFC 3339 time (2026-05-04T10:21:07Z)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand -f 'Keep printing events as they are recorded'
             cand --follow 'Keep printing events as they are recorded'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -205,8 +260,12 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;validate'= {
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -q 'No progress and no log lines below errors on stderr'
@@ -215,8 +274,12 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;ls'= {
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -q 'No progress and no log lines below errors on stderr'
@@ -225,10 +288,12 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;import'= {
-            cand -o 'Write the fleet file to PATH instead of stdout (refused if PATH exists, unless --force)'
+            cand -O 'Write the fleet file to PATH instead of stdout (refused if PATH exists, unless --force)'
             cand --out 'Write the fleet file to PATH instead of stdout (refused if PATH exists, unless --force)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand --force 'Replace the file named by --out if it exists'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
@@ -238,8 +303,12 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;supervise'= {
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -q 'No progress and no log lines below errors on stderr'
@@ -248,8 +317,27 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand --help 'Print help'
         }
         &'mcpfleet;completions'= {
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -q 'No progress and no log lines below errors on stderr'
+            cand --quiet 'No progress and no log lines below errors on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'mcpfleet;man'= {
+            cand --dir 'Write mcpfleet.1 and one page per command (mcpfleet-up.1, ...) here'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
+            cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
             cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
             cand -q 'No progress and no log lines below errors on stderr'
@@ -275,6 +363,7 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand import 'Print a fleet file made from an MCP client''s configuration: Claude Desktop, Claude Code, Cursor, Windsurf or VS Code (secrets become ${env:NAME})'
             cand supervise 'Run the supervisor of a fleet (started by `up`; not for direct use)'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+            cand man 'Print the manual page (roff), or write every page into DIR'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpfleet;help;check'= {
@@ -310,6 +399,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;help;supervise'= {
         }
         &'mcpfleet;help;completions'= {
+        }
+        &'mcpfleet;help;man'= {
         }
         &'mcpfleet;help;help'= {
         }

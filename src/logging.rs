@@ -1,12 +1,20 @@
 //! Logs go to stderr through tracing. `-v` raises the level; `RUST_LOG` overrides.
+//! Colour (`--color`, `$NO_COLOR`) is decided here, once, for stderr: never an
+//! ANSI escape in a file or a pipe unless asked for with `--color always`, so a
+//! detached supervisor's `supervisor.log` holds none (docs/design.md §6).
+
+use std::ffi::OsStr;
+use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
+
+use crate::cli::ColorChoice;
 
 /// rmcp logs every message it receives at info and debug, text included: a server
 /// that sends thousands of notifications would fill the log (and a message may
 /// hold what a secret gave it). Its own lines stay at `warn` unless `-vvv` or
 /// `RUST_LOG` names it.
-pub fn init(verbose: u8, quiet: bool) {
+pub fn init(verbose: u8, quiet: bool, color: ColorChoice) {
     let default = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
@@ -15,9 +23,43 @@ pub fn init(verbose: u8, quiet: bool) {
         _ => "trace",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let ansi = colored(
+        color,
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .with_target(false)
         .try_init();
+}
+
+/// Whether a stream gets colour: `always` and `never` say so; `auto` colours a
+/// terminal, unless `$NO_COLOR` is set to something (by that variable's
+/// convention, an empty value counts as unset).
+pub fn colored(choice: ColorChoice, terminal: bool, no_color: Option<&OsStr>) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => terminal && no_color.is_none_or(OsStr::is_empty),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colour_only_on_a_terminal_unless_asked() {
+        let set = Some(OsStr::new("1"));
+        let empty = Some(OsStr::new(""));
+        assert!(colored(ColorChoice::Auto, true, None));
+        assert!(colored(ColorChoice::Auto, true, empty));
+        assert!(!colored(ColorChoice::Auto, true, set));
+        assert!(!colored(ColorChoice::Auto, false, None));
+        assert!(colored(ColorChoice::Always, false, set));
+        assert!(!colored(ColorChoice::Never, true, None));
+    }
 }

@@ -11,11 +11,11 @@ fn main() -> std::process::ExitCode {
         let code = mcpfleet::supervisor::guardian::run_from_args(&args).unwrap_or(2);
         return std::process::ExitCode::from(code);
     }
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
             // Help and version go to stdout with 0; usage errors exit 2.
-            let _ = e.print();
+            print_clap(&e, mcpfleet::cli::color_in(&args));
             return std::process::ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
@@ -26,7 +26,7 @@ fn main() -> std::process::ExitCode {
     {
         return std::process::ExitCode::from(code);
     }
-    mcpfleet::logging::init(cli.verbose, cli.quiet);
+    mcpfleet::logging::init(cli.verbose, cli.quiet, cli.color);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -36,4 +36,31 @@ fn main() -> std::process::ExitCode {
     };
     let code = runtime.block_on(mcpfleet::commands::run(cli));
     std::process::ExitCode::from(code.as_i32() as u8)
+}
+
+/// Prints clap's usage error (stderr) or help (stdout), coloured as `--color`
+/// and `$NO_COLOR` say for that stream.
+fn print_clap(e: &clap::Error, color: mcpfleet::cli::ColorChoice) {
+    use std::io::{IsTerminal, Write};
+    let styled = e.render();
+    let write = |out: &mut dyn Write, terminal: bool| {
+        let no_color = std::env::var_os("NO_COLOR");
+        let _ = if mcpfleet::logging::colored(color, terminal, no_color.as_deref()) {
+            write!(out, "{}", styled.ansi())
+        } else {
+            write!(out, "{styled}")
+        };
+        let _ = out.flush();
+    };
+    if e.use_stderr() {
+        write(
+            &mut std::io::stderr().lock(),
+            std::io::stderr().is_terminal(),
+        );
+    } else {
+        write(
+            &mut std::io::stdout().lock(),
+            std::io::stdout().is_terminal(),
+        );
+    }
 }

@@ -1,9 +1,11 @@
-//! The completion scripts checked into `completions/` must match what the binary
-//! generates. `MCPFLEET_UPDATE_COMPLETIONS=1 cargo test --test completions`
-//! rewrites them.
+//! The completion scripts checked into `completions/` and the manual pages in
+//! `man/` must match what the binary generates.
+//! `MCPFLEET_UPDATE_COMPLETIONS=1 cargo test --test completions` rewrites the
+//! scripts, `MCPFLEET_UPDATE_MAN=1 cargo test --test completions` the pages.
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
@@ -40,5 +42,79 @@ fn checked_in_completions_are_fresh() {
     assert!(
         stale.is_empty(),
         "stale completion scripts {stale:?}: run MCPFLEET_UPDATE_COMPLETIONS=1 cargo test --test completions"
+    );
+}
+
+#[test]
+fn checked_in_man_pages_are_fresh() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("man");
+    let update = std::env::var_os("MCPFLEET_UPDATE_MAN").is_some();
+    let fresh = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(common::mcpfleet_bin())
+        .arg("man")
+        .arg("--dir")
+        .arg(fresh.path())
+        .output()
+        .expect("run mcpfleet man");
+    assert!(out.status.success(), "mcpfleet man --dir failed: {out:?}");
+    let pages = |dir: &Path| -> BTreeMap<String, Vec<u8>> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "1"))
+            .map(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                (name, std::fs::read(&p).expect("read a page"))
+            })
+            .collect()
+    };
+    let generated = pages(fresh.path());
+    for name in [
+        "mcpfleet.1",
+        "mcpfleet-up.1",
+        "mcpfleet-logs.1",
+        "mcpfleet-check.1",
+    ] {
+        assert!(
+            generated.contains_key(name),
+            "no {name} in {:?}",
+            generated.keys()
+        );
+    }
+    assert!(
+        !generated.contains_key("mcpfleet-supervise.1"),
+        "hidden commands have no page"
+    );
+    let main = String::from_utf8_lossy(&generated["mcpfleet.1"]);
+    assert!(main.starts_with(".ie"), "a roff page: {main:.200}");
+    assert!(main.contains(".TH mcpfleet 1"), "{main:.400}");
+    // The page on stdout is the main one.
+    let printed = Command::new(common::mcpfleet_bin())
+        .arg("man")
+        .output()
+        .expect("run mcpfleet man");
+    assert!(printed.status.success());
+    assert_eq!(printed.stdout, generated["mcpfleet.1"]);
+
+    if update {
+        std::fs::create_dir_all(&dir).expect("create man/");
+        for name in pages(&dir).keys().filter(|n| !generated.contains_key(*n)) {
+            std::fs::remove_file(dir.join(name)).expect("remove a page of a command that is gone");
+        }
+        for (name, page) in &generated {
+            std::fs::write(dir.join(name), page).expect("write a page");
+        }
+    }
+    let checked_in = pages(&dir);
+    let stale: Vec<&String> = generated
+        .keys()
+        .chain(checked_in.keys())
+        .filter(|n| generated.get(*n) != checked_in.get(*n))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "stale manual pages {stale:?}: run MCPFLEET_UPDATE_MAN=1 cargo test --test completions"
     );
 }

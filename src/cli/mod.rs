@@ -1,9 +1,14 @@
 //! The command line, as clap definitions. Parsed values are plain data; the
-//! commands turn them into the objects they run. Also the source of `completions/`.
+//! commands turn them into the objects they run. Also the source of
+//! `completions/` and `man/`.
+
+pub mod values;
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+
+pub use values::{LineCount, Since};
 
 use crate::config::Timeout;
 use crate::output::report::Format;
@@ -16,9 +21,10 @@ use crate::output::report::Format;
     long_about = None,
 )]
 pub struct Cli {
-    /// The fleet file (default: $MCPFLEET_FILE, then ./mcpfleet.yaml); given before
-    /// the command, as in `mcpfleet -f fleet.yaml up`
-    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    /// The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or
+    /// mcpfleet.yml in the current directory or above it); after `logs` and
+    /// `events` only as --file (their -f is --follow)
+    #[arg(short = 'f', long = "file", global = true, value_name = "FILE")]
     pub file: Option<PathBuf>,
 
     /// The fleet's state directory (default: $MCPFLEET_STATE_DIR, then
@@ -27,8 +33,14 @@ pub struct Cli {
     pub state_dir: Option<PathBuf>,
 
     /// Output format for the result on stdout
-    #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Text)]
     pub output: Format,
+
+    /// When to colour logs, warnings and errors on stderr, and help (auto: on a
+    /// terminal, unless $NO_COLOR is set and not empty; always: also into a file
+    /// or a pipe)
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
 
     /// More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -40,6 +52,37 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--color`: whether stderr may carry ANSI colour escapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+/// The `--color` of a command line that clap could not parse (its error or help
+/// is still printed in the colour asked for): the last one given before `--`.
+pub fn color_in(args: &[std::ffi::OsString]) -> ColorChoice {
+    use clap::ValueEnum;
+    let mut choice = ColorChoice::Auto;
+    let mut words = args.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(word) = words.next() {
+        let value = match word.strip_prefix("--color") {
+            _ if word == "--" => break,
+            Some("") => words.next(),
+            Some(rest) => match rest.strip_prefix('=') {
+                Some(v) => Some(v.to_owned().into()),
+                None => continue,
+            },
+            None => continue,
+        };
+        if let Some(parsed) = value.and_then(|v| ColorChoice::from_str(&v, false).ok()) {
+            choice = parsed;
+        }
+    }
+    choice
 }
 
 #[derive(Debug, Subcommand)]
@@ -88,6 +131,13 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Print the manual page (roff), or write every page into DIR
+    #[command(hide = true)]
+    Man {
+        /// Write mcpfleet.1 and one page per command (mcpfleet-up.1, ...) here
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// The completion script for `shell`, as checked into `completions/`.
@@ -96,6 +146,31 @@ pub fn completion_script(shell: clap_complete::Shell) -> Vec<u8> {
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "mcpfleet", &mut out);
     out
+}
+
+/// The manual pages, as checked into `man/`: `mcpfleet.1`, then one per command
+/// that `--help` lists (`mcpfleet-up.1`, ...), each with its file name. They say
+/// the package's version, whatever `--version` adds to it, so that they change
+/// only with the command line.
+pub fn man_pages() -> Vec<(String, Vec<u8>)> {
+    use clap::CommandFactory;
+    let mut top = Cli::command()
+        .version(env!("CARGO_PKG_VERSION"))
+        .long_version(None::<&str>)
+        .disable_help_subcommand(true);
+    top.build();
+    let mut commands = vec![top.clone()];
+    commands.extend(top.get_subcommands().filter(|c| !c.is_hide_set()).cloned());
+    commands
+        .into_iter()
+        .map(|cmd| {
+            let man = clap_mangen::Man::new(cmd);
+            let mut page = Vec::new();
+            man.render(&mut page)
+                .expect("rendering into memory does not fail");
+            (man.get_filename(), page)
+        })
+        .collect()
 }
 
 #[derive(Debug, Args)]
@@ -109,10 +184,12 @@ comments with the reason. The same file can be used directly: mcpfleet -f .mcp.j
 )]
 pub struct ImportArgs {
     /// The client's configuration file (JSON; VS Code's comments and trailing commas allowed)
+    // Its id, `file`, keeps the global -f/--file out of `import`, which reads no
+    // fleet file (a command's own argument of a global's id takes its place).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     /// Write the fleet file to PATH instead of stdout (refused if PATH exists, unless --force)
-    #[arg(short = 'o', long = "out", value_name = "PATH")]
+    #[arg(short = 'O', long = "out", value_name = "PATH")]
     pub out: Option<PathBuf>,
     /// Replace the file named by --out if it exists
     #[arg(long, requires = "out")]
@@ -282,6 +359,9 @@ pub struct CallArgs {
 
 #[derive(Debug, Args)]
 pub struct LogsArgs {
+    /// The fleet file, as -f/--file before the command (-f here is --follow)
+    #[arg(long = "file", value_name = "FILE")]
+    pub file: Option<PathBuf>,
     /// Only this server's log (default: all, each line prefixed with its server)
     #[arg(value_name = "SERVER", conflicts_with = "gateway")]
     pub server: Option<String>,
@@ -292,19 +372,34 @@ pub struct LogsArgs {
     /// Keep printing what is written
     #[arg(short, long)]
     pub follow: bool,
-    /// How many of the last lines to print first
-    #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 100)]
-    pub lines: usize,
+    /// How many of the last lines of each log to print first, or `all`
+    #[arg(short = 'n', long = "lines", visible_alias = "tail", value_name = "N", default_value = "100", value_parser = values::parse_line_count)]
+    pub lines: LineCount,
+    /// Only lines written since then: a duration before now (10m, 1h30m) or an
+    /// RFC 3339 time (2026-05-04T10:21:07Z)
+    #[arg(long, value_name = "WHEN", value_parser = values::parse_since)]
+    pub since: Option<Since>,
+    /// Begin each line of a server's log with the time it was written (UTC RFC
+    /// 3339); the gateway's lines always begin with theirs
+    #[arg(short, long)]
+    pub timestamps: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct EventsArgs {
+    /// The fleet file, as -f/--file before the command (-f here is --follow)
+    #[arg(long = "file", value_name = "FILE")]
+    pub file: Option<PathBuf>,
     /// Keep printing events as they are recorded
     #[arg(short, long)]
     pub follow: bool,
-    /// Only the last N events (default: all)
-    #[arg(short = 'n', long = "lines", value_name = "N")]
-    pub lines: Option<usize>,
+    /// Only the last N events, or `all`
+    #[arg(short = 'n', long = "lines", visible_alias = "tail", value_name = "N", default_value = "all", value_parser = values::parse_line_count)]
+    pub lines: LineCount,
+    /// Only events since then: a duration before now (10m, 1h30m) or an RFC 3339
+    /// time (2026-05-04T10:21:07Z)
+    #[arg(long, value_name = "WHEN", value_parser = values::parse_since)]
+    pub since: Option<Since>,
 }
 
 fn parse_timeout(s: &str) -> Result<Timeout, String> {
@@ -315,6 +410,7 @@ fn parse_timeout(s: &str) -> Result<Timeout, String> {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use std::path::Path;
 
     #[test]
     fn the_command_line_is_consistent() {
@@ -334,5 +430,59 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn global_flags_go_before_or_after_the_command() {
+        let cli =
+            Cli::try_parse_from(["mcpfleet", "status", "-f", "x.yaml", "-o", "json"]).unwrap();
+        assert_eq!(cli.file.as_deref(), Some(Path::new("x.yaml")));
+        assert_eq!(cli.output, Format::Json);
+        let cli = Cli::try_parse_from(["mcpfleet", "-f", "x.yaml", "logs", "-f"]).unwrap();
+        assert_eq!(cli.file.as_deref(), Some(Path::new("x.yaml")));
+        let Command::Logs(args) = cli.command else {
+            panic!()
+        };
+        assert!(args.follow);
+        let cli = Cli::try_parse_from(["mcpfleet", "logs", "--file", "y.yaml", "-f"]).unwrap();
+        assert_eq!(cli.file.as_deref(), Some(Path::new("y.yaml")));
+        let cli = Cli::try_parse_from(["mcpfleet", "events", "--color", "never", "--file", "z"]);
+        let cli = cli.unwrap();
+        assert_eq!(cli.file.as_deref(), Some(Path::new("z")));
+        assert_eq!(cli.color, ColorChoice::Never);
+        let Command::Import(args) =
+            Cli::try_parse_from(["mcpfleet", "import", "a.json", "-O", "f.yaml", "-o", "json"])
+                .unwrap()
+                .command
+        else {
+            panic!()
+        };
+        assert_eq!(args.out.as_deref(), Some(Path::new("f.yaml")));
+    }
+
+    #[test]
+    fn the_colour_of_an_unparsed_command_line() {
+        let args = |words: &[&str]| -> Vec<std::ffi::OsString> {
+            std::iter::once("mcpfleet")
+                .chain(words.iter().copied())
+                .map(Into::into)
+                .collect()
+        };
+        assert_eq!(color_in(&args(&["bogus"])), ColorChoice::Auto);
+        assert_eq!(
+            color_in(&args(&["--color", "always", "x"])),
+            ColorChoice::Always
+        );
+        assert_eq!(
+            color_in(&args(&["up", "--color=never"])),
+            ColorChoice::Never
+        );
+        assert_eq!(
+            color_in(&args(&["--color=never", "--color", "always"])),
+            ColorChoice::Always
+        );
+        assert_eq!(color_in(&args(&["--color", "pink"])), ColorChoice::Auto);
+        assert_eq!(color_in(&args(&["--colors=never"])), ColorChoice::Auto);
+        assert_eq!(color_in(&args(&["--", "--color=never"])), ColorChoice::Auto);
     }
 }

@@ -229,6 +229,7 @@ pub async fn run(cli: Cli) -> Code {
                 .map_err(|e| anyhow::anyhow!("cannot write to stdout: {e}").into());
             ("completions", written.map(|()| Code::Ok))
         }
+        Command::Man { dir } => ("man", man(dir.as_deref())),
     };
     match result {
         Ok(code) => code,
@@ -242,6 +243,23 @@ pub async fn run(cli: Cli) -> Code {
     }
 }
 
+/// `mcpfleet man`: the main page on stdout, or every page written into `dir`.
+fn man(dir: Option<&Path>) -> Result<Code, CliError> {
+    let pages = crate::cli::man_pages();
+    let Some(dir) = dir else {
+        let (_, main) = &pages[0];
+        write_stdout(&String::from_utf8_lossy(main))
+            .map_err(|e| anyhow::anyhow!("cannot write to stdout: {e}"))?;
+        return Ok(Code::Ok);
+    };
+    for (name, page) in &pages {
+        let path = dir.join(name);
+        std::fs::write(&path, page)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(Code::Ok)
+}
+
 async fn with_target<F, Fut>(cli: &Cli, need: FileNeed, f: F) -> Result<Code, CliError>
 where
     F: FnOnce(Target) -> Fut,
@@ -251,17 +269,46 @@ where
     f(target).await
 }
 
-/// Finds and loads the fleet file (`-f`, then `$MCPFLEET_FILE`, then ./mcpfleet.yaml).
+/// Finds and loads the fleet file (`-f`, then `$MCPFLEET_FILE`, then the nearest
+/// mcpfleet.yaml or mcpfleet.yml).
 pub fn load_fleet(explicit: Option<&Path>) -> Result<Fleet, CliError> {
     Ok(read_fleet(&find_fleet(explicit)?)?.0)
 }
 
-/// Where the fleet file is (`-f`, then `$MCPFLEET_FILE`, then ./mcpfleet.yaml).
+/// Where the fleet file is (`-f`, then `$MCPFLEET_FILE`, then the nearest
+/// mcpfleet.yaml or mcpfleet.yml in the current directory or above it).
 pub fn find_fleet(explicit: Option<&Path>) -> Result<std::path::PathBuf, CliError> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?;
-    let env_file = std::env::var_os("MCPFLEET_FILE");
-    Ok(config::discover(explicit, env_file.as_deref(), &cwd)?)
+    let cwd = current_dir()?;
+    let env_file = std::env::var_os(config::FILE_ENV_VAR);
+    let found = config::discover(explicit, env_file.as_deref(), &cwd)?;
+    warn_passed_over(&found);
+    let how = how_found(&found.path, found.named, &cwd);
+    tracing::info!("fleet file {} ({how})", found.path.display());
+    Ok(found.path)
+}
+
+pub(crate) fn current_dir() -> Result<std::path::PathBuf, CliError> {
+    std::env::current_dir()
+        .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}").into())
+}
+
+/// What the search for the fleet file passed over, as warnings.
+pub(crate) fn warn_passed_over(found: &config::Candidate) {
+    for notice in &found.notices {
+        tracing::warn!("{notice}");
+    }
+}
+
+/// How the fleet file at `path` was found, for the `-v` line that names it.
+pub(crate) fn how_found(path: &Path, named: config::Named, cwd: &Path) -> String {
+    match named {
+        config::Named::Flag => "given with -f/--file".to_string(),
+        config::Named::Env => format!("named by ${}", config::FILE_ENV_VAR),
+        config::Named::Default if path.parent() == Some(cwd) => {
+            "found in the current directory".to_string()
+        }
+        config::Named::Default => format!("found above the current directory {}", cwd.display()),
+    }
 }
 
 /// Reads and validates the fleet file at `path`, and says how it was read: its

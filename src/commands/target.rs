@@ -62,10 +62,11 @@ impl Target {
         state_dir: Option<&Path>,
         need: FileNeed,
     ) -> Result<Target, CliError> {
-        let cwd = std::env::current_dir()
-            .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))?;
+        let cwd = super::current_dir()?;
         let env_file = std::env::var_os(config::FILE_ENV_VAR);
-        let (mut path, named) = config::candidate(file, env_file.as_deref(), &cwd);
+        let found = config::candidate(file, env_file.as_deref(), &cwd);
+        super::warn_passed_over(&found);
+        let (mut path, named) = (found.path, found.named);
         let chosen = state_dir::chosen(state_dir);
         let gone = |p: &Path| {
             std::fs::metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
@@ -73,6 +74,7 @@ impl Target {
         // With a state directory named and no fleet file, the directory says which
         // file is meant: the one it records, while that exists.
         let mut file = file.map(Path::to_path_buf);
+        let mut how = None;
         if named == Named::Default
             && gone(&path)
             && let Some(dir) = chosen.as_deref().filter(|d| state_dir::is_own_dir(d))
@@ -81,12 +83,16 @@ impl Target {
         {
             path = recorded.path.clone();
             file = Some(recorded.path);
+            how = Some(format!("recorded by the state directory {}", dir.display()));
         }
         if gone(&path) && need == FileNeed::CopyWillDo {
             return from_copy(&path, named, chosen.as_deref());
         }
         let path = config::discover(file.as_deref(), env_file.as_deref(), &cwd)
-            .map_err(|e| hint_at_copy(e, &path, named, chosen.as_deref()))?;
+            .map_err(|e| hint_at_copy(e, &path, named, chosen.as_deref()))?
+            .path;
+        let how = how.unwrap_or_else(|| super::how_found(&path, named, &cwd));
+        tracing::info!("fleet file {} ({how})", path.display());
         let (fleet, source) = super::read_fleet(&path)?;
         let text = match &source {
             Some(s) => s.text.clone(),
@@ -185,27 +191,44 @@ fn recorded_form(path: &Path) -> PathBuf {
 }
 
 /// The state directory that recorded the missing file `path`: the one named by
-/// the user, else the one under the state root whose record names it.
-fn recording_dir(path: &Path, chosen: Option<&Path>) -> Result<Option<PathBuf>, String> {
+/// the user, else the one under the state root whose record names it. With no
+/// file named (`path` is then `mcpfleet.yaml` in the current directory), the
+/// nearest of the files the search would have found, at or above the current
+/// directory, that a state directory records.
+fn recording_dir(
+    path: &Path,
+    named: Named,
+    chosen: Option<&Path>,
+) -> Result<Option<PathBuf>, String> {
     if let Some(dir) = chosen {
         return Ok(state_dir::is_own_dir(dir).then(|| dir.to_path_buf()));
     }
     let Ok(root) = state_dir::state_root() else {
         return Ok(None);
     };
-    let mut found = find_recording(&root, &recorded_form(path));
-    match found.len() {
-        0 | 1 => Ok(found.pop()),
-        _ => Err(format!(
-            "several state directories record {}: {}; choose one with --state-dir",
-            path.display(),
-            found
-                .iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+    let wanted = match (named, path.parent()) {
+        (Named::Default, Some(cwd)) => config::default_candidates(cwd),
+        _ => vec![path.to_path_buf()],
+    };
+    for file in wanted {
+        let mut found = find_recording(&root, &recorded_form(&file));
+        match found.len() {
+            0 => continue,
+            1 => return Ok(found.pop()),
+            _ => {
+                return Err(format!(
+                    "several state directories record {}: {}; choose one with --state-dir",
+                    file.display(),
+                    found
+                        .iter()
+                        .map(|d| d.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
     }
+    Ok(None)
 }
 
 /// The fleet as recorded in its state directory, its file `path` being gone.
@@ -218,16 +241,11 @@ fn from_copy(path: &Path, named: Named, chosen: Option<&Path>) -> Result<Target,
                 "the fleet file named by {} does not exist",
                 config::FILE_ENV_VAR
             ),
-            Named::Default => format!(
-                "no {} in {}; name a fleet file with -f/--file or {}",
-                config::DEFAULT_FILE_NAME,
-                cwd.display(),
-                config::FILE_ENV_VAR
-            ),
+            Named::Default => config::none_found(&cwd),
         };
         ConfigErrors::single(path, format!("{what}{extra}")).into()
     };
-    let root = match recording_dir(path, chosen).map_err(CliError::Usage)? {
+    let root = match recording_dir(path, named, chosen).map_err(CliError::Usage)? {
         Some(root) => root,
         None => {
             return Err(match chosen {
@@ -285,7 +303,7 @@ fn hint_at_copy(
     if !gone {
         return e;
     }
-    let Ok(Some(root)) = recording_dir(path, chosen) else {
+    let Ok(Some(root)) = recording_dir(path, named, chosen) else {
         return e;
     };
     let Ok(Some(recorded)) = recorded_fleet(&root) else {

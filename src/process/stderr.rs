@@ -2,12 +2,20 @@
 //! write, so the pipe is always read to the end, whatever the server writes. Only the
 //! last lines are kept, each cut to a bounded length, so a flood of any size costs a
 //! fixed amount of memory.
+//!
+//! The log file holds every line as `TIME<TAB>LINE`, TIME being when the line's
+//! first byte was read, in UTC RFC 3339 with milliseconds (always 24 bytes):
+//! `mcpfleet logs` shows the time with `--timestamps`, filters on it with
+//! `--since`, and removes it otherwise ([`unstamp`]). The line itself is written
+//! as the server wrote it, whatever its length, as it arrives (a line that is not
+//! finished yet is in the file already, after its time).
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
@@ -100,6 +108,7 @@ impl StderrTail {
         mut log: Option<LogFile>,
     ) {
         let mut buf = vec![0u8; 16 * 1024];
+        let mut stamper = Stamper::default();
         loop {
             match pipe.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
@@ -107,7 +116,7 @@ impl StderrTail {
                     tracing::trace!(server = %server, bytes = n, "stderr");
                     self.lock().push_bytes(&buf[..n]);
                     if let Some(l) = &mut log
-                        && let Err(e) = l.append(&buf[..n])
+                        && let Err(e) = l.append(&stamper.stamp(&buf[..n], SystemTime::now()))
                     {
                         tracing::warn!(server = %server, error = %e, "cannot write the stderr log; it stops here");
                         log = None;
@@ -115,6 +124,76 @@ impl StderrTail {
                 }
             }
         }
+        // A line left unfinished is ended, so that the next generation's first
+        // line begins a line of its own, with its time.
+        if let Some(l) = &mut log
+            && let Some(end) = stamper.finish()
+        {
+            let _ = l.append(end);
+        }
+    }
+}
+
+/// Puts the time before every line of a server's stderr, for its log file.
+#[derive(Default)]
+pub struct Stamper {
+    /// The last chunk ended inside a line, whose time is written already.
+    mid_line: bool,
+}
+
+/// Between a line's time and its text in a server's log.
+pub const STAMP_SEPARATOR: u8 = b'\t';
+/// The length of a time as written by [`Stamper`]: `2026-05-04T10:21:07.114Z`.
+const STAMP_LEN: usize = 24;
+
+impl Stamper {
+    /// `chunk` as the log holds it: `now` before each line that begins in it.
+    pub fn stamp(&mut self, chunk: &[u8], now: SystemTime) -> Vec<u8> {
+        let mut time = None;
+        let mut out = Vec::with_capacity(chunk.len() + STAMP_LEN + 1);
+        let mut rest = chunk;
+        while !rest.is_empty() {
+            if !self.mid_line {
+                let time = time.get_or_insert_with(|| stamp_time(now));
+                out.extend_from_slice(time.as_bytes());
+                out.push(STAMP_SEPARATOR);
+            }
+            let (line, more) = match rest.iter().position(|b| *b == b'\n') {
+                Some(nl) => rest.split_at(nl + 1),
+                None => (rest, &[][..]),
+            };
+            out.extend_from_slice(line);
+            self.mid_line = line.last() != Some(&b'\n');
+            rest = more;
+        }
+        out
+    }
+}
+
+impl Stamper {
+    /// What ends the log's last line when the server's stderr closed inside it.
+    pub fn finish(&mut self) -> Option<&'static [u8]> {
+        std::mem::take(&mut self.mid_line).then_some(b"\n")
+    }
+}
+
+/// `t` in UTC RFC 3339 with milliseconds, within what the format can say.
+fn stamp_time(t: SystemTime) -> String {
+    let last = UNIX_EPOCH + Duration::from_millis(253_402_300_799_999);
+    humantime::format_rfc3339_millis(t.clamp(UNIX_EPOCH, last)).to_string()
+}
+
+/// A line of a server's log, as its time and the text the server wrote. A line
+/// with no time (one written by an earlier version of mcpfleet, or the rest of
+/// a line that the log's rotation cut in two) is `(None, line)`.
+pub fn unstamp(line: &str) -> (Option<SystemTime>, &str) {
+    let stamped = line.as_bytes().get(STAMP_LEN) == Some(&STAMP_SEPARATOR);
+    match line.get(..STAMP_LEN).filter(|_| stamped) {
+        Some(time) => match humantime::parse_rfc3339(time) {
+            Ok(t) => (Some(t), &line[STAMP_LEN + 1..]),
+            Err(_) => (None, line),
+        },
+        None => (None, line),
     }
 }
 
@@ -210,6 +289,69 @@ mod tests {
         let rotated = std::fs::metadata(dir.path().join("s.log.1")).unwrap().len();
         assert_eq!(current, 1024 * 1024);
         assert_eq!(rotated, 4 * 1024 * 1024);
+    }
+
+    #[test]
+    fn every_line_gets_the_time_its_first_byte_came() {
+        let t1 = UNIX_EPOCH + Duration::from_millis(1_795_941_714_123);
+        let t2 = t1 + Duration::from_secs(1);
+        let mut s = Stamper::default();
+        let mut log = s.stamp(b"one\ntw", t1);
+        log.extend(s.stamp(b"o\n", t2));
+        log.extend(s.stamp(b"", t2));
+        log.extend(s.stamp(b"three\n\nfour", t2));
+        let text = String::from_utf8(log).unwrap();
+        assert_eq!(
+            text,
+            "2026-11-29T08:41:54.123Z\tone\n\
+             2026-11-29T08:41:54.123Z\ttwo\n\
+             2026-11-29T08:41:55.123Z\tthree\n\
+             2026-11-29T08:41:55.123Z\t\n\
+             2026-11-29T08:41:55.123Z\tfour"
+        );
+        let lines: Vec<_> = text.lines().map(unstamp).collect();
+        assert_eq!(lines[0], (Some(t1), "one"));
+        assert_eq!(lines[1], (Some(t1), "two"));
+        assert_eq!(lines[3], (Some(t2), ""));
+        assert_eq!(lines[4], (Some(t2), "four"));
+    }
+
+    #[tokio::test]
+    async fn a_line_left_unfinished_is_ended_when_stderr_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.log");
+        for data in [&b"first\nunfinished"[..], b"next generation\n"] {
+            let log = LogFile::open(&path).unwrap();
+            StderrTail::default()
+                .drain(data, "t".into(), Some(log))
+                .await;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().map(|l| unstamp(l).1).collect();
+        assert_eq!(
+            lines,
+            ["first", "unfinished", "next generation"],
+            "{text:?}"
+        );
+        assert!(text.lines().all(|l| unstamp(l).0.is_some()), "{text:?}");
+    }
+
+    #[test]
+    fn a_line_without_a_time_is_shown_as_it_is() {
+        for line in [
+            "",
+            "plain text",
+            "2026-11-29T08:41:54.123Z no tab after the time",
+            "2026-11-29T08:41:54.123Z",
+            "2026-13-29T08:41:54.123Z\tnot a date",
+            "été 2026-11-29T08:41:54.123\tcut inside a character",
+        ] {
+            assert_eq!(unstamp(line), (None, line));
+        }
+        // A server's own time after mcpfleet's stays in the text.
+        let (t, text) = unstamp("2026-11-29T08:41:54.123Z\t2026-01-01T00:00:00.000Z\tINFO x");
+        assert!(t.is_some());
+        assert_eq!(text, "2026-01-01T00:00:00.000Z\tINFO x");
     }
 
     #[tokio::test]

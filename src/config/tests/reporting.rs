@@ -193,34 +193,121 @@ fn discover_order() {
     for f in [&explicit, &from_env, &default] {
         std::fs::write(f, HEAD).unwrap();
     }
+    let find = |explicit: Option<&Path>, env: Option<&OsStr>, cwd: &Path| {
+        discover_below(explicit, env, cwd, Some(dir.path())).map(|c| c.path)
+    };
     let env_value = OsStr::new("env.yaml");
     assert_eq!(
-        discover(Some(Path::new("explicit.yaml")), Some(env_value), cwd).unwrap(),
+        find(Some(Path::new("explicit.yaml")), Some(env_value), cwd).unwrap(),
         explicit
     );
-    assert_eq!(discover(None, Some(env_value), cwd).unwrap(), from_env);
+    assert_eq!(find(None, Some(env_value), cwd).unwrap(), from_env);
     assert_eq!(
-        discover(None, Some(from_env.as_os_str()), Path::new("/")).unwrap(),
+        find(None, Some(from_env.as_os_str()), Path::new("/")).unwrap(),
         from_env
     );
-    assert_eq!(discover(None, None, cwd).unwrap(), default);
-    assert_eq!(discover(None, Some(OsStr::new("")), cwd).unwrap(), default);
+    assert_eq!(find(None, None, cwd).unwrap(), default);
+    assert_eq!(find(None, Some(OsStr::new("")), cwd).unwrap(), default);
 
     // A named file that is missing is an error, never a silent fallback.
-    let err = discover(Some(Path::new("nope.yaml")), Some(env_value), cwd).unwrap_err();
+    let err = discover_below(
+        Some(Path::new("nope.yaml")),
+        Some(env_value),
+        cwd,
+        Some(cwd),
+    )
+    .unwrap_err();
     assert_eq!(err.file, cwd.join("nope.yaml"));
     assert!(
         err.to_string().contains("-f/--file does not exist"),
         "{err}"
     );
-    let err = discover(None, Some(OsStr::new("nope.yaml")), cwd).unwrap_err();
+    let err = find(None, Some(OsStr::new("nope.yaml")), cwd).unwrap_err();
     assert!(
         err.to_string().contains("MCPFLEET_FILE does not exist"),
         "{err}"
     );
     std::fs::remove_file(&default).unwrap();
-    let err = discover(None, None, cwd).unwrap_err();
-    assert!(err.to_string().contains("no mcpfleet.yaml in"), "{err}");
-    let err = discover(Some(cwd), None, cwd).unwrap_err();
+    let err = find(None, None, cwd).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("no mcpfleet.yaml or mcpfleet.yml in")
+            && err.to_string().contains("or any directory above it"),
+        "{err}"
+    );
+    assert_eq!(
+        err.file, default,
+        "the error names where the file was looked for first"
+    );
+    let err = find(Some(cwd), None, cwd).unwrap_err();
     assert!(err.to_string().contains("is a directory"), "{err}");
+}
+
+#[test]
+fn discover_looks_in_the_parents_for_either_name() {
+    let top = tempfile::tempdir().unwrap();
+    let deep = top.path().join("a/b/c");
+    std::fs::create_dir_all(&deep).unwrap();
+    let find = |cwd: &Path| discover_below(None, None, cwd, Some(top.path())).unwrap();
+
+    // The nearest directory that has one wins; `.yml` counts as well.
+    std::fs::write(top.path().join("mcpfleet.yaml"), HEAD).unwrap();
+    std::fs::write(top.path().join("a/mcpfleet.yml"), HEAD).unwrap();
+    let found = find(&deep);
+    assert_eq!(found.path, top.path().join("a/mcpfleet.yml"));
+    assert_eq!(found.named, Named::Default);
+    assert!(found.notices.is_empty(), "{:?}", found.notices);
+    assert_eq!(find(top.path()).path, top.path().join("mcpfleet.yaml"));
+
+    // Both names in one directory: `mcpfleet.yaml`, and a notice.
+    std::fs::write(top.path().join("a/mcpfleet.yaml"), HEAD).unwrap();
+    let found = find(&deep);
+    assert_eq!(found.path, top.path().join("a/mcpfleet.yaml"));
+    assert_eq!(found.notices.len(), 1, "{:?}", found.notices);
+    assert!(
+        found.notices[0].contains("both mcpfleet.yaml and mcpfleet.yml are in"),
+        "{:?}",
+        found.notices
+    );
+
+    // A file named on the command line is never looked for.
+    let named = discover_below(Some(Path::new("x.yaml")), None, &deep, Some(top.path()));
+    assert_eq!(named.unwrap_err().file, deep.join("x.yaml"));
+
+    // Where the copy of a gone default file is looked for: nearest first.
+    let all = default_candidates(&deep);
+    assert_eq!(all[0], deep.join("mcpfleet.yaml"));
+    assert_eq!(all[1], deep.join("mcpfleet.yml"));
+    assert_eq!(all[2], top.path().join("a/b/mcpfleet.yaml"));
+}
+
+#[test]
+fn discover_passes_over_a_parents_file_of_another_user() {
+    use std::os::unix::fs::MetadataExt;
+    let top = tempfile::tempdir().unwrap();
+    let sub = top.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let planted = top.path().join("mcpfleet.yaml");
+    std::fs::write(&planted, HEAD).unwrap();
+    let me = nix::unistd::geteuid().as_raw();
+    if me != 0 {
+        // Only root can give a file away; elsewhere the file is this user's.
+        let found = discover_below(None, None, &sub, Some(top.path())).unwrap();
+        assert_eq!(found.path, planted);
+        return;
+    }
+    std::os::unix::fs::chown(&planted, Some(4242), None).unwrap();
+    assert_eq!(std::fs::metadata(&planted).unwrap().uid(), 4242);
+    let err = discover_below(None, None, &sub, Some(top.path())).unwrap_err();
+    assert_eq!(err.file, sub.join("mcpfleet.yaml"));
+    let found = candidate_below(None, None, &sub, Some(top.path()));
+    assert_eq!(found.notices.len(), 1, "{:?}", found.notices);
+    assert!(
+        found.notices[0].contains("belongs to user 4242"),
+        "{:?}",
+        found.notices
+    );
+    // In the current directory itself, the file is taken as it always was.
+    let found = discover_below(None, None, top.path(), Some(top.path())).unwrap();
+    assert_eq!(found.path, planted);
 }
