@@ -191,7 +191,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__check)
-            opts="-j -v -q -h --jobs --strict --connect-timeout --cleanup-timeout --state-dir --output --verbose --quiet --help"
+            opts="-j -v -q -h --jobs --strict --connect-timeout --cleanup-timeout --junit --expect-tools --update-tools --state-dir --output --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -210,6 +210,18 @@ _mcpfleet() {
                     return 0
                     ;;
                 --cleanup-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --junit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --expect-tools)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --update-tools)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

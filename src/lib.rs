@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod contract;
 pub mod gateway;
 pub mod hash;
 pub mod host;

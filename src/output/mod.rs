@@ -2,8 +2,10 @@
 //! terminal, and the exit-code table. Output never touches processes.
 
 pub mod calls;
+pub mod contract;
 pub mod exit;
 pub mod fleets;
+pub mod junit;
 pub mod line;
 pub mod plan;
 pub mod progress;
