@@ -247,3 +247,23 @@ fn a_difference_of_tools_is_the_failure_of_its_server() {
     );
     fleet.assert_no_leftovers();
 }
+
+#[test]
+fn with_strict_an_escalated_teardown_is_the_failure_and_its_signal_is_in_system_out() {
+    let fleet = TestFleet::fixtures(
+        "junit-strict",
+        &[("stubborn", &["--ignore-eof"], "cleanup_timeout: 2s")],
+    );
+    let report = fleet.dir.path().join("r.xml");
+    let out = fleet.run(&["check", "--strict", "--junit", report.to_str().unwrap()]);
+    assert_code(&out, 5);
+    assert_valid(&report);
+    let x = |expr: &str| xpath(&report, expr);
+    let case = "//testcase[@name='stubborn']";
+    assert_eq!(x(&format!("{case}/failure/@type")), "teardown_escalated");
+    let message = x(&format!("{case}/failure/@message"));
+    assert!(message.starts_with("teardown: escalated in "), "{message}");
+    let out = x(&format!("{case}/system-out"));
+    assert!(out.contains("teardown signal: SIGTERM"), "{out}");
+    fleet.assert_no_leftovers();
+}
