@@ -163,8 +163,8 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
         })
         .collect();
     let mut report = Report::new("check", servers, interrupted);
-    // Only main returns the code; what goes wrong writing a file is an internal
-    // error, ranked below what the servers did (docs/design.md §5).
+    // A file that cannot be written is an I/O error of mcpfleet itself (1), ranked
+    // below whatever the servers did (docs/design.md §5).
     let mut code = Code::from_i32(report.exit_code);
     if expected.is_some() || args.update_tools.is_some() {
         let names: Vec<&str> = fleet.servers.iter().map(|s| s.name.as_str()).collect();
@@ -181,25 +181,13 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
                 .zip(&listed)
                 .map(|(spec, l)| (spec.name.as_str(), l.as_deref()))
                 .collect();
-            if interrupted {
-                eprintln!(
-                    "mcpfleet check: interrupted; {} was not updated",
-                    path.display()
-                );
-            } else {
-                for (name, _) in found.iter().filter(|(_, l)| l.is_none()) {
-                    eprintln!(
-                        "mcpfleet check: the tools of `{name}` were not updated in {}: it did not start",
-                        path.display()
-                    );
-                }
-                let file = ToolsFile::updated(previous.as_ref(), &names, &found);
-                match write_atomically(path, file.render().as_bytes()) {
-                    Ok(()) => updated_file = Some(path.display().to_string()),
-                    Err(e) => {
-                        eprintln!("mcpfleet check: cannot write {}: {e}", path.display());
-                        code = code.max(Code::Internal);
-                    }
+            let file = ToolsFile::updated(previous.as_ref(), &names, &found);
+            match update_tools(path, &file, &found, interrupted) {
+                Ok(true) => updated_file = Some(path.display().to_string()),
+                Ok(false) => {}
+                Err(e) => {
+                    eprintln!("mcpfleet check: cannot write {}: {e}", path.display());
+                    code = code.max(Code::Internal);
                 }
             }
         }
@@ -223,6 +211,32 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
         eprintln!("mcpfleet check: interrupted; every server that was started has been torn down");
     }
     Ok(Code::from_i32(report.exit_code))
+}
+
+/// Writes the snapshot `--update-tools` asked for, unless the run was interrupted
+/// (it did not see every server to the end); says which servers keep their old
+/// entry. True when it was written.
+fn update_tools(
+    path: &Path,
+    file: &ToolsFile,
+    found: &[(&str, Option<&[ListedTool]>)],
+    interrupted: bool,
+) -> std::io::Result<bool> {
+    if interrupted {
+        eprintln!(
+            "mcpfleet check: interrupted; {} was not updated",
+            path.display()
+        );
+        return Ok(false);
+    }
+    for (name, _) in found.iter().filter(|(_, listed)| listed.is_none()) {
+        eprintln!(
+            "mcpfleet check: the tools of `{name}` were not updated in {}: it did not start",
+            path.display()
+        );
+    }
+    write_atomically(path, file.render().as_bytes())?;
+    Ok(true)
 }
 
 /// Reads a snapshot of tools; a file that is missing or not one is a usage
