@@ -221,7 +221,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__check)
-            opts="-j -f -o -v -q -h --jobs --strict --connect-timeout --cleanup-timeout --file --state-dir --output --color --verbose --quiet --help"
+            opts="-j -f -o -v -q -h --jobs --strict --connect-timeout --cleanup-timeout --junit --expect-tools --update-tools --file --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -240,6 +240,18 @@ _mcpfleet() {
                     return 0
                     ;;
                 --cleanup-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --junit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --expect-tools)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --update-tools)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

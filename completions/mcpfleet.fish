@@ -58,6 +58,9 @@ complete -c mcpfleet -n "__fish_mcpfleet_needs_command" -f -a "help" -d 'Print t
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s j -l jobs -d 'How many servers start at once (default: 4 per CPU core)' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l connect-timeout -d 'Override every server\'s connect timeout (e.g. 30s, 2m, none)' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l cleanup-timeout -d 'Override every server\'s cleanup timeout (e.g. 5s, none)' -r
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l junit -d 'Also write a JUnit XML report to FILE: one test case per server (stdout and the exit code stay the same)' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l expect-tools -d 'Compare each server\'s tools (names, input and output schemas) with the snapshot FILE; a difference exits 9' -r -F
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l update-tools -d 'Write the tools of every server that started to the snapshot FILE (the entries of servers that did not start are kept)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand check" -s o -l output -d 'Output format for the result on stdout' -r -f -a "text\t''

@@ -3,12 +3,14 @@
 //!
 //! Layout: `config` reads fleet files; `lifecycle` holds the authority of each
 //! server; `process` spawns, talks to and tears down server processes; `output`
-//! renders reports and owns the exit-code table; `host` is what `check` and the
+//! renders reports and owns the exit-code table; `contract` holds servers' tools to
+//! a snapshot (`check --expect-tools`); `host` is what `check` and the
 //! supervisor, which both hold authorities, share; `commands` and `cli` are the edge.
 
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod contract;
 pub mod gateway;
 pub mod hash;
 pub mod host;

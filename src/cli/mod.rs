@@ -217,6 +217,21 @@ pub struct CheckArgs {
     /// Override every server's cleanup timeout (e.g. 5s, none)
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     pub cleanup_timeout: Option<Timeout>,
+
+    /// Also write a JUnit XML report to FILE: one test case per server (stdout and
+    /// the exit code stay the same)
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+
+    /// Compare each server's tools (names, input and output schemas) with the
+    /// snapshot FILE; a difference exits 9
+    #[arg(long, value_name = "FILE")]
+    pub expect_tools: Option<PathBuf>,
+
+    /// Write the tools of every server that started to the snapshot FILE (the
+    /// entries of servers that did not start are kept)
+    #[arg(long, value_name = "FILE")]
+    pub update_tools: Option<PathBuf>,
 }
 
 /// How long to wait for a server's authority to take the request.

@@ -8,24 +8,32 @@
 //! waiting for a slot; everything that was acquired is still torn down, and the
 //! command exits 130. A second one sends SIGKILL at once instead of waiting for the
 //! grace periods.
+//!
+//! For CI, the run can also be a JUnit XML report (`--junit`), and each server's
+//! tools can be held to a snapshot file (`--expect-tools`, written by
+//! `--update-tools`): docs/design.md §6. Those files are read before anything
+//! starts, so that a bad one costs no run, and written atomically at the end.
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{CliError, Global, load_fleet};
+use super::{CliError, Global, load_fleet, write_atomically};
 use crate::cli::CheckArgs;
-use crate::config::{ServerSpec, Timeout};
+use crate::config::{Fleet, ServerSpec, Timeout};
+use crate::contract::ToolsFile;
 use crate::host::{self, Press, Signals, Unnamed};
 use crate::lifecycle::authority::{
-    self, CallOptions, Context, Handle, Reply, RequestError, ServerConfig,
+    self, CallOptions, Context, Handle, ListedTool, Reply, RequestError, ServerConfig,
 };
 use crate::lifecycle::events::EventSink;
 use crate::lifecycle::state::{Intent, Phase};
+use crate::output::contract::ContractSummary;
 use crate::output::exit::Code;
+use crate::output::junit;
 use crate::output::line::{RequestParts, unanswered};
 use crate::output::progress::Progress;
 use crate::output::report::{self, Format, NdjsonEvents, Report, ServerReport, TracingEvents};
@@ -41,6 +49,19 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
             known.join(", ")
         ))
     })?;
+    let expected = match &args.expect_tools {
+        Some(path) => Some(read_tools(path)?),
+        None => None,
+    };
+    // The entries an update keeps come from the file as it is now.
+    let previous = match &args.update_tools {
+        Some(path) if path.exists() => Some(read_tools(path)?),
+        _ => None,
+    };
+    for path in [&args.junit, &args.update_tools].into_iter().flatten() {
+        writable(path)?;
+    }
+    let began = (SystemTime::now(), Instant::now());
     let files = crate::process::limits::raise_open_files();
     if let Some(warning) = files.shortfall(specs.len()) {
         tracing::warn!("{warning}");
@@ -110,19 +131,197 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
     crate::process::lineage::sweep().await;
 
     let interrupted = ctx.interrupt.is_cancelled();
+    // What each server listed, when it started.
+    let listed: Vec<Option<Arc<[ListedTool]>>> = starts
+        .iter()
+        .map(|r| match r {
+            Ok(Reply {
+                result: Ok(()),
+                listed,
+                ..
+            }) => listed.clone(),
+            _ => None,
+        })
+        .collect();
     let servers: Vec<ServerReport> = specs
         .iter()
         .zip(starts)
         .zip(stops)
-        .map(|((spec, start), stop)| server_report(spec, start, stop, args.strict))
+        .zip(&listed)
+        .map(|(((spec, start), stop), listed)| {
+            let mut line = server_report(spec, start, stop, args.strict);
+            if let Some(expected) = &expected {
+                let contract = expected.compare(&spec.name, listed.as_deref());
+                if contract.differs() {
+                    line.exit_code = Code::from_i32(line.exit_code)
+                        .max(Code::ToolsDiffer)
+                        .as_i32();
+                }
+                line.tools_contract = Some(contract);
+            }
+            line
+        })
         .collect();
-    let report = Report::new("check", servers, interrupted);
+    let mut report = Report::new("check", servers, interrupted);
+    // A file that cannot be written is an I/O error of mcpfleet itself (1), ranked
+    // below whatever the servers did (docs/design.md §5).
+    let mut code = Code::from_i32(report.exit_code);
+    if expected.is_some() || args.update_tools.is_some() {
+        let names: Vec<&str> = fleet.servers.iter().map(|s| s.name.as_str()).collect();
+        let missing = expected
+            .as_ref()
+            .map_or_else(Vec::new, |e| e.missing(&names));
+        if !missing.is_empty() {
+            code = code.max(Code::ToolsDiffer);
+        }
+        let mut updated_file = None;
+        if let Some(path) = &args.update_tools {
+            let found: Vec<(&str, Option<&[ListedTool]>)> = specs
+                .iter()
+                .zip(&listed)
+                .map(|(spec, l)| (spec.name.as_str(), l.as_deref()))
+                .collect();
+            let file = ToolsFile::updated(previous.as_ref(), &names, &found);
+            match update_tools(path, &file, &found, interrupted) {
+                Ok(true) => updated_file = Some(path.display().to_string()),
+                Ok(false) => {}
+                Err(e) => {
+                    eprintln!("mcpfleet check: cannot write {}: {e}", path.display());
+                    code = code.max(Code::Internal);
+                }
+            }
+        }
+        report.tools_contract = Some(ContractSummary {
+            expected_file: args.expect_tools.as_ref().map(|p| p.display().to_string()),
+            missing_servers: missing,
+            updated_file,
+        });
+    }
+    report.exit_code = code.as_i32();
+    if let Some(path) = &args.junit {
+        let suite = suite(&fleet, &specs, args, began);
+        if let Err(e) = write_atomically(path, junit::render(&report, &suite).as_bytes()) {
+            eprintln!("mcpfleet check: cannot write {}: {e}", path.display());
+            report.exit_code = code.max(Code::Internal).as_i32();
+        }
+    }
     report::write_stdout(&report::render(&report, global.output))
         .map_err(|e| anyhow::anyhow!("cannot write to stdout: {e}"))?;
     if interrupted {
         eprintln!("mcpfleet check: interrupted; every server that was started has been torn down");
     }
     Ok(Code::from_i32(report.exit_code))
+}
+
+/// Writes the snapshot `--update-tools` asked for, unless the run was interrupted
+/// (it did not see every server to the end); says which servers keep their old
+/// entry. True when it was written.
+fn update_tools(
+    path: &Path,
+    file: &ToolsFile,
+    found: &[(&str, Option<&[ListedTool]>)],
+    interrupted: bool,
+) -> std::io::Result<bool> {
+    if interrupted {
+        eprintln!(
+            "mcpfleet check: interrupted; {} was not updated",
+            path.display()
+        );
+        return Ok(false);
+    }
+    for (name, _) in found.iter().filter(|(_, listed)| listed.is_none()) {
+        eprintln!(
+            "mcpfleet check: the tools of `{name}` were not updated in {}: it did not start",
+            path.display()
+        );
+    }
+    write_atomically(path, file.render().as_bytes())?;
+    Ok(true)
+}
+
+/// Reads a snapshot of tools; a file that is missing or not one is a usage
+/// error, found before anything starts.
+fn read_tools(path: &Path) -> Result<ToolsFile, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        CliError::Usage(format!(
+            "cannot read the tools snapshot {}: {e}",
+            path.display()
+        ))
+    })?;
+    ToolsFile::parse(&text).map_err(|e| {
+        CliError::Usage(format!(
+            "invalid tools snapshot {} (remove it to write a new one with --update-tools)",
+            e.at_file(path)
+        ))
+    })
+}
+
+/// A file to write at the end must have a directory to go in, found now rather
+/// than after the run.
+fn writable(path: &Path) -> Result<(), CliError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if path.is_dir() {
+        return Err(CliError::Usage(format!(
+            "{} is a directory, not a file to write",
+            path.display()
+        )));
+    }
+    if !dir.is_dir() {
+        return Err(CliError::Usage(format!(
+            "cannot write {}: no directory {}",
+            path.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The JUnit report's account of the run: the fleet as its suite, and the
+/// servers of the fleet this run left out.
+fn suite(
+    fleet: &Fleet,
+    specs: &[&ServerSpec],
+    args: &CheckArgs,
+    (began, clock): (SystemTime, Instant),
+) -> junit::Suite {
+    let file = fleet.file.display().to_string();
+    let class = match &fleet.name {
+        Some(name) => name.clone(),
+        None => fleet.file.file_stem().map_or_else(
+            || "fleet".to_owned(),
+            |s| s.to_string_lossy().replace('.', "_"),
+        ),
+    };
+    let skipped = fleet
+        .servers
+        .iter()
+        .filter(|s| !specs.iter().any(|p| p.name == s.name))
+        .map(|s| {
+            let why = match s.enabled {
+                false => "disabled in the fleet file (enabled: false)",
+                true => "not selected: the command line named other servers",
+            };
+            (s.name.clone(), why.to_owned())
+        })
+        .collect();
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned());
+    junit::Suite {
+        name: fleet.name.clone().unwrap_or_else(|| file.clone()),
+        class,
+        file,
+        timestamp: humantime::format_rfc3339_seconds(began).to_string(),
+        hostname,
+        time: clock.elapsed(),
+        skipped,
+        tools_file: args.expect_tools.as_ref().map(|p| p.display().to_string()),
+    }
 }
 
 /// Merges a server's start and stop replies into its line of the report: what the

@@ -269,6 +269,34 @@ where
     f(target).await
 }
 
+/// Replaces the file at `path` with `bytes` all at once: written beside it under a
+/// temporary name, synced, then renamed over it, so that a reader (or a CI step
+/// after a killed run) sees the old file or the new one, never half of one.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("the path names no file"))?;
+    let tmp = path.with_file_name(format!(
+        ".{}.tmp.{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_data()
+        })
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
 /// Finds and loads the fleet file (`-f`, then `$MCPFLEET_FILE`, then the nearest
 /// mcpfleet.yaml or mcpfleet.yml).
 pub fn load_fleet(explicit: Option<&Path>) -> Result<Fleet, CliError> {

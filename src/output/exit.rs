@@ -1,5 +1,5 @@
 //! The exit-code table (docs/design.md §5). Never renumbered. When servers end differently,
-//! the highest-ranked code wins: 2, 5, 4, 3, 6, 7, 8, 1, then 0.
+//! the highest-ranked code wins: 2, 5, 4, 3, 6, 7, 8, 9, 1, then 0.
 
 use crate::lifecycle::error::ErrorKind;
 use crate::lifecycle::summary::Outcome;
@@ -24,6 +24,8 @@ pub enum Code {
     Busy,
     /// The supervisor is unreachable.
     Unreachable,
+    /// A server's tools differ from the expected ones (`check --expect-tools`).
+    ToolsDiffer,
     /// The CLI was interrupted.
     Interrupted,
 }
@@ -40,24 +42,29 @@ impl Code {
             Code::Refused => 6,
             Code::Busy => 7,
             Code::Unreachable => 8,
+            Code::ToolsDiffer => 9,
             Code::Interrupted => 130,
         }
     }
 
     /// Higher wins. An interruption outranks everything: the caller must learn that
-    /// it did not see the end.
+    /// it did not see the end. A difference of tools is only found on servers that
+    /// started, so every way of not starting, not ending clean or not being served
+    /// outranks it; it is still a finding about the servers, which an internal
+    /// error is not (docs/design.md §5).
     fn rank(self) -> u8 {
         match self {
             Code::Ok => 0,
             Code::Internal => 1,
-            Code::Unreachable => 2,
-            Code::Busy => 3,
-            Code::Refused => 4,
-            Code::StartFailed => 5,
-            Code::ConnectTimeout => 6,
-            Code::TeardownNotClean => 7,
-            Code::Usage => 8,
-            Code::Interrupted => 9,
+            Code::ToolsDiffer => 2,
+            Code::Unreachable => 3,
+            Code::Busy => 4,
+            Code::Refused => 5,
+            Code::StartFailed => 6,
+            Code::ConnectTimeout => 7,
+            Code::TeardownNotClean => 8,
+            Code::Usage => 9,
+            Code::Interrupted => 10,
         }
     }
 
@@ -73,6 +80,7 @@ impl Code {
             Code::Refused,
             Code::Busy,
             Code::Unreachable,
+            Code::ToolsDiffer,
             Code::Interrupted,
         ]
         .into_iter()
@@ -132,6 +140,7 @@ mod tests {
             Code::Refused,
             Code::Busy,
             Code::Unreachable,
+            Code::ToolsDiffer,
             Code::Internal,
             Code::Ok,
         ];
@@ -156,10 +165,12 @@ mod tests {
             (Code::Refused, 6),
             (Code::Busy, 7),
             (Code::Unreachable, 8),
+            (Code::ToolsDiffer, 9),
             (Code::Interrupted, 130),
         ];
         for (code, n) in table {
             assert_eq!(code.as_i32(), n);
+            assert_eq!(Code::from_i32(n), code);
         }
     }
 

@@ -32,6 +32,7 @@ impl RequestParts {
             result,
             connect,
             teardown,
+            listed: _,
         } = reply;
         let parts = RequestParts {
             connect,
@@ -104,6 +105,7 @@ impl ServerReport {
             teardown: parts.teardown,
             exit_code: code.as_i32(),
             drift: None,
+            tools_contract: None,
         }
     }
 
@@ -179,6 +181,7 @@ impl ServerReport {
             teardown: None,
             exit_code: code.as_i32(),
             drift: None,
+            tools_contract: None,
         }
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use super::contract::{ContractSummary, ToolsContract};
 use super::exit::Code;
 use super::plan::{Drift, PlanStep, plan_counts, plan_table};
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
@@ -150,6 +151,10 @@ pub struct ServerReport {
     /// supervisor, docs/design.md §16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<Drift>,
+    /// How the server's tools compare with the expected ones (`check
+    /// --expect-tools`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_contract: Option<ToolsContract>,
 }
 
 /// The whole result of a command.
@@ -170,6 +175,10 @@ pub struct Report {
     /// `up --dry-run`: the plan was only computed; nothing was changed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dry_run: bool,
+    /// The snapshot of tools compared with or written (`check --expect-tools`,
+    /// `--update-tools`), and the servers it has that the fleet file has not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_contract: Option<ContractSummary>,
 }
 
 /// Where the gateway serves and who is connected (docs/design.md §14).
@@ -202,6 +211,7 @@ impl Report {
             gateway: None,
             plan: None,
             dry_run: false,
+            tools_contract: None,
         }
     }
 
@@ -324,6 +334,16 @@ fn render_text(report: &Report) -> String {
         if let Some(text) = s.drift.as_ref().and_then(Drift::text) {
             out.push_str(&format!("  {text}\n"));
         }
+        if let Some(contract) = &s.tools_contract {
+            let file = report
+                .tools_contract
+                .as_ref()
+                .and_then(|c| c.expected_file.as_deref())
+                .unwrap_or("the snapshot");
+            for line in contract.text(file) {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
         if let Some(e) = &s.error {
             out.push_str(&format!(
                 "  error [{}] {}: {}\n",
@@ -372,6 +392,17 @@ fn render_text(report: &Report) -> String {
             None => out.push_str(&format!("gateway: {} client session(s)\n", g.sessions)),
         }
     }
+    if let Some(summary) = &report.tools_contract {
+        let file = summary.expected_file.as_deref().unwrap_or("the snapshot");
+        for name in &summary.missing_servers {
+            out.push_str(&format!(
+                "tools: {file} has server `{name}`, which is not in the fleet file\n"
+            ));
+        }
+        if let Some(updated) = &summary.updated_file {
+            out.push_str(&format!("tools: written to {updated}\n"));
+        }
+    }
     let failed = report.servers.iter().filter(|s| s.exit_code != 0).count();
     out.push_str(&format!(
         "{}: {} server(s), {} ok, {} not ok{}; exit {}\n",
@@ -404,7 +435,7 @@ fn outcome_name(t: &TeardownSummary) -> String {
 }
 
 /// The serde name of a unit enum value, e.g. `connect_timeout`.
-fn serde_plain<T: Serialize>(v: &T) -> String {
+pub(crate) fn serde_plain<T: Serialize>(v: &T) -> String {
     serde_json::to_value(v)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))

@@ -203,6 +203,7 @@ impl Actor {
             result,
             connect: self.request.connect.take(),
             teardown: self.request.teardown.take(),
+            listed: self.request.listed.take(),
         }
     }
 

@@ -57,7 +57,7 @@ mod start;
 mod stop;
 
 use messages::Message;
-pub use messages::{NotRunning, Reply, RequestError};
+pub use messages::{ListedTool, NotRunning, Reply, RequestError};
 
 /// What an authority needs to know about its server.
 #[derive(Debug, Clone)]
@@ -398,4 +398,6 @@ struct Request {
     connect: Option<Duration>,
     /// The last teardown the request performed (a stop, or a failed start's).
     teardown: Option<TeardownSummary>,
+    /// What the generation the request started listed.
+    listed: Option<Arc<[ListedTool]>>,
 }

@@ -150,7 +150,7 @@ impl Actor {
             )
             .await;
             match tools {
-                Ok(tools) => Ok((session, tools.len())),
+                Ok(tools) => Ok((session, tools)),
                 Err(e) => {
                     session.close(Duration::from_millis(100)).await;
                     Err(e)
@@ -180,7 +180,8 @@ impl Actor {
                 live.server_info = session.server_info();
                 live.ready_at = Some(Instant::now());
                 live.session = Some(session);
-                live.tools = tools;
+                live.tools = tools.len();
+                self.request.listed = Some(tools.iter().map(ListedTool::from).collect());
                 let pid = live.pid();
                 self.live = Some(live);
                 let connect = started.elapsed();
