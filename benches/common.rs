@@ -1,5 +1,5 @@
-//! What the benchmarks share: the fixture server built in release mode, and times
-//! in milliseconds.
+//! What the benchmarks share: the fixture server built in release mode, times
+//! in milliseconds, and the processes a run tagged.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,4 +19,29 @@ pub fn release_fixture() -> PathBuf {
 
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
+}
+
+/// Living processes (not zombies) with the environment entry `entry` (or, when
+/// it ends with `-`, one that starts with it).
+// Not every benchmark looks for its processes.
+#[allow(dead_code)]
+pub fn tagged(entry: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().to_owned()))
+                .is_some_and(|r| !r.starts_with('Z') && !r.starts_with('X'));
+            alive
+                && std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                    env.split(|b| *b == 0).any(|e| {
+                        e == entry.as_bytes()
+                            || (entry.ends_with('-') && e.starts_with(entry.as_bytes()))
+                    })
+                })
+        })
+        .collect()
 }

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use common::ms;
+use common::{ms, tagged};
 
 struct Server {
     label: &'static str,
@@ -483,24 +483,6 @@ fn until_gone_but(tag: &str, since: Instant, except: &[i32]) -> (Duration, usize
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-}
-
-/// Living processes (not zombies) whose environment holds `entry`.
-fn tagged(entry: &str) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().to_owned()))
-                .is_some_and(|r| !r.starts_with('Z') && !r.starts_with('X'));
-            alive
-                && std::fs::read(format!("/proc/{pid}/environ"))
-                    .is_ok_and(|env| env.split(|b| *b == 0).any(|e| e == entry.as_bytes()))
-        })
-        .collect()
 }
 
 /// The parent of a living process.

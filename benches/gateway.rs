@@ -56,7 +56,7 @@ use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::Transport;
 use rmcp::{ClientHandler, ServiceExt};
 
-use common::ms;
+use common::{ms, tagged};
 
 /// The mcp-hub release compared against.
 const HUB_VERSION: &str = "4.2.1";
@@ -1727,29 +1727,6 @@ fn until_gone(tag: &str, limit: Duration) -> usize {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-}
-
-/// Living processes (not zombies) with the environment entry `entry` (or, when
-/// it ends with `-`, one that starts with it).
-fn tagged(entry: &str) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().to_owned()))
-                .is_some_and(|r| !r.starts_with('Z') && !r.starts_with('X'));
-            alive
-                && std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
-                    env.split(|b| *b == 0).any(|e| {
-                        e == entry.as_bytes()
-                            || (entry.ends_with('-') && e.starts_with(entry.as_bytes()))
-                    })
-                })
-        })
-        .collect()
 }
 
 /// VmRSS of a process, in kB.
