@@ -49,6 +49,9 @@ _mcpfleet() {
             mcpfleet,man)
                 cmd="mcpfleet__subcmd__man"
                 ;;
+            mcpfleet,metrics)
+                cmd="mcpfleet__subcmd__metrics"
+                ;;
             mcpfleet,reconnect)
                 cmd="mcpfleet__subcmd__reconnect"
                 ;;
@@ -106,6 +109,9 @@ _mcpfleet() {
             mcpfleet__subcmd__help,man)
                 cmd="mcpfleet__subcmd__help__subcmd__man"
                 ;;
+            mcpfleet__subcmd__help,metrics)
+                cmd="mcpfleet__subcmd__help__subcmd__metrics"
+                ;;
             mcpfleet__subcmd__help,reconnect)
                 cmd="mcpfleet__subcmd__help__subcmd__reconnect"
                 ;;
@@ -137,7 +143,7 @@ _mcpfleet() {
 
     case "${cmd}" in
         mcpfleet)
-            opts="-f -o -v -q -h -V --file --state-dir --output --color --verbose --quiet --help --version check up down status reconnect reset tools call connect serve logs events validate ls import supervise completions man help"
+            opts="-f -o -v -q -h -V --file --state-dir --output --color --verbose --quiet --help --version check up down status reconnect reset tools call connect serve logs events metrics validate ls import supervise completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -467,7 +473,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__help)
-            opts="check up down status reconnect reset tools call connect serve logs events validate ls import supervise completions man help"
+            opts="check up down status reconnect reset tools call connect serve logs events metrics validate ls import supervise completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -621,6 +627,20 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__help__subcmd__man)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpfleet__subcmd__help__subcmd__metrics)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -883,6 +903,44 @@ _mcpfleet() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -f)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcpfleet__subcmd__metrics)
+            opts="-f -o -v -q -h --openmetrics --file --state-dir --output --color --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

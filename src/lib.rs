@@ -16,6 +16,7 @@ pub mod hash;
 pub mod host;
 pub mod lifecycle;
 pub mod logging;
+pub mod metrics;
 pub mod output;
 pub mod process;
 pub mod protocol;

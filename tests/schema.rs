@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 
 use mcpfleet::config::{
     BACKOFF_KEYS, DEFAULTS_KEYS, DURATION_PATTERN, ENV_NAME_PATTERN, GATEWAY_KEYS,
-    HEADER_NAME_PATTERN, HEALTH_KEYS, NAME_PATTERN, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS,
-    STDIO_ONLY_KEYS, TIMEOUT_PATTERN, TOOLS_KEYS, TOP_KEYS, URL_PATTERN, load, load_str,
+    HEADER_NAME_PATTERN, HEALTH_KEYS, METRICS_KEYS, NAME_PATTERN, RESTART_KEYS, RESTART_POLICIES,
+    SERVER_KEYS, STDIO_ONLY_KEYS, TIMEOUT_PATTERN, TOOLS_KEYS, TOP_KEYS, URL_PATTERN, load,
+    load_str,
 };
 use serde_json::Value;
 
@@ -157,6 +158,7 @@ fn the_schema_allows_exactly_the_keys_the_parser_accepts() {
         ),
         ("health", s.property(server, "health"), HEALTH_KEYS),
         ("gateway", s.at(&["gateway"]), GATEWAY_KEYS),
+        ("metrics", s.at(&["metrics"]), METRICS_KEYS),
         ("tools", s.property(server, "tools"), TOOLS_KEYS),
         (
             "defaults.restart",

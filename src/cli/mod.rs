@@ -115,6 +115,9 @@ pub enum Command {
     Logs(LogsArgs),
     /// Show the event log (every transition) as NDJSON
     Events(EventsArgs),
+    /// Print the supervisor's metrics once, in Prometheus' text format (from
+    /// state.json when no supervisor runs)
+    Metrics(MetricsArgs),
     /// Check a fleet file and print the resolved fleet (secrets redacted)
     Validate,
     /// List the fleets under the state root: name, fleet file, state directory,
@@ -315,6 +318,13 @@ pub struct DownArgs {
     pub cleanup_timeout: Option<Timeout>,
     #[command(flatten)]
     pub wait: WaitArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct MetricsArgs {
+    /// Print OpenMetrics 1.0 text instead of Prometheus' text format 0.0.4
+    #[arg(long)]
+    pub openmetrics: bool,
 }
 
 #[derive(Debug, Args)]

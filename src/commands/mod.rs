@@ -7,6 +7,7 @@ pub mod connect;
 pub mod fleet_ops;
 pub mod import;
 pub mod ls;
+pub mod metrics;
 pub mod observe;
 pub mod target;
 pub mod validate;
@@ -217,6 +218,13 @@ pub async fn run(cli: Cli) -> Code {
         Command::Events(args) => (
             "events",
             with_target(&cli, FileNeed::CopyWillDo, |t| observe::events(t, args)).await,
+        ),
+        Command::Metrics(args) => (
+            "metrics",
+            with_target(&cli, FileNeed::CopyWillDo, |t| {
+                metrics::run(t, args, &global)
+            })
+            .await,
         ),
         Command::Supervise => (
             "supervise",

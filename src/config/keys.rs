@@ -5,7 +5,9 @@
 //! against them.
 
 /// Keys of the top level.
-pub const TOP_KEYS: &[&str] = &["version", "name", "defaults", "gateway", "servers"];
+pub const TOP_KEYS: &[&str] = &[
+    "version", "name", "defaults", "gateway", "metrics", "servers",
+];
 /// Keys of `defaults:`; each applies to every server that does not set it
 /// (`env_file` to every stdio server, before the server's own).
 pub const DEFAULTS_KEYS: &[&str] = &[
@@ -48,6 +50,8 @@ pub const BACKOFF_KEYS: &[&str] = &["initial", "max"];
 pub const HEALTH_KEYS: &[&str] = &["interval", "timeout", "failures"];
 /// Keys of `gateway:` (docs/design.md §14).
 pub const GATEWAY_KEYS: &[&str] = &["listen", "token", "origins", "page_size"];
+/// Keys of `metrics:`: where the supervisor serves its metrics without the gateway.
+pub const METRICS_KEYS: &[&str] = &["listen"];
 /// Keys of a server's `tools:`: which of its tools the gateway shows.
 pub const TOOLS_KEYS: &[&str] = &["allow", "deny"];
 /// The values of `restart.policy`, as [`RestartMode::as_str`](super::RestartMode::as_str) spells them.
@@ -124,6 +128,7 @@ pub(super) enum Level {
     Backoff,
     Health,
     Gateway,
+    Metrics,
     Tools,
 }
 
@@ -143,6 +148,7 @@ impl Level {
             Level::Backoff => (BACKOFF_KEYS, BACKOFF_SYNONYMS),
             Level::Health => (HEALTH_KEYS, HEALTH_SYNONYMS),
             Level::Gateway => (GATEWAY_KEYS, GATEWAY_SYNONYMS),
+            Level::Metrics => (METRICS_KEYS, GATEWAY_SYNONYMS),
             Level::Tools => (TOOLS_KEYS, TOOLS_SYNONYMS),
         }
     }

@@ -47,8 +47,8 @@ pub use duration::{DEFAULT_TIMEOUT, DurationError, Timeout, parse_duration};
 pub use error::{ConfigError, ConfigErrors};
 pub use expand::{ExpandError, Text};
 pub use keys::{
-    BACKOFF_KEYS, DEFAULTS_KEYS, GATEWAY_KEYS, HEALTH_KEYS, RESTART_KEYS, RESTART_POLICIES,
-    SERVER_KEYS, STDIO_ONLY_KEYS, TOOLS_KEYS, TOP_KEYS,
+    BACKOFF_KEYS, DEFAULTS_KEYS, GATEWAY_KEYS, HEALTH_KEYS, METRICS_KEYS, RESTART_KEYS,
+    RESTART_POLICIES, SERVER_KEYS, STDIO_ONLY_KEYS, TOOLS_KEYS, TOP_KEYS,
 };
 pub use validate::{
     DURATION_PATTERN, ENV_NAME_PATTERN, HEADER_NAME_PATTERN, NAME_PATTERN, TIMEOUT_PATTERN,
@@ -75,6 +75,8 @@ pub struct Fleet {
     pub servers: Vec<ServerSpec>,
     /// How the fleet is served as one MCP server (docs/design.md §14).
     pub gateway: GatewaySpec,
+    /// Where the supervisor serves its metrics besides the gateway (docs/design.md §17).
+    pub metrics: MetricsSpec,
     /// What the user should be told about the file, one line each: for an MCP
     /// client's file read with `-f`, the servers renamed and the entries not
     /// carried over (docs/design.md §15). Empty for a fleet file.
@@ -93,6 +95,14 @@ pub struct GatewaySpec {
     pub origins: Vec<String>,
     /// Items per page of the gateway's lists.
     pub page_size: Option<usize>,
+}
+
+/// The fleet file's `metrics:`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetricsSpec {
+    /// Where `GET /metrics` is served (with the gateway's token) while a
+    /// supervisor runs; none by default.
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 /// How the gateway shows one server's tools and prompts: `prefix:` and `tools:`.

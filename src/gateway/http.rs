@@ -28,13 +28,15 @@ const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*",
 
 type Body = BoxBody<Bytes, Infallible>;
 
-/// Serves the gateway on `listener` until `shutdown`; every request must carry
+/// Serves the gateway on `listener` until `shutdown`, and the metrics at
+/// `/metrics` when `scrape` renders them; every request must carry
 /// `Authorization: Bearer <token>`.
 pub fn serve(
     gateway: Arc<Gateway>,
     listener: TcpListener,
     token: Arc<str>,
     origins: Vec<String>,
+    scrape: Option<crate::metrics::http::Render>,
     shutdown: CancellationToken,
     tracker: &TaskTracker,
 ) {
@@ -83,14 +85,16 @@ pub fn serve(
             let token = token.clone();
             let shutdown = shutdown.clone();
             let journal = journal.clone();
+            let scrape = scrape.clone();
             connections.spawn(async move {
                 let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
                     let service = service.clone();
                     let token = token.clone();
                     let journal = journal.clone();
+                    let scrape = scrape.clone();
                     async move {
                         let method = request.method().clone();
-                        let response = route(&service, &token, request).await;
+                        let response = route(&service, &token, scrape.as_ref(), request).await;
                         if let Some(why) = refusal(response.status()) {
                             journal.note(format_args!(
                                 "refused {method} from {peer} ({}): {why}",
@@ -116,23 +120,34 @@ pub fn serve(
 async fn route(
     service: &StreamableHttpService<ClientSession, LocalSessionManager>,
     token: &str,
+    scrape: Option<&crate::metrics::http::Render>,
     request: Request<Incoming>,
 ) -> Response<Body> {
-    if request.uri().path() != PATH {
+    let path = request.uri().path();
+    let metrics = path == crate::metrics::http::PATH && scrape.is_some();
+    if path != PATH && !metrics {
         return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
     }
     if !authorized(&request, token) {
-        let mut response = plain(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized: send the gateway's token as `Authorization: Bearer <token>`",
-        );
-        response.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            http::HeaderValue::from_static("Bearer"),
-        );
-        return response;
+        return unauthorized();
     }
-    service.handle(request).await
+    match scrape {
+        Some(render) if metrics => crate::metrics::http::answer(&request, render),
+        _ => service.handle(request).await,
+    }
+}
+
+/// The answer to a request without the token (or with another).
+pub(crate) fn unauthorized() -> Response<Body> {
+    let mut response = plain(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized: send the gateway's token as `Authorization: Bearer <token>`",
+    );
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        http::HeaderValue::from_static("Bearer"),
+    );
+    response
 }
 
 /// What a refused request's status says, for the gateway's log; `None` for one
@@ -148,7 +163,7 @@ fn refusal(status: StatusCode) -> Option<&'static str> {
 }
 
 /// Whether `request` carries the token, compared in constant time.
-fn authorized<B>(request: &Request<B>, token: &str) -> bool {
+pub(crate) fn authorized<B>(request: &Request<B>, token: &str) -> bool {
     let Some(given) = request
         .headers()
         .get(header::AUTHORIZATION)

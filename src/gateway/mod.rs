@@ -196,6 +196,8 @@ pub struct Gateway {
     /// from: built again only when a server's list or exposure changed.
     tool_catalog: Mutex<Option<Catalog<Tool>>>,
     prompt_catalog: Mutex<Option<Catalog<Prompt>>>,
+    /// Where calls are counted.
+    pub(crate) metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// Exposed items (renamed, filtered) and how their names route back, as built
@@ -236,6 +238,7 @@ impl Gateway {
         page_size: usize,
         sessions: Box<dyn Fn(SessionEvent) + Send + Sync>,
         journal: Journal,
+        metrics: Arc<crate::metrics::Metrics>,
     ) -> Arc<Gateway> {
         Arc::new(Gateway {
             members: RwLock::new(Arc::new(vec![None; servers])),
@@ -253,6 +256,7 @@ impl Gateway {
             journal,
             tool_catalog: Mutex::new(None),
             prompt_catalog: Mutex::new(None),
+            metrics,
         })
     }
 

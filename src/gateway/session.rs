@@ -23,6 +23,7 @@ use serde_json::json;
 use super::Gateway;
 use crate::lifecycle::Generation;
 use crate::lifecycle::error::ServerError;
+use crate::metrics::CallOutcome;
 
 /// The JSON-RPC error code of a server that cannot serve a request (the range
 /// -32000 to -32099 is the implementation's own); `data.kind` says why.
@@ -109,6 +110,23 @@ impl Drop for ClientSession {
         if let Some(id) = self.id.get() {
             self.gateway.close(*id, self.door);
         }
+    }
+}
+
+/// A call through the gateway, counted in the metrics when it ends: with the
+/// outcome set last, or as cancelled when dropped before (docs/design.md §17).
+struct CallMeter<'a> {
+    gateway: &'a Gateway,
+    server: &'a str,
+    started: std::time::Instant,
+    outcome: CallOutcome,
+}
+
+impl Drop for CallMeter<'_> {
+    fn drop(&mut self) {
+        self.gateway
+            .metrics
+            .called(self.server, self.outcome, self.started.elapsed());
     }
 }
 
@@ -253,7 +271,16 @@ impl ServerHandler for ClientSession {
             ));
         };
         let server = self.server_name(route.server);
-        let (generation, peer) = self.running(route.server).await?;
+        // Counted when it ends, however it ends (dropped: cancelled).
+        let mut meter = CallMeter {
+            gateway: &self.gateway,
+            server: &server,
+            started: std::time::Instant::now(),
+            outcome: CallOutcome::Cancelled,
+        };
+        let (generation, peer) = self.running(route.server).await.inspect_err(|_| {
+            meter.outcome = CallOutcome::Failed;
+        })?;
         request.name = route.name.into();
         // rmcp gives every request a progress token of its own, in place of any
         // the request carries: the server's progress comes back under that one,
@@ -264,7 +291,10 @@ impl ServerHandler for ClientSession {
                 PeerRequestOptions::no_options(),
             )
             .await
-            .map_err(|e| failed(&server, generation, e))?;
+            .map_err(|e| {
+                meter.outcome = CallOutcome::Failed;
+                failed(&server, generation, e)
+            })?;
         // The server's requests of its client (sampling, ...) go to this client.
         let _asking = self.gateway.asking(
             route.server,
@@ -291,6 +321,7 @@ impl ServerHandler for ClientSession {
             }
         };
         abandoned.id = None;
+        meter.outcome = CallOutcome::Failed;
         let mut result = match response.map_err(|e| failed(&server, generation, e))? {
             ServerResult::CallToolResult(result) => result,
             ServerResult::EmptyResult(_) => CallToolResult::default(),
@@ -301,6 +332,11 @@ impl ServerHandler for ClientSession {
                     ServiceError::UnexpectedResponse,
                 ));
             }
+        };
+        meter.outcome = if result.is_error == Some(true) {
+            CallOutcome::Error
+        } else {
+            CallOutcome::Ok
         };
         result.result_type = Some(ResultType::COMPLETE);
         let meta = result.meta.get_or_insert_with(Default::default);
@@ -334,7 +370,16 @@ impl ServerHandler for ClientSession {
             ));
         };
         let server = self.server_name(route.server);
-        let (generation, peer) = self.running(route.server).await?;
+        // Counted when it ends, however it ends (dropped: cancelled).
+        let mut meter = CallMeter {
+            gateway: &self.gateway,
+            server: &server,
+            started: std::time::Instant::now(),
+            outcome: CallOutcome::Cancelled,
+        };
+        let (generation, peer) = self.running(route.server).await.inspect_err(|_| {
+            meter.outcome = CallOutcome::Failed;
+        })?;
         request.name = route.name;
         let result = peer
             .get_prompt(request)

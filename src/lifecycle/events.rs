@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::Generation;
 use super::error::ServerError;
 use super::state::Phase;
+use super::summary::Outcome;
 
 /// Why a transition happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -52,12 +53,25 @@ pub struct Event {
     /// How long the request waited in the authority's queue before it was taken.
     pub waited_ms: u64,
     pub error: Option<ServerError>,
+    /// How the teardown that ended in this transition went: on the transition
+    /// that concluded a teardown (a stop, the sweep after an exit, the cleanup
+    /// of a failed start, a recovery), else absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub teardown: Option<Outcome>,
 }
 
 /// Where events go: the `check` reporter, or the supervisor's event log.
 /// `record` must have stored (or forwarded) the event when it returns.
 pub trait EventSink: Send + Sync {
     fn record(&self, event: &Event);
+
+    /// The authority took a request that had waited `waited` in its queue: for
+    /// the metrics of the wait (docs/design.md §17). Not an event.
+    fn accepted(&self, _server: &str, _waited: Duration) {}
+
+    /// A request was withdrawn unanswered: its wait for the authority ran out
+    /// (L2). Not an event: nothing changed, the authority never saw it.
+    fn busy(&self, _server: &str) {}
 }
 
 pub fn millis(d: Duration) -> u64 {

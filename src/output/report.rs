@@ -92,6 +92,10 @@ pub struct EventReport {
     pub duration_ms: u64,
     pub waited_ms: u64,
     pub error: Option<ErrorReport>,
+    /// How the teardown this transition concludes went (`clean`, `escalated`,
+    /// `failed`); absent on other transitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teardown: Option<crate::lifecycle::summary::Outcome>,
 }
 
 impl From<&Event> for EventReport {
@@ -108,6 +112,7 @@ impl From<&Event> for EventReport {
             duration_ms,
             waited_ms,
             error,
+            teardown,
         } = event;
         EventReport {
             time: time.clone(),
@@ -119,6 +124,7 @@ impl From<&Event> for EventReport {
             duration_ms: *duration_ms,
             waited_ms: *waited_ms,
             error: error.as_ref().map(ErrorReport::from),
+            teardown: *teardown,
         }
     }
 }
@@ -502,6 +508,7 @@ mod tests {
             duration_ms: 12,
             waited_ms: 4,
             error,
+            teardown: None,
         }
     }
 

@@ -245,6 +245,48 @@ pub fn boot_id() -> Option<String> {
         .clone()
 }
 
+/// What this process uses, for its metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Usage {
+    pub resident_bytes: u64,
+    pub open_fds: u64,
+    /// User and system time.
+    pub cpu_seconds: f64,
+    /// Seconds since the Unix epoch.
+    pub start_time_seconds: f64,
+}
+
+/// This process's resident memory (`statm`), open descriptors (`fd/`), CPU
+/// time and start time (`stat`, with the boot time of `/proc/stat`).
+pub fn own_usage() -> Option<Usage> {
+    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()? as u64;
+    let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()? as f64;
+    let statm = fs::read_to_string("/proc/self/statm").ok()?;
+    let resident_pages: u64 = statm.split_ascii_whitespace().nth(1)?.parse().ok()?;
+    let open_fds = fs::read_dir("/proc/self/fd").ok()?.count() as u64;
+    let stat = fs::read_to_string("/proc/self/stat").ok()?;
+    let after_name = stat.get(stat.rfind(')')? + 1..)?;
+    // Fields numbered from 3 (state): utime is 14, stime 15, starttime 22.
+    let fields: Vec<&str> = after_name.split_ascii_whitespace().collect();
+    let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
+    let cpu = (field(14)? + field(15)?) as f64 / ticks;
+    let boot: u64 = fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())?;
+    Some(Usage {
+        resident_bytes: resident_pages * page,
+        // The descriptor the listing itself held is closed again.
+        open_fds: open_fds.saturating_sub(1),
+        cpu_seconds: cpu,
+        start_time_seconds: boot as f64 + field(22)? as f64 / ticks,
+    })
+}
+
 fn read_trimmed(path: &Path) -> Option<String> {
     fs::read_to_string(path).ok().map(|s| s.trim().to_owned())
 }
@@ -282,5 +324,21 @@ mod tests {
         assert!(s.start_time > 0);
         assert!(pids().contains(&me));
         assert!(boot_id().is_some_and(|b| b.len() >= 32));
+    }
+
+    #[test]
+    fn reads_our_own_usage() {
+        let u = own_usage().expect("own usage");
+        assert!(u.resident_bytes > 1024 * 1024, "{u:?}");
+        // stdin, stdout, stderr at least.
+        assert!(u.open_fds >= 3, "{u:?}");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        assert!(
+            u.start_time_seconds > now - 3600.0 && u.start_time_seconds <= now + 1.0,
+            "{u:?}"
+        );
     }
 }

@@ -163,6 +163,12 @@ pub enum Op {
         fleet: Option<FleetSource>,
     },
     Ping,
+    /// The supervisor's metrics as text (docs/design.md §17): OpenMetrics when
+    /// `openmetrics`, else Prometheus' text format.
+    Metrics {
+        #[serde(default)]
+        openmetrics: bool,
+    },
     /// Start the servers as `up` would, answer with the report, then speak MCP on
     /// this connection: the gateway, scoped to these servers (`connect`).
     Gateway {

@@ -12,6 +12,7 @@ use crate::host::{self, Unnamed};
 use crate::lifecycle::authority::{CallOptions, Handle, NotRunning};
 use crate::lifecycle::error::ErrorKind;
 use crate::lifecycle::state::Intent;
+use crate::metrics::CallOutcome;
 use crate::output::calls::{CallBody, CallReport, ServerTools, ToolReport};
 use crate::output::exit::Code;
 use crate::output::report::{FailureKind, ServerReport};
@@ -147,64 +148,84 @@ pub async fn call(
         Ok(h) => h,
         Err(message) => return Response::Error { message },
     };
-    let (generation, peer) = match ensure_running("call", &handle, options).await {
+    let started = std::time::Instant::now();
+    let (response, outcome) = call_once(&handle, tool, arguments, timeout_ms, options).await;
+    shared
+        .events
+        .metrics
+        .called(server, outcome, started.elapsed());
+    response
+}
+
+/// One call to a server known to the supervisor, and how it ended for the metrics.
+async fn call_once(
+    handle: &Handle,
+    tool: &str,
+    arguments: Option<serde_json::Map<String, Value>>,
+    timeout_ms: Option<u64>,
+    options: CallOptions,
+) -> (Response, CallOutcome) {
+    let server = handle.name();
+    let (generation, peer) = match ensure_running("call", handle, options).await {
         Ok(p) => p,
-        Err(response) => return response,
+        Err(response) => return (response, CallOutcome::Failed),
     };
     let limit = timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis);
-    match tokio::time::timeout(limit, session::call_tool(&peer, tool, arguments)).await {
-        Err(_) => reply(CallReport::failed(
-            "call",
-            server,
-            FailureKind::CallTimeout,
-            format!(
-                "`{tool}` did not answer within {}ms (the request was cancelled)",
-                limit.as_millis()
+    let response =
+        match tokio::time::timeout(limit, session::call_tool(&peer, tool, arguments)).await {
+            Err(_) => reply(CallReport::failed(
+                "call",
+                server,
+                FailureKind::CallTimeout,
+                format!(
+                    "`{tool}` did not answer within {}ms (the request was cancelled)",
+                    limit.as_millis()
+                ),
+            )),
+            Ok(Err(SessionError::Closed(m))) => failed(
+                "call",
+                server,
+                ErrorKind::ConnectFailed,
+                format!("the session of generation {generation} closed during the call: {m}"),
             ),
-        )),
-        Ok(Err(SessionError::Closed(m))) => failed(
-            "call",
-            server,
-            ErrorKind::ConnectFailed,
-            format!("the session of generation {generation} closed during the call: {m}"),
-        ),
-        Ok(Err(SessionError::Protocol(m))) => failed("call", server, ErrorKind::Protocol, m),
-        Ok(Err(SessionError::Lost(m))) => failed(
-            "call",
-            server,
-            ErrorKind::SessionLost,
-            format!(
-                "{m}; the server may have restarted. Generation {generation} has ended; a new \
+            Ok(Err(SessionError::Protocol(m))) => failed("call", server, ErrorKind::Protocol, m),
+            Ok(Err(SessionError::Lost(m))) => failed(
+                "call",
+                server,
+                ErrorKind::SessionLost,
+                format!(
+                    "{m}; the server may have restarted. Generation {generation} has ended; a new \
                  session starts with the next call, `mcpfleet reconnect {server}` or the \
                  server's restart policy (`restart: on-failure`)"
+                ),
             ),
-        ),
-        Ok(Err(SessionError::Unauthorized(m))) => {
-            failed("call", server, ErrorKind::Unauthorized, m)
-        }
-        Ok(Err(SessionError::Http(m))) => failed(
-            "call",
-            server,
-            ErrorKind::ConnectFailed,
-            format!("the call to generation {generation} failed: {m}"),
-        ),
-        Ok(Ok(result)) => {
-            let is_error = result
-                .get("isError")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            let code = if is_error {
-                Code::StartFailed
-            } else {
-                Code::Ok
-            };
-            let body = CallBody::Result {
-                server: server.to_owned(),
-                generation,
-                tool: tool.to_owned(),
-                result,
-            };
-            reply(CallReport::new("call", code, body))
-        }
-    }
+            Ok(Err(SessionError::Unauthorized(m))) => {
+                failed("call", server, ErrorKind::Unauthorized, m)
+            }
+            Ok(Err(SessionError::Http(m))) => failed(
+                "call",
+                server,
+                ErrorKind::ConnectFailed,
+                format!("the call to generation {generation} failed: {m}"),
+            ),
+            Ok(Ok(result)) => {
+                let is_error = result
+                    .get("isError")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                let (code, outcome) = if is_error {
+                    (Code::StartFailed, CallOutcome::Error)
+                } else {
+                    (Code::Ok, CallOutcome::Ok)
+                };
+                let body = CallBody::Result {
+                    server: server.to_owned(),
+                    generation,
+                    tool: tool.to_owned(),
+                    result,
+                };
+                return (reply(CallReport::new("call", code, body)), outcome);
+            }
+        };
+    (response, CallOutcome::Failed)
 }

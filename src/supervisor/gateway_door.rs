@@ -51,6 +51,7 @@ pub struct SessionLine {
 
 /// The gateway of `fleet`, whose client sessions are recorded in `events`.
 pub fn new(fleet: &Fleet, events: Arc<EventLog>, journal: Journal) -> Arc<Gateway> {
+    let metrics = events.metrics.clone();
     let sessions = Box::new(move |e: SessionEvent| {
         tracing::info!(session = e.id, door = e.door, opened = e.opened, client = ?e.client, "gateway client session");
         events.gateway_session(&SessionLine {
@@ -71,6 +72,7 @@ pub fn new(fleet: &Fleet, events: Arc<EventLog>, journal: Journal) -> Arc<Gatewa
         fleet.gateway.page_size.unwrap_or(PAGE_SIZE),
         sessions,
         journal,
+        metrics,
     )
 }
 
@@ -183,27 +185,14 @@ pub fn open_http(shared: &Shared, listen: Option<String>) -> Result<Listening, S
     listener.set_nonblocking(true).map_err(cannot)?;
     let listener = tokio::net::TcpListener::from_std(listener).map_err(cannot)?;
     let addr = listener.local_addr().map_err(cannot)?;
-    // A token from the fleet file (`${env:NAME}`) wins; else one is kept, 0600,
-    // in the state directory.
-    let (token, token_file) = match &config.token {
-        Some(text) => (text.value.clone(), None),
-        None => {
-            let file = shared.dir.root().join("gateway.token");
-            let token = token(&file).map_err(|e| {
-                format!(
-                    "cannot create the gateway's token in {}: {e}",
-                    file.display()
-                )
-            })?;
-            (token, Some(file))
-        }
-    };
+    let (token, token_file) = door_token(shared)?;
     let stop = shared.shutdown.child_token();
     http::serve(
         shared.gateway.clone(),
         listener,
         token.into(),
         config.origins.clone(),
+        Some(shared.scrape()),
         stop.clone(),
         &shared.tracker,
     );
@@ -218,6 +207,25 @@ pub fn open_http(shared: &Shared, listen: Option<String>) -> Result<Listening, S
         .note(format_args!("HTTP door open at {}", http::url(addr)));
     *door = Some(open.clone());
     Ok(open)
+}
+
+/// The bearer token of the HTTP doors (the gateway's, the metrics'): the fleet
+/// file's (`${env:NAME}`) wins; else one is kept, 0600, in the state directory,
+/// whose path comes with it.
+pub fn door_token(shared: &Shared) -> Result<(String, Option<PathBuf>), String> {
+    match &shared.fleet().gateway.token {
+        Some(text) => Ok((text.value.clone(), None)),
+        None => {
+            let file = shared.dir.root().join("gateway.token");
+            let token = token(&file).map_err(|e| {
+                format!(
+                    "cannot create the gateway's token in {}: {e}",
+                    file.display()
+                )
+            })?;
+            Ok((token, Some(file)))
+        }
+    }
 }
 
 /// The token in `path`, created (0600, 32 random bytes) when there is none.

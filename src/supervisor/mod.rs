@@ -17,6 +17,7 @@ pub mod calls;
 pub mod converge;
 pub mod gateway_door;
 pub mod guardian;
+pub mod metrics_door;
 pub mod persist;
 pub mod recovery;
 pub mod roster;
@@ -38,6 +39,7 @@ use crate::host::{Press, Signals, Unnamed};
 use crate::lifecycle::authority::{Context, Handle};
 use crate::lifecycle::events::{Cause, Event, EventSink, millis, rfc3339};
 use crate::lifecycle::state::Phase;
+use crate::metrics::Metrics;
 use crate::output::calls::CallReport;
 use crate::output::report::{EventReport, Report};
 use crate::process::procfs;
@@ -59,6 +61,8 @@ const ADOPTED_WAIT: Duration = Duration::from_secs(2);
 pub struct EventLog {
     file: Mutex<Option<File>>,
     live: broadcast::Sender<Event>,
+    /// What the events count up to (docs/design.md §17).
+    pub metrics: Arc<Metrics>,
 }
 
 impl EventLog {
@@ -67,6 +71,7 @@ impl EventLog {
         EventLog {
             file: Mutex::new(file),
             live,
+            metrics: Arc::new(Metrics::new()),
         }
     }
 
@@ -95,7 +100,16 @@ impl EventLog {
 impl EventSink for EventLog {
     fn record(&self, event: &Event) {
         self.append(event);
+        self.metrics.observe(event);
         let _ = self.live.send(event.clone());
+    }
+
+    fn accepted(&self, server: &str, waited: Duration) {
+        self.metrics.accepted(server, waited);
+    }
+
+    fn busy(&self, server: &str) {
+        self.metrics.busy(server);
     }
 }
 
@@ -116,6 +130,14 @@ pub enum Answer {
     Report(Report),
     /// `tools` and `call`.
     Call(CallReport),
+    /// `metrics`.
+    Metrics(MetricsText),
+}
+
+/// The answer to `metrics`: the text, as a scrape would get it.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct MetricsText {
+    pub metrics: String,
 }
 
 /// A line the supervisor sends on the control socket (docs/design.md §9).
@@ -141,6 +163,10 @@ pub struct Shared {
     pub tracker: TaskTracker,
     /// What the authority of a server added to the fleet file is created with.
     pub authorities: Context,
+    /// The metrics' own door (`metrics.listen`), while open.
+    pub metrics_door: Mutex<Option<metrics_door::MetricsDoor>>,
+    /// This, for what outlives a request (the metrics a door renders).
+    me: std::sync::Weak<Shared>,
 }
 
 impl Shared {
@@ -158,6 +184,47 @@ impl Shared {
                 .note(format_args!("HTTP door at {} closed", open.addr));
             open.stop.cancel();
         }
+    }
+
+    /// The metrics as a scrape sees them now (docs/design.md §17).
+    pub fn metrics(&self, format: crate::metrics::exposition::Format) -> String {
+        use crate::metrics::{ProcessView, ServerView, View};
+        let servers = self
+            .handles()
+            .iter()
+            .map(|h| {
+                let s = h.published();
+                ServerView {
+                    name: s.name,
+                    state: s.state,
+                    generation: s.generation,
+                    uptime: s.uptime_ms.map(Duration::from_millis),
+                    queued: Some(h.queued()),
+                    escaped: s.last_teardown.map_or(0, |t| t.escaped_pids.len()),
+                }
+            })
+            .collect();
+        let view = View {
+            servers,
+            gateway_sessions: Some(self.gateway.sessions()),
+            rotations: Vec::new(),
+            process: procfs::own_usage().map(|u| ProcessView {
+                resident_bytes: u.resident_bytes,
+                open_fds: u.open_fds,
+                cpu_seconds: u.cpu_seconds,
+                start_time_seconds: u.start_time_seconds,
+            }),
+        };
+        crate::metrics::render(Some(&self.events.metrics), &view, format)
+    }
+
+    /// What renders the metrics for an HTTP door, for as long as this lives.
+    pub fn scrape(&self) -> crate::metrics::http::Render {
+        let me = self.me.clone();
+        Arc::new(move |format| {
+            me.upgrade()
+                .map_or_else(String::new, |shared| shared.metrics(format))
+        })
     }
 
     pub(crate) fn roster(&self) -> std::sync::MutexGuard<'_, roster::Roster> {
@@ -305,6 +372,7 @@ pub async fn run(
             duration_ms: millis(r.duration),
             waited_ms: 0,
             error: None,
+            teardown: Some(r.outcome),
         });
     }
 
@@ -340,7 +408,9 @@ pub async fn run(
         .collect();
     let handles: Vec<Handle> = held.iter().map(|h| h.handle.clone()).collect();
     gateway_door::attach(&gateway, &fleet, &handles, &tracker);
-    let shared = Arc::new(Shared {
+    let shared = Arc::new_cyclic(|me| Shared {
+        me: me.clone(),
+        metrics_door: Mutex::new(None),
         roster: Mutex::new(roster::Roster {
             fleet: fleet.clone(),
             source: None,
@@ -357,6 +427,7 @@ pub async fn run(
         authorities: ctx.clone(),
     });
 
+    shared.follow_metrics_listen();
     let mut signals = Signals::new()?;
     if let Some(fg) = foreground {
         let shared = shared.clone();

@@ -152,8 +152,11 @@ impl Shared {
             return Ok(());
         }
         let file = load(source)?;
-        let mut roster = self.roster();
-        self.sync(&mut roster, file, Some(source.clone()));
+        {
+            let mut roster = self.roster();
+            self.sync(&mut roster, file, Some(source.clone()));
+        }
+        self.follow_metrics_listen();
         Ok(())
     }
 

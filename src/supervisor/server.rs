@@ -292,6 +292,18 @@ pub(super) async fn dispatch(
 ) -> Response {
     let (command, names, intent, options, strict) = match op {
         Op::Ping => return reply(Report::new("ping", Vec::new(), false)),
+        Op::Metrics { openmetrics } => {
+            let format = if openmetrics {
+                crate::metrics::exposition::Format::OpenMetrics
+            } else {
+                crate::metrics::exposition::Format::Prometheus
+            };
+            return Response::Reply {
+                report: Answer::Metrics(super::MetricsText {
+                    metrics: shared.metrics(format),
+                }),
+            };
+        }
         // Answered in `handle_connection`, which owns the connection it turns into
         // an MCP session.
         Op::Gateway { .. } => {

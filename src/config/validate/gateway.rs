@@ -4,7 +4,7 @@
 use super::super::keys::Level;
 use super::super::walk::{Entry, Validator};
 use super::super::yaml::Node;
-use super::super::{ExposeSpec, GatewaySpec};
+use super::super::{ExposeSpec, GatewaySpec, MetricsSpec};
 
 /// The longest `prefix:`: room is left for `__` and the tool's own name within
 /// the 64 characters clients accept.
@@ -39,6 +39,26 @@ impl Validator<'_> {
                 "page_size" => spec.page_size = self.page_size(e),
                 _ => {
                     self.unknown_key(e, Level::Gateway);
+                }
+            }
+        }
+        spec
+    }
+
+    /// `metrics:` at the top level (docs/design.md §17).
+    pub(super) fn metrics(&mut self, entry: &Entry) -> MetricsSpec {
+        let mut spec = MetricsSpec::default();
+        if matches!(entry.value, Node::Null) {
+            return spec;
+        }
+        let Some(entries) = self.mapping(entry.value, &entry.value_at, "a mapping") else {
+            return spec;
+        };
+        for e in &entries {
+            match e.key.as_str() {
+                "listen" => spec.listen = self.listen(e),
+                _ => {
+                    self.unknown_key(e, Level::Metrics);
                 }
             }
         }

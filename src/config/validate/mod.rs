@@ -23,7 +23,10 @@ use super::keys::{Level, STDIO_ONLY_KEYS};
 use super::policy::Policies;
 use super::walk::{At, Entry, Issue, Validator};
 use super::yaml::Node;
-use super::{EnvFile, ExposeSpec, Fleet, GatewaySpec, HttpSpec, ServerSpec, StdioSpec, Transport};
+use super::{
+    EnvFile, ExposeSpec, Fleet, GatewaySpec, HttpSpec, MetricsSpec, ServerSpec, StdioSpec,
+    Transport,
+};
 
 mod env_file;
 mod gateway;
@@ -96,6 +99,7 @@ impl Validator<'_> {
         let mut defaults = Defaults::default();
         let mut servers = None;
         let mut gateway = GatewaySpec::default();
+        let mut metrics = MetricsSpec::default();
         for entry in &entries {
             match entry.key.as_str() {
                 "version" => {
@@ -105,6 +109,7 @@ impl Validator<'_> {
                 "name" => name = self.name(entry.value, &entry.value_at, "fleet name"),
                 "defaults" => defaults = self.defaults(entry),
                 "gateway" => gateway = self.gateway(entry),
+                "metrics" => metrics = self.metrics(entry),
                 "servers" => servers = Some(entry),
                 // Unknown, or listed without a rule (the tests make sure there is none).
                 _ => {
@@ -128,6 +133,7 @@ impl Validator<'_> {
             name,
             servers,
             gateway,
+            metrics,
             notices: Vec::new(),
         })
     }

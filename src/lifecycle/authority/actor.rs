@@ -83,6 +83,7 @@ impl Actor {
                         }
                         // The caller may be gone by the end (L6): the outcome is
                         // recorded all the same.
+                        self.ctx.events.accepted(&self.config.name, enqueued.elapsed());
                         self.request = Request { options, reply: Some(reply), ..Request::default() };
                         let stale = self.launched.as_ref().is_some_and(|d| *d != self.config.definition);
                         Input::Request { intent, force: options.force, stale, waited: enqueued.elapsed() }
@@ -133,7 +134,7 @@ impl Actor {
     }
 
     /// Records a transition (L12) and publishes the state it led to.
-    fn record(&self, core: &Core, t: machine::Transition) {
+    fn record(&mut self, core: &Core, t: machine::Transition) {
         if t.to == Phase::Backoff
             && let Some(at) = core.retry_at()
         {
@@ -150,6 +151,11 @@ impl Actor {
             duration_ms: millis(t.duration),
             waited_ms: millis(t.waited),
             error: t.error,
+            teardown: if t.to == Phase::Stopping {
+                None
+            } else {
+                self.torn_down.take()
+            },
         };
         self.ctx.events.record(&event);
         self.publish(core);

@@ -51,7 +51,13 @@ impl Handle {
     }
 
     fn busy(&self, options: CallOptions) -> RequestError {
+        self.events.busy(&self.name);
         RequestError::Busy(self.name.to_string(), options.wait_timeout)
+    }
+
+    /// Requests waiting in the authority's queue (touches included), at once.
+    pub fn queued(&self) -> usize {
+        self.tx.max_capacity() - self.tx.capacity()
     }
 
     /// The MCP peer of the running generation, for requests that run outside the

@@ -224,6 +224,8 @@ pub struct Handle {
     /// The server's configuration for its next generation, which the authority
     /// reads when it wakes (docs/design.md §16); the handles share it.
     config: Arc<watch::Sender<ServerConfig>>,
+    /// Told of a request withdrawn because its wait ran out (for metrics).
+    events: Arc<dyn EventSink>,
 }
 
 /// Where the authority's environment comes from: events, cancellation, tracking.
@@ -334,6 +336,7 @@ pub fn spawn_with(
         launched: None,
         live: None,
         last_teardown: None,
+        torn_down: None,
         quarantine_left,
         ended: None,
         ledger,
@@ -352,6 +355,7 @@ pub fn spawn_with(
         published,
         published_peer,
         config: Arc::new(config_tx),
+        events: ctx.events.clone(),
     }
 }
 
@@ -369,6 +373,9 @@ struct Actor {
     /// `Some` exactly while the state is `Running`.
     live: Option<Live>,
     last_teardown: Option<TeardownSummary>,
+    /// The outcome of the teardown just done, for the event of the transition
+    /// that concludes it.
+    torn_down: Option<Outcome>,
     /// The environment tag of the quarantined generation and the identities of
     /// what was left of it, to find those processes again.
     quarantine_left: Option<(String, Vec<ProcId>)>,

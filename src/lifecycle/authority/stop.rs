@@ -203,6 +203,7 @@ impl Actor {
             "teardown"
         );
         let summary = TeardownSummary::new(live.generation, &report);
+        self.torn_down = Some(summary.outcome);
         self.last_teardown = Some(summary.clone());
         self.request.teardown = Some(summary);
         self.ended = Some((tag, report.leftover_ids));

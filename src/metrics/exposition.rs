@@ -1,0 +1,280 @@
+//! The text formats Prometheus scrapes: its own text format (0.0.4) and, when
+//! the scraper asks for it, OpenMetrics 1.0. The two differ in little: a
+//! counter's family is named without `_total` in OpenMetrics, which has `# UNIT`
+//! lines and ends with `# EOF`.
+
+use std::fmt::Write;
+
+/// Which text format to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Prometheus,
+    OpenMetrics,
+}
+
+impl Format {
+    /// The format an `Accept` header asks for: OpenMetrics when it names
+    /// `application/openmetrics-text`, else Prometheus' text format.
+    pub fn negotiate(accept: Option<&str>) -> Format {
+        let asks = accept.is_some_and(|a| {
+            a.split(',').any(|part| {
+                let mut params = part.split(';');
+                let kind = params.next().unwrap_or_default().trim();
+                let refused = params.any(|p| {
+                    p.trim()
+                        .strip_prefix("q=")
+                        .and_then(|q| q.trim().parse::<f64>().ok())
+                        .is_some_and(|q| q <= 0.0)
+                });
+                kind.eq_ignore_ascii_case("application/openmetrics-text") && !refused
+            })
+        });
+        if asks {
+            Format::OpenMetrics
+        } else {
+            Format::Prometheus
+        }
+    }
+
+    /// The `Content-Type` of an answer in this format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+}
+
+/// The type of a metric family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+/// Writes metric families, one after the other, in one of the formats.
+pub struct Writer {
+    out: String,
+    format: Format,
+}
+
+impl Writer {
+    pub fn new(format: Format) -> Writer {
+        Writer {
+            out: String::with_capacity(16 * 1024),
+            format,
+        }
+    }
+
+    /// Begins a family. `name` is the family's name without `_total`; the
+    /// samples of a counter are named `NAME_total`. A name that ends in
+    /// `_seconds` or `_bytes` carries that unit.
+    pub fn family(&mut self, name: &str, kind: Kind, help: &str) {
+        let kind_name = match kind {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
+        };
+        let shown = match (self.format, kind) {
+            (Format::Prometheus, Kind::Counter) => format!("{name}_total"),
+            _ => name.to_owned(),
+        };
+        let help = escape_help(help);
+        let _ = writeln!(self.out, "# HELP {shown} {help}");
+        let _ = writeln!(self.out, "# TYPE {shown} {kind_name}");
+        if self.format == Format::OpenMetrics {
+            for unit in ["seconds", "bytes"] {
+                if name.ends_with(&format!("_{unit}")) {
+                    let _ = writeln!(self.out, "# UNIT {name} {unit}");
+                }
+            }
+        }
+    }
+
+    /// One sample: `name` is the sample's full name (`..._total`, `..._bucket`).
+    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        self.out.push_str(name);
+        if !labels.is_empty() {
+            self.out.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.out.push(',');
+                }
+                self.out.push_str(k);
+                self.out.push_str("=\"");
+                escape_label(&mut self.out, v);
+                self.out.push('"');
+            }
+            self.out.push('}');
+        }
+        self.out.push(' ');
+        number(&mut self.out, value);
+        self.out.push('\n');
+    }
+
+    /// The samples of one histogram series: cumulative buckets, sum and count.
+    pub fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &Histogram) {
+        let bucket = format!("{name}_bucket");
+        let mut cumulative = 0u64;
+        for (i, bound) in BOUNDS.iter().enumerate() {
+            cumulative += h.counts[i];
+            let le = le_text(*bound);
+            let mut with_le: Vec<(&str, &str)> = labels.to_vec();
+            with_le.push(("le", &le));
+            self.sample(&bucket, &with_le, cumulative as f64);
+        }
+        let mut with_le: Vec<(&str, &str)> = labels.to_vec();
+        with_le.push(("le", "+Inf"));
+        self.sample(&bucket, &with_le, h.count as f64);
+        self.sample(&format!("{name}_sum"), labels, h.sum);
+        self.sample(&format!("{name}_count"), labels, h.count as f64);
+    }
+
+    pub fn finish(mut self) -> String {
+        if self.format == Format::OpenMetrics {
+            self.out.push_str("# EOF\n");
+        }
+        self.out
+    }
+}
+
+/// The upper bounds of every histogram's buckets, in seconds: from half a
+/// millisecond (a call through the gateway) to two minutes (a slow teardown).
+pub const BOUNDS: [f64; 17] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+    60.0, 120.0,
+];
+
+/// A histogram of durations with the [`BOUNDS`] buckets.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Histogram {
+    /// Per bucket (not cumulative); a value above every bound counts only in `count`.
+    counts: [u64; BOUNDS.len()],
+    count: u64,
+    sum: f64,
+}
+
+impl Histogram {
+    pub fn observe(&mut self, seconds: f64) {
+        let seconds = if seconds.is_finite() && seconds > 0.0 {
+            seconds
+        } else {
+            0.0
+        };
+        if let Some(i) = BOUNDS.iter().position(|b| seconds <= *b) {
+            self.counts[i] += 1;
+        }
+        self.count += 1;
+        self.sum += seconds;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+}
+
+/// A bucket bound as both formats accept it (OpenMetrics wants a float: `1.0`).
+fn le_text(bound: f64) -> String {
+    if bound.fract() == 0.0 {
+        format!("{bound:.1}")
+    } else {
+        format!("{bound}")
+    }
+}
+
+fn number(out: &mut String, value: f64) {
+    if value.is_nan() {
+        out.push_str("NaN");
+    } else if value.is_infinite() {
+        out.push_str(if value > 0.0 { "+Inf" } else { "-Inf" });
+    } else if value.fract() == 0.0 && value.abs() < 1e15 {
+        let _ = write!(out, "{}", value as i64);
+    } else {
+        let _ = write!(out, "{value}");
+    }
+}
+
+fn escape_label(out: &mut String, value: &str) {
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+fn escape_help(help: &str) -> String {
+    help.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openmetrics_is_chosen_only_when_asked_for() {
+        assert_eq!(Format::negotiate(None), Format::Prometheus);
+        assert_eq!(
+            Format::negotiate(Some("text/plain;version=0.0.4")),
+            Format::Prometheus
+        );
+        // What Prometheus 2.x sends.
+        let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(Format::negotiate(Some(prometheus)), Format::OpenMetrics);
+        assert_eq!(
+            Format::negotiate(Some("application/openmetrics-text; q=0")),
+            Format::Prometheus
+        );
+    }
+
+    #[test]
+    fn counters_are_named_as_each_format_wants() {
+        for (format, type_line, end) in [
+            (
+                Format::Prometheus,
+                "# TYPE x_starts_total counter",
+                "x_starts_total{server=\"a\\\"b\"} 3\n",
+            ),
+            (
+                Format::OpenMetrics,
+                "# TYPE x_starts counter",
+                "x_starts_total{server=\"a\\\"b\"} 3\n# EOF\n",
+            ),
+        ] {
+            let mut w = Writer::new(format);
+            w.family("x_starts", Kind::Counter, "Starts.\nBy server.");
+            w.sample("x_starts_total", &[("server", "a\"b")], 3.0);
+            let text = w.finish();
+            assert!(text.contains(type_line), "{text}");
+            assert!(text.contains("By server"), "{text}");
+            assert!(text.ends_with(end), "{text}");
+        }
+    }
+
+    #[test]
+    fn histogram_buckets_are_cumulative_and_end_at_inf() {
+        let mut h = Histogram::default();
+        h.observe(0.0002);
+        h.observe(0.3);
+        h.observe(500.0);
+        h.observe(f64::NAN);
+        let mut w = Writer::new(Format::OpenMetrics);
+        w.family("x_wait_seconds", Kind::Histogram, "Waits.");
+        w.histogram("x_wait_seconds", &[("server", "a")], &h);
+        let text = w.finish();
+        assert!(text.contains("# UNIT x_wait_seconds seconds"), "{text}");
+        assert!(text.contains("x_wait_seconds_bucket{server=\"a\",le=\"0.0005\"} 2\n"));
+        assert!(text.contains("x_wait_seconds_bucket{server=\"a\",le=\"0.25\"} 2\n"));
+        assert!(text.contains("x_wait_seconds_bucket{server=\"a\",le=\"0.5\"} 3\n"));
+        assert!(text.contains("x_wait_seconds_bucket{server=\"a\",le=\"120.0\"} 3\n"));
+        assert!(text.contains("x_wait_seconds_bucket{server=\"a\",le=\"+Inf\"} 4\n"));
+        assert!(text.contains("x_wait_seconds_count{server=\"a\"} 4\n"));
+        assert!(
+            text.contains("x_wait_seconds_sum{server=\"a\"} 500.3002\n"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,76 @@
+//! The metrics' own HTTP door at the fleet file's `metrics.listen`, for a
+//! supervisor without the gateway's (docs/design.md §17). It follows the fleet
+//! file: opened when the supervisor starts, moved or closed when `up` takes up a
+//! file that changed it.
+
+use std::net::SocketAddr;
+
+use tokio_util::sync::CancellationToken;
+
+use super::Shared;
+
+/// The door, while open.
+pub struct MetricsDoor {
+    /// What the fleet file asked for (a port 0 becomes `addr`'s).
+    pub wanted: SocketAddr,
+    pub addr: SocketAddr,
+    stop: CancellationToken,
+}
+
+impl Shared {
+    /// Opens, moves or closes the metrics door to match `metrics.listen`. A door
+    /// that cannot open is a warning in `supervisor.log` and `gateway.log`: the
+    /// servers are not held up for it.
+    pub fn follow_metrics_listen(&self) {
+        let wanted = self.fleet().metrics.listen;
+        let mut door = self.metrics_door.lock().unwrap_or_else(|p| p.into_inner());
+        if door.as_ref().map(|d| d.wanted) == wanted {
+            return;
+        }
+        if let Some(open) = door.take() {
+            open.stop.cancel();
+            tracing::info!(addr = %open.addr, "metrics: door closed");
+            self.gateway
+                .note(format_args!("metrics door at {} closed", open.addr));
+        }
+        let Some(wanted) = wanted else { return };
+        match self.open_metrics(wanted) {
+            Ok(open) => {
+                tracing::info!(addr = %open.addr, "metrics: serving /metrics");
+                self.gateway.note(format_args!(
+                    "metrics door open at http://{}/metrics",
+                    open.addr
+                ));
+                *door = Some(open);
+            }
+            Err(e) => {
+                tracing::warn!("metrics: {e}");
+                self.gateway.note(format_args!("metrics door: {e}"));
+            }
+        }
+    }
+
+    fn open_metrics(&self, wanted: SocketAddr) -> Result<MetricsDoor, String> {
+        let cannot = |e: std::io::Error| format!("cannot listen at {wanted}: {e}");
+        let listener = std::net::TcpListener::bind(wanted).map_err(cannot)?;
+        listener.set_nonblocking(true).map_err(cannot)?;
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(cannot)?;
+        let addr = listener.local_addr().map_err(cannot)?;
+        let (token, _) = super::gateway_door::door_token(self)?;
+        let stop = self.shutdown.child_token();
+        crate::metrics::http::serve(
+            listener,
+            token.into(),
+            self.scrape(),
+            stop.clone(),
+            &self.tracker,
+        );
+        Ok(MetricsDoor { wanted, addr, stop })
+    }
+
+    /// Where the metrics door listens, if open.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        let door = self.metrics_door.lock().unwrap_or_else(|p| p.into_inner());
+        door.as_ref().map(|d| d.addr)
+    }
+}
