@@ -68,6 +68,19 @@ impl Shared {
         Ok(MetricsDoor { wanted, addr, stop })
     }
 
+    /// Closes the metrics door, if open: the supervisor is leaving.
+    pub fn close_metrics(&self) {
+        let open = self
+            .metrics_door
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(open) = open {
+            open.stop.cancel();
+            tracing::info!(addr = %open.addr, "metrics: door closed");
+        }
+    }
+
     /// Where the metrics door listens, if open.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         let door = self.metrics_door.lock().unwrap_or_else(|p| p.into_inner());

@@ -451,6 +451,7 @@ pub async fn run(
     }
     let result = server::serve(&dir, shared.clone(), transitions, IDLE_LINGER, &mut signals).await;
     let _ = std::fs::remove_file(dir.socket());
+    shared.close_metrics();
 
     // Whatever still runs is torn down before the supervisor goes (L6, L9); the
     // requests still being answered finish too.
