@@ -26,7 +26,7 @@ pub const PATH: &str = "/mcp";
 /// an `Origin` (every non-browser client) pass; others must match (G6).
 const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
 
-type Body = BoxBody<Bytes, Infallible>;
+pub(crate) type Body = BoxBody<Bytes, Infallible>;
 
 /// Serves the gateway on `listener` until `shutdown`, and the metrics at
 /// `/metrics` when `scrape` renders them; every request must carry
@@ -60,6 +60,46 @@ pub fn serve(
         Arc::new(LocalSessionManager::default()),
         config,
     ));
+    accept_each(listener, shutdown, tracker, "gateway", move |peer| {
+        let service = service.clone();
+        let token = token.clone();
+        let journal = journal.clone();
+        let scrape = scrape.clone();
+        hyper::service::service_fn(move |request: Request<Incoming>| {
+            let service = service.clone();
+            let token = token.clone();
+            let journal = journal.clone();
+            let scrape = scrape.clone();
+            async move {
+                let method = request.method().clone();
+                let response = route(&service, &token, scrape.as_ref(), request).await;
+                if let Some(why) = refusal(response.status()) {
+                    journal.note(format_args!(
+                        "refused {method} from {peer} ({}): {why}",
+                        response.status().as_u16()
+                    ));
+                }
+                Ok::<_, Infallible>(response)
+            }
+        })
+    });
+}
+
+/// Accepts connections on `listener` until `shutdown` and serves each, as a task
+/// of `tracker`, with the HTTP/1.1 service `service_of(peer)` makes; `door`
+/// names the door in logs. A connection still open at `shutdown` is dropped.
+pub(crate) fn accept_each<S>(
+    listener: TcpListener,
+    shutdown: CancellationToken,
+    tracker: &TaskTracker,
+    door: &'static str,
+    service_of: impl Fn(SocketAddr) -> S + Send + 'static,
+) where
+    S: hyper::service::Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
     let connections = tracker.clone();
     tracker.spawn(async move {
         loop {
@@ -70,7 +110,7 @@ pub fn serve(
             let (stream, peer) = match accepted {
                 Ok(a) => a,
                 Err(e) => {
-                    tracing::warn!(error = %e, "gateway: accept failed");
+                    tracing::warn!(error = %e, "{door}: accept failed");
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                     continue;
                 }
@@ -79,36 +119,16 @@ pub fn serve(
             // stream's first event, then the rest): with Nagle's algorithm the
             // second waits for the client's delayed ACK, 40 ms a request.
             if let Err(e) = stream.set_nodelay(true) {
-                tracing::debug!(%peer, error = %e, "gateway: cannot set TCP_NODELAY");
+                tracing::debug!(%peer, error = %e, "{door}: cannot set TCP_NODELAY");
             }
-            let service = service.clone();
-            let token = token.clone();
+            let service = service_of(peer);
             let shutdown = shutdown.clone();
-            let journal = journal.clone();
-            let scrape = scrape.clone();
             connections.spawn(async move {
-                let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
-                    let service = service.clone();
-                    let token = token.clone();
-                    let journal = journal.clone();
-                    let scrape = scrape.clone();
-                    async move {
-                        let method = request.method().clone();
-                        let response = route(&service, &token, scrape.as_ref(), request).await;
-                        if let Some(why) = refusal(response.status()) {
-                            journal.note(format_args!(
-                                "refused {method} from {peer} ({}): {why}",
-                                response.status().as_u16()
-                            ));
-                        }
-                        Ok::<_, Infallible>(response)
-                    }
-                });
                 let connection = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), handler);
+                    .serve_connection(TokioIo::new(stream), service);
                 tokio::select! {
                     r = connection => if let Err(e) = r {
-                        tracing::debug!(%peer, error = %e, "gateway: connection ended");
+                        tracing::debug!(%peer, error = %e, "{door}: connection ended");
                     },
                     _ = shutdown.cancelled() => {}
                 }

@@ -3,11 +3,19 @@
 //! file: opened when the supervisor starts, moved or closed when `up` takes up a
 //! file that changed it.
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
+use ::http::Request;
+use hyper::body::Incoming;
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::Shared;
+use crate::gateway::http as door;
+use crate::metrics::http::{PATH, Render, answer, not_found};
 
 /// The door, while open.
 pub struct MetricsDoor {
@@ -58,7 +66,7 @@ impl Shared {
         let addr = listener.local_addr().map_err(cannot)?;
         let (token, _) = super::gateway_door::door_token(self)?;
         let stop = self.shutdown.child_token();
-        crate::metrics::http::serve(
+        serve(
             listener,
             token.into(),
             self.scrape(),
@@ -86,4 +94,28 @@ impl Shared {
         let door = self.metrics_door.lock().unwrap_or_else(|p| p.into_inner());
         door.as_ref().map(|d| d.addr)
     }
+}
+
+/// Serves [`PATH`] alone on `listener` until `shutdown`; every request must
+/// carry `Authorization: Bearer <token>`.
+fn serve(
+    listener: TcpListener,
+    token: Arc<str>,
+    render: Render,
+    shutdown: CancellationToken,
+    tracker: &TaskTracker,
+) {
+    door::accept_each(listener, shutdown, tracker, "metrics", move |_peer| {
+        let (token, render) = (token.clone(), render.clone());
+        hyper::service::service_fn(move |request: Request<Incoming>| {
+            let response = if request.uri().path() != PATH {
+                not_found()
+            } else if !door::authorized(&request, &token) {
+                door::unauthorized()
+            } else {
+                answer(&request, &render)
+            };
+            std::future::ready(Ok::<_, Infallible>(response))
+        })
+    });
 }
