@@ -5,7 +5,8 @@
 //! server; `process` spawns, talks to and tears down server processes; `output`
 //! renders reports and owns the exit-code table; `contract` holds servers' tools to
 //! a snapshot (`check --expect-tools`); `host` is what `check` and the
-//! supervisor, which both hold authorities, share; `commands` and `cli` are the edge.
+//! supervisor, which both hold authorities, share; `trace` exports the supervisor's
+//! spans when asked to; `commands` and `cli` are the edge.
 
 pub mod cli;
 pub mod commands;
@@ -22,3 +23,4 @@ pub mod process;
 pub mod protocol;
 pub mod reconcile;
 pub mod supervisor;
+pub mod trace;

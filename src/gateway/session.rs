@@ -105,6 +105,100 @@ impl ClientSession {
     }
 }
 
+impl ClientSession {
+    /// A `tools/call`: routed to the server that offers the tool, sent to its
+    /// running generation (started first if need be), and answered (G2, G4).
+    async fn route_call(
+        &self,
+        mut request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+        span: &mut crate::trace::Call,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let catalog = self.gateway.tools(&self.scope).await;
+        let Some(route) = catalog.1.route(&request.name).cloned() else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{}`", request.name),
+                None,
+            ));
+        };
+        let server = self.server_name(route.server);
+        span.server(&server);
+        // Counted when it ends, however it ends (dropped: cancelled).
+        let mut meter = CallMeter {
+            gateway: &self.gateway,
+            server: &server,
+            started: std::time::Instant::now(),
+            outcome: CallOutcome::Cancelled,
+        };
+        let (generation, peer) = self.running(route.server).await.inspect_err(|_| {
+            meter.outcome = CallOutcome::Failed;
+        })?;
+        span.generation(generation);
+        request.name = route.name.into();
+        // rmcp gives every request a progress token of its own, in place of any
+        // the request carries: the server's progress comes back under that one,
+        // and goes to this client under the client's.
+        let call = peer
+            .send_request_with_option(
+                ClientRequest::CallToolRequest(CallToolRequest::new(request)),
+                PeerRequestOptions::no_options(),
+            )
+            .await
+            .map_err(|e| {
+                meter.outcome = CallOutcome::Failed;
+                failed(&server, generation, e)
+            })?;
+        // The server's requests of its client (sampling, ...) go to this client.
+        let _asking = self.gateway.asking(
+            route.server,
+            call.id.clone(),
+            context.peer.clone(),
+            context.id.clone(),
+            self.id.get().copied().unwrap_or_default(),
+        );
+        let _progress = context.meta.get_progress_token().map(|token| {
+            let client = context.peer.clone();
+            self.gateway
+                .route_progress(route.server, &call.progress_token, client, token)
+        });
+        // Dropping the call before its answer (the client cancelled it, or its
+        // session ended) sends the server `notifications/cancelled`.
+        let mut abandoned = Abandoned {
+            peer,
+            id: Some(call.id.clone()),
+        };
+        let response = tokio::select! {
+            r = call.await_response() => r,
+            _ = context.ct.cancelled() => {
+                return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
+            }
+        };
+        abandoned.id = None;
+        meter.outcome = CallOutcome::Failed;
+        let mut result = match response.map_err(|e| failed(&server, generation, e))? {
+            ServerResult::CallToolResult(result) => result,
+            ServerResult::EmptyResult(_) => CallToolResult::default(),
+            _ => {
+                return Err(failed(
+                    &server,
+                    generation,
+                    ServiceError::UnexpectedResponse,
+                ));
+            }
+        };
+        meter.outcome = if result.is_error == Some(true) {
+            CallOutcome::Error
+        } else {
+            CallOutcome::Ok
+        };
+        result.result_type = Some(ResultType::COMPLETE);
+        let meta = result.meta.get_or_insert_with(Default::default);
+        meta.insert("mcpfleet/server".into(), json!(server));
+        meta.insert("mcpfleet/generation".into(), json!(generation));
+        Ok(CallToolResponse::Complete(result))
+    }
+}
+
 impl Drop for ClientSession {
     fn drop(&mut self) {
         if let Some(id) = self.id.get() {
@@ -260,89 +354,13 @@ impl ServerHandler for ClientSession {
 
     async fn call_tool(
         &self,
-        mut request: CallToolRequestParams,
+        request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let catalog = self.gateway.tools(&self.scope).await;
-        let Some(route) = catalog.1.route(&request.name).cloned() else {
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool `{}`", request.name),
-                None,
-            ));
-        };
-        let server = self.server_name(route.server);
-        // Counted when it ends, however it ends (dropped: cancelled).
-        let mut meter = CallMeter {
-            gateway: &self.gateway,
-            server: &server,
-            started: std::time::Instant::now(),
-            outcome: CallOutcome::Cancelled,
-        };
-        let (generation, peer) = self.running(route.server).await.inspect_err(|_| {
-            meter.outcome = CallOutcome::Failed;
-        })?;
-        request.name = route.name.into();
-        // rmcp gives every request a progress token of its own, in place of any
-        // the request carries: the server's progress comes back under that one,
-        // and goes to this client under the client's.
-        let call = peer
-            .send_request_with_option(
-                ClientRequest::CallToolRequest(CallToolRequest::new(request)),
-                PeerRequestOptions::no_options(),
-            )
-            .await
-            .map_err(|e| {
-                meter.outcome = CallOutcome::Failed;
-                failed(&server, generation, e)
-            })?;
-        // The server's requests of its client (sampling, ...) go to this client.
-        let _asking = self.gateway.asking(
-            route.server,
-            call.id.clone(),
-            context.peer.clone(),
-            context.id.clone(),
-            self.id.get().copied().unwrap_or_default(),
-        );
-        let _progress = context.meta.get_progress_token().map(|token| {
-            let client = context.peer.clone();
-            self.gateway
-                .route_progress(route.server, &call.progress_token, client, token)
-        });
-        // Dropping the call before its answer (the client cancelled it, or its
-        // session ended) sends the server `notifications/cancelled`.
-        let mut abandoned = Abandoned {
-            peer,
-            id: Some(call.id.clone()),
-        };
-        let response = tokio::select! {
-            r = call.await_response() => r,
-            _ = context.ct.cancelled() => {
-                return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
-            }
-        };
-        abandoned.id = None;
-        meter.outcome = CallOutcome::Failed;
-        let mut result = match response.map_err(|e| failed(&server, generation, e))? {
-            ServerResult::CallToolResult(result) => result,
-            ServerResult::EmptyResult(_) => CallToolResult::default(),
-            _ => {
-                return Err(failed(
-                    &server,
-                    generation,
-                    ServiceError::UnexpectedResponse,
-                ));
-            }
-        };
-        meter.outcome = if result.is_error == Some(true) {
-            CallOutcome::Error
-        } else {
-            CallOutcome::Ok
-        };
-        result.result_type = Some(ResultType::COMPLETE);
-        let meta = result.meta.get_or_insert_with(Default::default);
-        meta.insert("mcpfleet/server".into(), json!(server));
-        meta.insert("mcpfleet/generation".into(), json!(generation));
-        Ok(CallToolResponse::Complete(result))
+        let mut span = crate::trace::Call::begin(&request.name);
+        let answer = self.route_call(request, context, &mut span).await;
+        span.end(&answer);
+        answer
     }
 
     async fn list_prompts(

@@ -23,6 +23,15 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The outcome as output names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Clean => "clean",
+            Outcome::Escalated => "escalated",
+            Outcome::Failed => "failed",
+        }
+    }
+
     /// The outcome of what a teardown found: anything left, or a session that
     /// could not be ended, is a failure; any signal, or any process that had to
     /// be ended outside the group (L13), an escalation.

@@ -101,6 +101,7 @@ impl EventSink for EventLog {
     fn record(&self, event: &Event) {
         self.append(event);
         self.metrics.observe(event);
+        crate::trace::record(event);
         let _ = self.live.send(event.clone());
     }
 
@@ -297,6 +298,8 @@ pub async fn run(
         tracing::info!("another supervisor holds {}", dir.lock().display());
         return Ok(crate::output::exit::Code::Ok);
     };
+    // Spans, when the environment asks for them (docs/design.md §17).
+    let traces = crate::trace::start(&fleet);
     let me = std::process::id() as i32;
     let _ = lock.set_len(0);
     let _ = writeln!(lock, "{me}");
@@ -487,5 +490,10 @@ pub async fn run(
     tracker.close();
     tracker.wait().await;
     drop(lock);
+    // After the lock: a collector that does not answer delays this process's
+    // exit by the export timeout, never the next supervisor.
+    if let Some(traces) = traces {
+        traces.finish().await;
+    }
     result.map(|_| teardown)
 }
