@@ -757,6 +757,22 @@ fn a_call_starts_an_idle_stopped_server() {
         );
     }
     assert!(idle_stops(&fleet, "lazy").contains(&1));
+    // The metrics count both calls, and both starts that a use caused after the
+    // idle stop.
+    let out = fleet.run(&["metrics"]);
+    assert_code(&out, 0);
+    let metrics = stdout(&out);
+    for line in [
+        r#"mcpfleet_calls_total{server="lazy",outcome="ok"} 2"#,
+        r#"mcpfleet_call_duration_seconds_count{server="lazy"} 2"#,
+        r#"mcpfleet_server_restarts_total{server="lazy",cause="idle"} 2"#,
+        r#"mcpfleet_calls_total{server="steady",outcome="ok"} 0"#,
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no `{line}` in:\n{metrics}"
+        );
+    }
     over_http.close();
     over_stdio.close();
     down_and_no_leftovers(&fleet);

@@ -388,16 +388,7 @@ impl ServerHandler for ClientSession {
             ));
         };
         let server = self.server_name(route.server);
-        // Counted when it ends, however it ends (dropped: cancelled).
-        let mut meter = CallMeter {
-            gateway: &self.gateway,
-            server: &server,
-            started: std::time::Instant::now(),
-            outcome: CallOutcome::Cancelled,
-        };
-        let (generation, peer) = self.running(route.server).await.inspect_err(|_| {
-            meter.outcome = CallOutcome::Failed;
-        })?;
+        let (generation, peer) = self.running(route.server).await?;
         request.name = route.name;
         let result = peer
             .get_prompt(request)
