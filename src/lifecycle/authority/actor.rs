@@ -98,9 +98,14 @@ impl Actor {
                     continue;
                 }
             };
+            // A use changes only the idle timer, which nothing outside reads:
+            // publishing after each one would wake every watcher per call.
+            let used = matches!(input, Input::Used);
             machine::drive(&mut core, &mut self, input).await;
             self.request = Request::default();
-            self.publish(&core);
+            if !used {
+                self.publish(&core);
+            }
         }
         // No new requests from here on; answer everything already queued (L9).
         rx.close();

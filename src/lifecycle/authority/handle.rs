@@ -65,8 +65,10 @@ impl Handle {
     /// at once, never behind a start or teardown in progress; it also counts as a
     /// use of the server for its idle timer.
     pub async fn peer(&self) -> Result<Option<(Generation, Peer<RoleClient>)>, RequestError> {
-        // A full queue means the authority is busy anyway: the touch can be skipped.
-        let _ = self.tx.try_send(Message::Touch);
+        if self.touches.due() {
+            // A full queue means the authority is busy anyway: the touch can be skipped.
+            let _ = self.tx.try_send(Message::Touch);
+        }
         Ok(self.published_peer.borrow().clone())
     }
 
@@ -122,5 +124,56 @@ impl Handle {
     /// The authority's published state, to be told of every change.
     pub fn changes(&self) -> watch::Receiver<Snapshot> {
         self.published.clone()
+    }
+}
+
+/// How often the uses of a server reach its authority: at most one touch per
+/// [`Touches::EVERY`], shared by every handle of the server. The idle timer then
+/// counts from a use at most that much older than the last, and a busy server's
+/// authority is not woken for every call.
+pub(super) struct Touches {
+    since: Instant,
+    /// When the last touch was sent, in milliseconds after `since`, plus one
+    /// (0: never).
+    last: std::sync::atomic::AtomicU64,
+}
+
+impl Touches {
+    const EVERY: Duration = Duration::from_millis(50);
+
+    pub(super) fn new() -> Touches {
+        Touches {
+            since: Instant::now(),
+            last: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Whether a touch is due now; if so, it counts as sent.
+    fn due(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        let now = u64::try_from(self.since.elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1;
+        let last = self.last.load(Ordering::Relaxed);
+        let every = Touches::EVERY.as_millis() as u64;
+        (last == 0 || now.saturating_sub(last) >= every)
+            && self
+                .last
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Touches;
+
+    #[test]
+    fn a_touch_is_due_at_first_then_once_per_period() {
+        let t = Touches::new();
+        assert!(t.due());
+        assert!(!t.due());
+        assert!(!t.due());
+        std::thread::sleep(Touches::EVERY);
+        assert!(t.due());
+        assert!(!t.due());
     }
 }

@@ -226,6 +226,8 @@ pub struct Handle {
     config: Arc<watch::Sender<ServerConfig>>,
     /// Told of a request withdrawn because its wait ran out (for metrics).
     events: Arc<dyn EventSink>,
+    /// When the last use was sent to the authority.
+    touches: Arc<handle::Touches>,
 }
 
 /// Where the authority's environment comes from: events, cancellation, tracking.
@@ -356,6 +358,7 @@ pub fn spawn_with(
         published_peer,
         config: Arc::new(config_tx),
         events: ctx.events.clone(),
+        touches: Arc::new(handle::Touches::new()),
     }
 }
 
