@@ -38,6 +38,37 @@ pub enum ClientError {
     /// The supervisor answered with a report this CLI cannot read (exit 1).
     #[error("{0}")]
     Unreadable(String),
+    /// The supervisor went away without reading the request (the connection was
+    /// reset with the request unread: a supervisor exiting idle as it arrived).
+    /// The request was not carried out; [`ask`] sends it again (exit 8 if not).
+    #[error("the supervisor is unreachable: it went away before it read the request ({0})")]
+    Unread(String),
+}
+
+/// How many times [`ask`] sends a request that a supervisor left unread.
+const UNREAD_RETRIES: usize = 3;
+
+/// Connects (starting a supervisor when `start`) and sends `op`, as
+/// [`connect`] and [`request`]; a request that the supervisor left unread is sent
+/// again on a new connection, to a new supervisor if need be.
+pub async fn ask<R: DeserializeOwned>(
+    dir: &StateDir,
+    fleet_file: &Path,
+    start: bool,
+    op: Op,
+    mut on_event: impl FnMut(EventReport),
+) -> Result<R, ClientError> {
+    let mut tries = 0;
+    loop {
+        let stream = connect(dir, fleet_file, start).await?;
+        match request(stream, op.clone(), &mut on_event).await {
+            Err(ClientError::Unread(why)) if tries < UNREAD_RETRIES => {
+                tracing::info!("the supervisor left the request unread ({why}); sending it again");
+                tries += 1;
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Connects to the supervisor of `dir`, starting one for `fleet_file` when `start`.
@@ -177,16 +208,35 @@ pub async fn request<R: DeserializeOwned>(
         v: PROTOCOL_VERSION,
         op,
     });
-    write
-        .write_all(line.as_bytes())
-        .await
-        .map_err(|e| ClientError::Unreachable(format!("cannot send the request: {e}")))?;
+    // A reset before any answer means the request was never read: the
+    // supervisor closed with it still in its socket's queue.
+    let unread = |e: &std::io::Error| {
+        matches!(
+            e.kind(),
+            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+        )
+    };
+    write.write_all(line.as_bytes()).await.map_err(|e| {
+        if unread(&e) {
+            ClientError::Unread(e.to_string())
+        } else {
+            ClientError::Unreachable(format!("cannot send the request: {e}"))
+        }
+    })?;
     let mut reader = BufReader::new(read);
+    let mut answered = false;
     let answer = async {
         loop {
             let line = protocol::read_line(&mut reader, MAX_LINE_BYTES)
                 .await
-                .map_err(|e| ClientError::Unreachable(format!("lost the supervisor: {e}")))?;
+                .map_err(|e| {
+                    if !answered && unread(&e) {
+                        ClientError::Unread(e.to_string())
+                    } else {
+                        ClientError::Unreachable(format!("lost the supervisor: {e}"))
+                    }
+                })?;
+            answered = true;
             let text = match line {
                 Line::Text(t) => t,
                 Line::Closed => {
@@ -221,5 +271,49 @@ pub async fn request<R: DeserializeOwned>(
     tokio::select! {
         r = answer => r,
         _ = signals.next() => Err(ClientError::Interrupted),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A listener that closes with our connection still in its queue (as a
+    /// supervisor exiting idle does) leaves the request unread, and says so.
+    #[tokio::test]
+    async fn a_request_left_in_a_closing_listeners_queue_is_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let listener = tokio::net::UnixListener::bind(&path).unwrap();
+        let stream = UnixStream::connect(&path).await.unwrap();
+        let asked = tokio::spawn(request::<IgnoredAny>(stream, Op::Ping, |_| {}));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        drop(listener);
+        match asked.await.unwrap() {
+            Err(ClientError::Unread(_)) => {}
+            other => panic!("expected an unread request, got {other:?}"),
+        }
+    }
+
+    /// A supervisor that read the request and then went away did not leave it
+    /// unread: that is not retried.
+    #[tokio::test]
+    async fn a_request_read_and_then_dropped_is_not_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let listener = tokio::net::UnixListener::bind(&path).unwrap();
+        let stream = UnixStream::connect(&path).await.unwrap();
+        let asked = tokio::spawn(request::<IgnoredAny>(stream, Op::Ping, |_| {}));
+        let (mut accepted, _) = listener.accept().await.unwrap();
+        let mut reader = BufReader::new(&mut accepted);
+        let mut line = String::new();
+        tokio::io::AsyncBufReadExt::read_line(&mut reader, &mut line)
+            .await
+            .unwrap();
+        drop(accepted);
+        match asked.await.unwrap() {
+            Err(ClientError::Unreachable(_)) => {}
+            other => panic!("expected an unreachable supervisor, got {other:?}"),
+        }
     }
 }

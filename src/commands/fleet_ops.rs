@@ -156,14 +156,21 @@ pub async fn status(t: Target, args: &StatusArgs, g: &Global) -> Result<Code, Cl
                 servers: args.servers.clone(),
                 fleet: t.source.clone(),
             };
-            finish(client::request(stream, op, |_| {}).await, "status", g)
+            match client::request(stream, op, |_| {}).await {
+                // The supervisor was exiting idle: nothing runs, as state.json says.
+                Err(ClientError::Unread(_)) => offline_status(&t, args, g),
+                result => finish(result, "status", g),
+            }
         }
-        Err(_) => {
-            let persisted = Persisted::load(&t.dir.state()).map_err(|e| anyhow::anyhow!("{e}"))?;
-            let lines = offline_lines(&t, &persisted, &args.servers)?;
-            emit(Report::new("status", lines, false), g)
-        }
+        Err(_) => offline_status(&t, args, g),
     }
+}
+
+/// `status` from `state.json` and `/proc`, with no supervisor.
+fn offline_status(t: &Target, args: &StatusArgs, g: &Global) -> Result<Code, CliError> {
+    let persisted = Persisted::load(&t.dir.state()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let lines = offline_lines(t, &persisted, &args.servers)?;
+    emit(Report::new("status", lines, false), g)
 }
 
 /// What `state.json` and `/proc` say when no supervisor runs.
@@ -258,10 +265,6 @@ pub(super) async fn send(
     command: &'static str,
     g: &Global,
 ) -> Result<Code, CliError> {
-    let stream = match client::connect(&t.dir, &t.fleet.file, start).await {
-        Ok(s) => s,
-        Err(e) => return finish(Err(e), command, g),
-    };
     let ndjson = g.output == Format::Ndjson;
     let verbose = g.verbose > 0 && g.output == Format::Text;
     let progress = Progress::new(!g.quiet && g.output == Format::Text && g.verbose == 0);
@@ -274,7 +277,7 @@ pub(super) async fn send(
         _ => t.fleet.servers.len(),
     };
     progress.stage(command, total);
-    let result = client::request(stream, op, |event| {
+    let result = client::ask(&t.dir, &t.fleet.file, start, op, |event| {
         // A server is done when it reaches a state that ends the request for it.
         let settled =
             matches!(
@@ -332,7 +335,9 @@ pub(super) fn no_report(
         ClientError::Refused(m) | ClientError::Unreadable(m) => {
             Err(CliError::Internal(anyhow::anyhow!(m)))
         }
-        e @ ClientError::Unreachable(_) => Ok(unreachable(command, &e, g)),
+        e @ (ClientError::Unreachable(_) | ClientError::Unread(_)) => {
+            Ok(unreachable(command, &e, g))
+        }
     }
 }
 

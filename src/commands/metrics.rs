@@ -28,6 +28,8 @@ pub async fn run(t: Target, args: &MetricsArgs, g: &Global) -> Result<Code, CliE
             };
             match client::request::<MetricsText>(stream, op, |_| {}).await {
                 Ok(answer) => (answer.metrics, true),
+                // The supervisor was exiting idle: state.json tells the rest.
+                Err(client::ClientError::Unread(_)) => (offline(&t, format)?, false),
                 Err(e) => {
                     let interrupted = "mcpfleet metrics: interrupted";
                     return no_report(e, "metrics", interrupted, g);

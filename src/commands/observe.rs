@@ -118,11 +118,7 @@ async fn exchange(
     command: &str,
     g: &Global,
 ) -> Result<Result<CallReport, Code>, CliError> {
-    let stream = match client::connect(&t.dir, &t.fleet.file, start).await {
-        Ok(s) => s,
-        Err(e) => return Ok(Err(super::fleet_ops::unreachable(command, &e, g))),
-    };
-    match client::request(stream, op, |_| {}).await {
+    match client::ask(&t.dir, &t.fleet.file, start, op, |_| {}).await {
         Ok(doc) => Ok(Ok(doc)),
         Err(e) => super::fleet_ops::no_report(e, command, "mcpfleet: interrupted", g).map(Err),
     }
