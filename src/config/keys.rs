@@ -5,7 +5,14 @@
 //! against them.
 
 /// Keys of the top level.
-pub const TOP_KEYS: &[&str] = &["version", "name", "defaults", "gateway", "servers"];
+pub const TOP_KEYS: &[&str] = &[
+    "version",
+    "name",
+    "defaults",
+    "gateway",
+    "supervisor",
+    "servers",
+];
 /// Keys of `defaults:`; each applies to every server that does not set it
 /// (`env_file` to every stdio server, before the server's own).
 pub const DEFAULTS_KEYS: &[&str] = &[
@@ -48,6 +55,8 @@ pub const BACKOFF_KEYS: &[&str] = &["initial", "max"];
 pub const HEALTH_KEYS: &[&str] = &["interval", "timeout", "failures"];
 /// Keys of `gateway:` (docs/design.md §14).
 pub const GATEWAY_KEYS: &[&str] = &["listen", "token", "origins", "page_size"];
+/// Keys of `supervisor:`: how its own files are rotated (docs/design.md §3).
+pub const SUPERVISOR_KEYS: &[&str] = &["max_file_size", "keep_files"];
 /// Keys of a server's `tools:`: which of its tools the gateway shows.
 pub const TOOLS_KEYS: &[&str] = &["allow", "deny"];
 /// The values of `restart.policy`, as [`RestartMode::as_str`](super::RestartMode::as_str) spells them.
@@ -107,6 +116,19 @@ const GATEWAY_SYNONYMS: &[(&str, &str)] = &[
     ("bearer_token", "token"),
     ("allowed_origins", "origins"),
 ];
+const SUPERVISOR_SYNONYMS: &[(&str, &str)] = &[
+    ("max_size", "max_file_size"),
+    ("max-size", "max_file_size"),
+    ("size", "max_file_size"),
+    ("max_log_size", "max_file_size"),
+    ("rotate_size", "max_file_size"),
+    ("keep", "keep_files"),
+    ("max_files", "keep_files"),
+    ("max-file", "keep_files"),
+    ("max_file", "keep_files"),
+    ("rotate", "keep_files"),
+    ("backups", "keep_files"),
+];
 const TOOLS_SYNONYMS: &[(&str, &str)] = &[
     ("include", "allow"),
     ("only", "allow"),
@@ -124,6 +146,7 @@ pub(super) enum Level {
     Backoff,
     Health,
     Gateway,
+    Supervisor,
     Tools,
 }
 
@@ -143,6 +166,7 @@ impl Level {
             Level::Backoff => (BACKOFF_KEYS, BACKOFF_SYNONYMS),
             Level::Health => (HEALTH_KEYS, HEALTH_SYNONYMS),
             Level::Gateway => (GATEWAY_KEYS, GATEWAY_SYNONYMS),
+            Level::Supervisor => (SUPERVISOR_KEYS, SUPERVISOR_SYNONYMS),
             Level::Tools => (TOOLS_KEYS, TOOLS_SYNONYMS),
         }
     }

@@ -23,15 +23,20 @@ use super::keys::{Level, STDIO_ONLY_KEYS};
 use super::policy::Policies;
 use super::walk::{At, Entry, Issue, Validator};
 use super::yaml::Node;
-use super::{EnvFile, ExposeSpec, Fleet, GatewaySpec, HttpSpec, ServerSpec, StdioSpec, Transport};
+use super::{
+    EnvFile, ExposeSpec, Fleet, GatewaySpec, HttpSpec, ServerSpec, StdioSpec, SupervisorSpec,
+    Transport,
+};
 
 mod env_file;
 mod gateway;
 mod remote;
 mod stdio;
+mod supervisor;
 
 pub use remote::{HEADER_NAME_PATTERN, URL_PATTERN};
 pub(crate) use remote::{check_url, is_header_name, is_header_value};
+pub use supervisor::{SIZE_PATTERN, parse_size};
 
 /// Fleet and server names, as a regular expression (what [`is_name`] checks).
 pub const NAME_PATTERN: &str = "^[a-z0-9][a-z0-9_-]{0,62}$";
@@ -96,6 +101,7 @@ impl Validator<'_> {
         let mut defaults = Defaults::default();
         let mut servers = None;
         let mut gateway = GatewaySpec::default();
+        let mut supervisor = SupervisorSpec::default();
         for entry in &entries {
             match entry.key.as_str() {
                 "version" => {
@@ -105,6 +111,7 @@ impl Validator<'_> {
                 "name" => name = self.name(entry.value, &entry.value_at, "fleet name"),
                 "defaults" => defaults = self.defaults(entry),
                 "gateway" => gateway = self.gateway(entry),
+                "supervisor" => supervisor = self.supervisor(entry),
                 "servers" => servers = Some(entry),
                 // Unknown, or listed without a rule (the tests make sure there is none).
                 _ => {
@@ -128,6 +135,7 @@ impl Validator<'_> {
             name,
             servers,
             gateway,
+            supervisor,
             notices: Vec::new(),
         })
     }
