@@ -1,7 +1,9 @@
 //! Logs go to stderr through tracing. `-v` raises the level; `RUST_LOG` overrides.
 //! Colour (`--color`, `$NO_COLOR`) is decided here, once, for stderr: never an
 //! ANSI escape in a file or a pipe unless asked for with `--color always`, so a
-//! detached supervisor's `supervisor.log` holds none (docs/design.md §6).
+//! detached supervisor's `supervisor.log` holds none (docs/design.md §6). Every
+//! line goes through [`StderrWriter`], where a detached supervisor rotates its
+//! `supervisor.log` (`supervisor::rotation`).
 
 use std::ffi::OsStr;
 use std::io::IsTerminal;
@@ -30,10 +32,25 @@ pub fn init(verbose: u8, quiet: bool, color: ColorChoice) {
     );
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| StderrWriter)
         .with_ansi(ansi)
         .with_target(false)
         .try_init();
+}
+
+/// Stderr, for tracing's lines: before each one, a detached supervisor rotates
+/// `supervisor.log` (its stderr) when the line would take it past its size.
+struct StderrWriter;
+
+impl std::io::Write for StderrWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        crate::supervisor::rotation::before_stderr_write(buf.len());
+        std::io::stderr().write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }
 
 /// Whether a stream gets colour: `always` and `never` say so; `auto` colours a

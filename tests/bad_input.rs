@@ -209,7 +209,7 @@ fn tokens() -> &'static [&'static str] {
     ALL.get_or_init(|| {
         use mcpfleet::config::{
             BACKOFF_KEYS, DEFAULTS_KEYS, HEALTH_KEYS, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS,
-            TOP_KEYS,
+            SUPERVISOR_KEYS, TOP_KEYS,
         };
         let mut all = TOKENS.to_vec();
         for list in [
@@ -220,6 +220,7 @@ fn tokens() -> &'static [&'static str] {
             BACKOFF_KEYS,
             HEALTH_KEYS,
             RESTART_POLICIES,
+            SUPERVISOR_KEYS,
         ] {
             for key in list {
                 if !all.contains(key) {

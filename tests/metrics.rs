@@ -218,6 +218,14 @@ fn the_exposition_passes_promtool_and_both_reference_parsers() {
         2.0
     );
     assert!(value(&samples, "process_resident_memory_bytes", &[]) > 1e6);
+    assert_eq!(
+        value(
+            &samples,
+            "mcpfleet_log_rotations_total",
+            &[("file", "events")]
+        ),
+        0.0
+    );
 
     let out = fleet.run(&["metrics", "--openmetrics"]);
     assert_code(&out, 0);

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use mcpfleet::config::{
     BACKOFF_KEYS, DEFAULTS_KEYS, DURATION_PATTERN, ENV_NAME_PATTERN, GATEWAY_KEYS,
     HEADER_NAME_PATTERN, HEALTH_KEYS, METRICS_KEYS, NAME_PATTERN, RESTART_KEYS, RESTART_POLICIES,
-    SERVER_KEYS, STDIO_ONLY_KEYS, TIMEOUT_PATTERN, TOOLS_KEYS, TOP_KEYS, URL_PATTERN, load,
-    load_str,
+    SERVER_KEYS, SIZE_PATTERN, STDIO_ONLY_KEYS, SUPERVISOR_KEYS, TIMEOUT_PATTERN, TOOLS_KEYS,
+    TOP_KEYS, URL_PATTERN, load, load_str,
 };
 use serde_json::Value;
 
@@ -159,6 +159,7 @@ fn the_schema_allows_exactly_the_keys_the_parser_accepts() {
         ("health", s.property(server, "health"), HEALTH_KEYS),
         ("gateway", s.at(&["gateway"]), GATEWAY_KEYS),
         ("metrics", s.at(&["metrics"]), METRICS_KEYS),
+        ("supervisor", s.at(&["supervisor"]), SUPERVISOR_KEYS),
         ("tools", s.property(server, "tools"), TOOLS_KEYS),
         (
             "defaults.restart",
@@ -330,6 +331,10 @@ fn the_schema_uses_the_parsers_patterns() {
             "{key}"
         );
     }
+    assert_eq!(
+        s.pattern(s.property(s.at(&["supervisor"]), "max_file_size")),
+        SIZE_PATTERN
+    );
     let restart = s.property(server, "restart");
     let backoff = s.property(restart, "backoff");
     let health = s.property(server, "health");
@@ -460,6 +465,29 @@ fn duration_patterns_agree_with_the_parser() {
         assert_eq!(as_period, period_expected, "duration {sample:?}");
         if too_large.contains(sample) {
             assert!(regex_search(DURATION_PATTERN, sample), "{sample:?}");
+        }
+    }
+}
+
+#[test]
+fn size_pattern_agrees_with_the_parser() {
+    let samples = [
+        "1KiB", "16MiB", "1GiB", "4096B", "0016MiB", "20000B", // valid
+        "", "16", "0KiB", "00B", "16M", "16mb", "16MB", "16 MiB", "1.5MiB", "-1KiB", "+1KiB",
+        "16kib", "KiB", "1TiB", "1KiB ", "١KiB",
+    ];
+    // Beyond what a pattern can count: the parser refuses a size too large for
+    // 64 bits and one under 1 KiB; the pattern lets them through.
+    let refused = ["99999999999GiB", "18446744073709551616B", "512B", "1B"];
+    for sample in samples.iter().chain(&refused) {
+        let accepted = parser_accepts(&format!(
+            "version: 1\nservers: {{a: {{command: x}}}}\nsupervisor: {{max_file_size: {}}}\n",
+            quoted(sample)
+        ));
+        let expected = !refused.contains(sample) && regex_search(SIZE_PATTERN, sample);
+        assert_eq!(accepted, expected, "{sample:?}");
+        if refused.contains(sample) {
+            assert!(regex_search(SIZE_PATTERN, sample), "{sample:?}");
         }
     }
 }
@@ -649,6 +677,8 @@ servers:
     idle_timeout: 10m
 ",
     "version: 1\nservers: {a: {url: 'http://h/mcp'}}\n",
+    "version: 1\nsupervisor: {max_file_size: 64KiB, keep_files: 20}\nservers: {a: {command: x}}\n",
+    "version: 1\nsupervisor:\nservers: {a: {command: x}}\n",
     "version: 1\nservers: {a: {url: 'https://[::1]:8443', headers: }}\n",
     "version: 1\nservers: {a: {url: 'https://${env:HOST}/mcp', headers: {}}}\n",
     // Beside the scratch path, written by the test.
@@ -720,6 +750,12 @@ const BOTH_REFUSE: &[&str] = &[
     "version: 1\ndefaults: {enabled: false}\nservers: {a: {command: x}}\n",
     "version: 1\ndefaults: {health: {failures: 2}}\nservers: {a: {command: x}}\n",
     "version: 1\ndefaults: []\nservers: {a: {command: x}}\n",
+    "version: 1\nsupervisor: {keep_files: 0}\nservers: {a: {command: x}}\n",
+    "version: 1\nsupervisor: {keep_files: 21}\nservers: {a: {command: x}}\n",
+    "version: 1\nsupervisor: {keep_files: 1.5}\nservers: {a: {command: x}}\n",
+    "version: 1\nsupervisor: {max_file_size: 16}\nservers: {a: {command: x}}\n",
+    "version: 1\nsupervisor: {max_size: 1MiB}\nservers: {a: {command: x}}\n",
+    "version: 1\nsupervisor: 16MiB\nservers: {a: {command: x}}\n",
 ];
 
 /// Rules between values, and facts of the machine: the schema's descriptions
@@ -733,6 +769,7 @@ const ONLY_THE_PARSER_REFUSES: &[&str] = &[
     "version: 1\ndefaults: {env_file: [/nonexistent/mcpfleet/.env]}\nservers: {a: {command: x}}\n",
     "version: 1\nservers: {a: {command: x, connect_timeout: 99999999999999999999h}}\n",
     "version: 1\nservers: {a: {command: x}, a: {command: y}}\n",
+    "version: 1\nsupervisor: {max_file_size: 512B}\nservers: {a: {command: x}}\n",
     "version: 1\nservers: {a: {url: 'http://'}}\n",
     "version: 1\nservers: {a: {url: 'http://h:0/mcp'}}\n",
     "version: 1\nservers: {a: {url: 'http://h/a b'}}\n",

@@ -16,7 +16,7 @@ use tokio::net::UnixStream;
 use crate::host::Signals;
 use crate::output::report::EventReport;
 use crate::protocol::{self, Line, MAX_LINE_BYTES, Op, PROTOCOL_VERSION, Request, Response};
-use crate::supervisor::state_dir::{StateDir, lock_before, open_rw, open_supervisor_log};
+use crate::supervisor::state_dir::{StateDir, lock_before, open_append, open_rw};
 
 /// How long the CLI waits for a supervisor to come up and accept the connection.
 const CONNECT_WAIT: Duration = Duration::from_secs(30);
@@ -171,10 +171,11 @@ fn last_line(path: &Path) -> String {
 }
 
 /// Starts `mcpfleet supervise` detached: a new session, no terminal, stdin and
-/// stdout closed, stderr to `supervisor.log`.
+/// stdout closed, stderr appended to `supervisor.log` (which the supervisor
+/// rotates, at once if it is past its size already).
 fn spawn_supervisor(dir: &StateDir, fleet_file: &Path) -> std::io::Result<std::process::Child> {
     let exe = std::env::current_exe()?;
-    let log = open_supervisor_log(&dir.supervisor_log())?;
+    let log = open_append(&dir.supervisor_log())?;
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("-f")
         .arg(fleet_file)

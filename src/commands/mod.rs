@@ -1,6 +1,7 @@
 //! The commands, one file each, and what they share: finding and loading the fleet
 //! file, and the error type at the edge that maps to exit codes.
 
+pub mod chain;
 pub mod check;
 pub mod client;
 pub mod connect;

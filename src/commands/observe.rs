@@ -1,14 +1,13 @@
 //! `tools`, `call`, `logs` and `events`. The first two go through the supervisor's
 //! session with the server; the last two read the state directory and need no
-//! supervisor at all.
+//! supervisor at all. A log and its rotated files are read as one (`chain.rs`).
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
+use super::chain::Chain;
 use super::client;
 use super::target::Target;
 use super::{CliError, Global};
@@ -134,7 +133,7 @@ pub async fn logs(t: Target, args: &LogsArgs) -> Result<Code, CliError> {
     if args.gateway {
         let view = View::new(Kind::Gateway, since, false, String::new());
         let mut tail = Tail::new(t.dir.gateway_log(), view);
-        print(&tail.last_lines(lines))?;
+        tail.last_lines(lines, &mut print)?;
         if args.follow {
             follow(std::slice::from_mut(&mut tail)).await?;
         }
@@ -160,7 +159,7 @@ pub async fn logs(t: Target, args: &LogsArgs) -> Result<Code, CliError> {
         })
         .collect();
     for tail in &mut tails {
-        print(&tail.last_lines(lines))?;
+        tail.last_lines(lines, &mut print)?;
     }
     if args.follow {
         follow(&mut tails).await?;
@@ -172,7 +171,7 @@ pub async fn events(t: Target, args: &EventsArgs) -> Result<Code, CliError> {
     let since = args.since.map(|s| s.earliest(SystemTime::now()));
     let view = View::new(Kind::Events, since, false, String::new());
     let mut tail = Tail::new(t.dir.events(), view);
-    print(&tail.last_lines(args.lines.get()))?;
+    tail.last_lines(args.lines.get(), &mut print)?;
     if args.follow {
         follow(std::slice::from_mut(&mut tail)).await?;
     }
@@ -186,6 +185,7 @@ async fn follow(tails: &mut [Tail]) -> Result<(), CliError> {
     loop {
         for tail in tails.iter_mut() {
             print(&tail.new_lines())?;
+            tail.notice_missed();
         }
         tokio::select! {
             _ = &mut stop => return Ok(()),
@@ -272,79 +272,112 @@ fn event_time(line: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(&timed.time?).ok()
 }
 
-/// A file read from where it was last read, surviving rotation (a file that got
-/// shorter is read again from its start).
+/// A log read as its lines, through its [`View`]: first what its files hold,
+/// then what is written to them, across rotations (`chain.rs`).
 struct Tail {
-    path: PathBuf,
-    view: View,
-    offset: u64,
-    partial: String,
+    chain: Chain,
+    lines: Lines,
 }
+
+/// How much of the end of a log `-n N` looks at for its last N lines.
+const TAIL_WINDOW: u64 = 8 * 1024 * 1024;
 
 impl Tail {
     fn new(path: PathBuf, view: View) -> Tail {
         Tail {
-            path,
-            view,
-            offset: 0,
-            partial: String::new(),
+            chain: Chain::new(path),
+            lines: Lines {
+                view,
+                partial: Vec::new(),
+            },
         }
     }
 
-    /// The last `n` complete lines that the view keeps, in bounded memory (at
-    /// most 8 MiB is read).
-    fn last_lines(&mut self, n: usize) -> String {
-        let len = file_len(&self.path);
-        let start = len.saturating_sub(8 * 1024 * 1024);
-        self.offset = start;
-        let text = self.read_from_offset();
-        let mut lines = text.lines();
-        if start > 0 {
-            lines.next(); // a line cut by the 8 MiB window
-        }
-        let shown: Vec<String> = lines.filter_map(|l| self.view.show(l)).collect();
-        let skip = shown.len().saturating_sub(n);
-        shown[skip..].concat()
-    }
-
-    fn new_lines(&mut self) -> String {
-        if file_len(&self.path) < self.offset {
-            self.offset = 0;
-            self.partial.clear();
-        }
-        let text = self.read_from_offset();
-        text.lines().filter_map(|l| self.view.show(l)).collect()
-    }
-
-    /// Complete lines from the offset on; an unfinished last line waits for its end.
-    fn read_from_offset(&mut self) -> String {
-        let Ok(mut file) = File::open(&self.path) else {
-            return String::new();
-        };
-        if file.seek(SeekFrom::Start(self.offset)).is_err() {
-            return String::new();
+    /// Hands `out` the last `n` complete lines that the view keeps. All of
+    /// them (`n` is `usize::MAX`) are streamed from the oldest rotated file on,
+    /// in bounded memory; a count looks at most at the last 8 MiB of the log.
+    fn last_lines(
+        &mut self,
+        n: usize,
+        out: &mut dyn FnMut(&str) -> Result<(), CliError>,
+    ) -> Result<(), CliError> {
+        let lines = &mut self.lines;
+        if n == usize::MAX {
+            let mut failed = None;
+            let _ = self.chain.read_existing(None, &mut |bytes| {
+                out(&lines.take(bytes).concat()).map_err(|e| {
+                    failed = Some(e);
+                    std::io::Error::other("cannot write to stdout")
+                })
+            });
+            return failed.map_or(Ok(()), Err);
         }
         let mut bytes = Vec::new();
-        let _ = file.read_to_end(&mut bytes);
-        self.offset += bytes.len() as u64;
-        let mut text = std::mem::take(&mut self.partial);
-        text.push_str(&String::from_utf8_lossy(&bytes));
-        match text.rfind('\n') {
-            Some(i) => {
-                self.partial = text[i + 1..].to_owned();
-                text.truncate(i + 1);
-                text
-            }
-            None => {
-                self.partial = text;
-                String::new()
-            }
+        let cut = self
+            .chain
+            .read_existing(Some(TAIL_WINDOW), &mut |b| {
+                bytes.extend_from_slice(b);
+                Ok(())
+            })
+            .unwrap_or(false);
+        // The first line of the window may be the end of a longer one.
+        let start = match cut {
+            true => bytes
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(bytes.len(), |i| i + 1),
+            false => 0,
+        };
+        let shown = lines.take(&bytes[start..]);
+        let skip = shown.len().saturating_sub(n);
+        out(&shown[skip..].concat())
+    }
+
+    /// The lines written since the last read, as shown.
+    fn new_lines(&mut self) -> String {
+        let mut bytes = Vec::new();
+        let _ = self.chain.read_new(&mut |b| {
+            bytes.extend_from_slice(b);
+            Ok(())
+        });
+        self.lines.take(&bytes).concat()
+    }
+
+    /// Says on stderr that lines were rotated away before they were read.
+    fn notice_missed(&mut self) {
+        if self.chain.take_missed() {
+            eprintln!(
+                "mcpfleet: some lines were rotated away before they could be read (the log rotates faster than it is read)"
+            );
         }
     }
 }
 
-fn file_len(path: &Path) -> u64 {
-    std::fs::metadata(path).map_or(0, |m| m.len())
+/// Bytes of a log turned into lines as its view shows them.
+struct Lines {
+    view: View,
+    /// The bytes of a line whose end has not been read yet.
+    partial: Vec<u8>,
+}
+
+impl Lines {
+    /// The lines `bytes` completes, each as the view shows it (or not at all);
+    /// an unfinished last line waits for its end.
+    fn take(&mut self, bytes: &[u8]) -> Vec<String> {
+        self.partial.extend_from_slice(bytes);
+        let Some(last) = self.partial.iter().rposition(|b| *b == b'\n') else {
+            return Vec::new();
+        };
+        let rest = self.partial.split_off(last + 1);
+        let complete = std::mem::replace(&mut self.partial, rest);
+        complete[..last]
+            .split(|b| *b == b'\n')
+            .filter_map(|line| {
+                let line = String::from_utf8_lossy(line);
+                self.view.show(line.strip_suffix('\r').unwrap_or(&line))
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -414,6 +447,17 @@ mod tests {
         assert_eq!(shown(&mut all, &events).lines().count(), 2);
     }
 
+    /// What `last_lines` prints.
+    fn last(tail: &mut Tail, n: usize) -> String {
+        let mut text = String::new();
+        tail.last_lines(n, &mut |s| {
+            text.push_str(s);
+            Ok(())
+        })
+        .unwrap();
+        text
+    }
+
     #[test]
     fn the_last_lines_are_counted_after_since() {
         let dir = tempfile::tempdir().unwrap();
@@ -425,12 +469,53 @@ mod tests {
         std::fs::write(&path, &log).unwrap();
         let view = View::new(Kind::Stderr, Some(t(5)), false, String::new());
         let mut tail = Tail::new(path.clone(), view);
-        assert_eq!(tail.last_lines(2), "line 8\nline 9\n");
+        assert_eq!(last(&mut tail, 2), "line 8\nline 9\n");
         let view = View::new(Kind::Stderr, Some(t(5)), false, String::new());
         let mut tail = Tail::new(path.clone(), view);
-        assert_eq!(tail.last_lines(usize::MAX).lines().count(), 5);
+        assert_eq!(last(&mut tail, usize::MAX).lines().count(), 5);
         let view = View::new(Kind::Stderr, None, false, String::new());
         let mut tail = Tail::new(path, view);
-        assert_eq!(tail.last_lines(0), "");
+        assert_eq!(last(&mut tail, 0), "");
+    }
+
+    #[test]
+    fn a_log_is_read_with_its_rotated_files_and_followed_across_rotation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.log");
+        let line = |i: u32| format!("2026-11-29T08:41:{:02}.000Z\tline {i}\n", 40 + i);
+        // A server's log is rotated by chunks: a line may be cut in two.
+        let old: String = (0..4).map(line).collect();
+        let (head, tail_of_3) = old.split_at(old.len() - 4);
+        std::fs::write(dir.path().join("s.log.1"), head).unwrap();
+        std::fs::write(&path, tail_of_3).unwrap();
+        let plain = || View::new(Kind::Stderr, None, false, String::new());
+        let mut all = Tail::new(path.clone(), plain());
+        assert_eq!(
+            last(&mut all, usize::MAX),
+            "line 0\nline 1\nline 2\nline 3\n"
+        );
+        let mut two = Tail::new(path.clone(), plain());
+        assert_eq!(last(&mut two, 2), "line 2\nline 3\n");
+        let since = View::new(Kind::Stderr, Some(t(2)), false, String::new());
+        let mut since = Tail::new(path.clone(), since);
+        assert_eq!(last(&mut since, usize::MAX), "line 2\nline 3\n");
+
+        // Followed: a line, then a rotation with a line after it, then one more.
+        let append = |text: &str| {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(&path)
+                .unwrap();
+            f.write_all(text.as_bytes()).unwrap();
+        };
+        append(&line(4));
+        crate::supervisor::rotation::rotate(&path, 1).unwrap();
+        append(&line(5));
+        assert_eq!(all.new_lines(), "line 4\nline 5\n");
+        append(&line(6));
+        assert_eq!(all.new_lines(), "line 6\n");
+        assert_eq!(all.new_lines(), "");
     }
 }

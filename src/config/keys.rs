@@ -6,7 +6,13 @@
 
 /// Keys of the top level.
 pub const TOP_KEYS: &[&str] = &[
-    "version", "name", "defaults", "gateway", "metrics", "servers",
+    "version",
+    "name",
+    "defaults",
+    "gateway",
+    "metrics",
+    "supervisor",
+    "servers",
 ];
 /// Keys of `defaults:`; each applies to every server that does not set it
 /// (`env_file` to every stdio server, before the server's own).
@@ -52,6 +58,8 @@ pub const HEALTH_KEYS: &[&str] = &["interval", "timeout", "failures"];
 pub const GATEWAY_KEYS: &[&str] = &["listen", "token", "origins", "page_size"];
 /// Keys of `metrics:`: where the supervisor serves its metrics without the gateway.
 pub const METRICS_KEYS: &[&str] = &["listen"];
+/// Keys of `supervisor:`: how its own files are rotated (docs/design.md §3).
+pub const SUPERVISOR_KEYS: &[&str] = &["max_file_size", "keep_files"];
 /// Keys of a server's `tools:`: which of its tools the gateway shows.
 pub const TOOLS_KEYS: &[&str] = &["allow", "deny"];
 /// The values of `restart.policy`, as [`RestartMode::as_str`](super::RestartMode::as_str) spells them.
@@ -111,6 +119,19 @@ const GATEWAY_SYNONYMS: &[(&str, &str)] = &[
     ("bearer_token", "token"),
     ("allowed_origins", "origins"),
 ];
+const SUPERVISOR_SYNONYMS: &[(&str, &str)] = &[
+    ("max_size", "max_file_size"),
+    ("max-size", "max_file_size"),
+    ("size", "max_file_size"),
+    ("max_log_size", "max_file_size"),
+    ("rotate_size", "max_file_size"),
+    ("keep", "keep_files"),
+    ("max_files", "keep_files"),
+    ("max-file", "keep_files"),
+    ("max_file", "keep_files"),
+    ("rotate", "keep_files"),
+    ("backups", "keep_files"),
+];
 const TOOLS_SYNONYMS: &[(&str, &str)] = &[
     ("include", "allow"),
     ("only", "allow"),
@@ -129,6 +150,7 @@ pub(super) enum Level {
     Health,
     Gateway,
     Metrics,
+    Supervisor,
     Tools,
 }
 
@@ -149,6 +171,7 @@ impl Level {
             Level::Health => (HEALTH_KEYS, HEALTH_SYNONYMS),
             Level::Gateway => (GATEWAY_KEYS, GATEWAY_SYNONYMS),
             Level::Metrics => (METRICS_KEYS, GATEWAY_SYNONYMS),
+            Level::Supervisor => (SUPERVISOR_KEYS, SUPERVISOR_SYNONYMS),
             Level::Tools => (TOOLS_KEYS, TOOLS_SYNONYMS),
         }
     }

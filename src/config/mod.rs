@@ -48,11 +48,11 @@ pub use error::{ConfigError, ConfigErrors};
 pub use expand::{ExpandError, Text};
 pub use keys::{
     BACKOFF_KEYS, DEFAULTS_KEYS, GATEWAY_KEYS, HEALTH_KEYS, METRICS_KEYS, RESTART_KEYS,
-    RESTART_POLICIES, SERVER_KEYS, STDIO_ONLY_KEYS, TOOLS_KEYS, TOP_KEYS,
+    RESTART_POLICIES, SERVER_KEYS, STDIO_ONLY_KEYS, SUPERVISOR_KEYS, TOOLS_KEYS, TOP_KEYS,
 };
 pub use validate::{
-    DURATION_PATTERN, ENV_NAME_PATTERN, HEADER_NAME_PATTERN, NAME_PATTERN, TIMEOUT_PATTERN,
-    URL_PATTERN,
+    DURATION_PATTERN, ENV_NAME_PATTERN, HEADER_NAME_PATTERN, NAME_PATTERN, SIZE_PATTERN,
+    TIMEOUT_PATTERN, URL_PATTERN, parse_size,
 };
 
 /// The name looked for, first, in the current directory and above it when no
@@ -77,6 +77,8 @@ pub struct Fleet {
     pub gateway: GatewaySpec,
     /// Where the supervisor serves its metrics besides the gateway (docs/design.md §17).
     pub metrics: MetricsSpec,
+    /// Settings of the supervisor process itself: `supervisor:`.
+    pub supervisor: SupervisorSpec,
     /// What the user should be told about the file, one line each: for an MCP
     /// client's file read with `-f`, the servers renamed and the entries not
     /// carried over (docs/design.md §15). Empty for a fleet file.
@@ -103,6 +105,45 @@ pub struct MetricsSpec {
     /// Where `GET /metrics` is served (with the gateway's token) while a
     /// supervisor runs; none by default.
     pub listen: Option<std::net::SocketAddr>,
+}
+
+/// The fleet file's `supervisor:`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SupervisorSpec {
+    /// How the files the supervisor writes for as long as it runs
+    /// (`events.ndjson`, `supervisor.log`) are kept to a size.
+    pub rotation: Rotation,
+}
+
+/// When a file that grows for as long as the supervisor runs is rotated, and how
+/// many rotated files are kept (docs/design.md §3, "Rotation"). Past `max_bytes`
+/// the file becomes `NAME.1` (`NAME.1` becomes `NAME.2`, and so on; `NAME.keep`
+/// is dropped) and a new file begins, so each file takes at most
+/// `(keep + 1) × max_bytes` on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rotation {
+    /// The largest a file grows before it is rotated; at least [`Rotation::MIN_BYTES`].
+    pub max_bytes: u64,
+    /// Rotated files kept, from 1 to [`Rotation::MAX_KEEP`].
+    pub keep: u32,
+}
+
+impl Rotation {
+    /// What a fleet file that says nothing gets: 16 MiB, two rotated files.
+    pub const DEFAULT: Rotation = Rotation {
+        max_bytes: 16 * 1024 * 1024,
+        keep: 2,
+    };
+    /// The smallest `max_file_size`: smaller files would be rotated at every line.
+    pub const MIN_BYTES: u64 = 1024;
+    /// The most rotated files kept of one file.
+    pub const MAX_KEEP: u32 = 20;
+}
+
+impl Default for Rotation {
+    fn default() -> Self {
+        Rotation::DEFAULT
+    }
 }
 
 /// How the gateway shows one server's tools and prompts: `prefix:` and `tools:`.

@@ -135,6 +135,43 @@ pub fn adopted_from(
     }
 }
 
+/// Where the guardian says what went wrong. Its stderr is the supervisor's
+/// (`supervisor.log`, for a detached supervisor), which the supervisor rotates
+/// while it runs: a guardian that held it open would keep a rotated and
+/// removed file on disk for the supervisor's whole life. So it lets go of it
+/// and appends to the log by name on the rare occasion it has something to say.
+struct Log {
+    /// `supervisor.log`, when that was the guardian's stderr.
+    file: Option<PathBuf>,
+}
+
+impl Log {
+    fn take_over(dir: &Path) -> Log {
+        let path = dir.join(super::state_dir::SUPERVISOR_LOG);
+        if !super::rotation::stderr_is(&path) {
+            return Log { file: None };
+        }
+        let null = std::fs::OpenOptions::new().write(true).open("/dev/null");
+        match null.map(|null| nix::unistd::dup2_stderr(&null)) {
+            Ok(Ok(())) => Log { file: Some(path) },
+            _ => Log { file: None },
+        }
+    }
+
+    fn say(&self, text: &str) {
+        use std::io::Write;
+        let line = format!("mcpfleet guardian: {text}\n");
+        match &self.file {
+            Some(path) => {
+                if let Ok(mut f) = super::state_dir::open_append(path) {
+                    let _ = f.write_all(line.as_bytes());
+                }
+            }
+            None => eprint!("{line}"),
+        }
+    }
+}
+
 /// How often the guardian looks for new adoptees while it has some.
 const LOOK_EVERY: Duration = Duration::from_millis(100);
 
@@ -156,6 +193,7 @@ pub fn run_from_args(args: &[std::ffi::OsString]) -> Option<u8> {
 }
 
 fn guard(supervisor: Pid, dir: PathBuf) -> u8 {
+    let log = Log::take_over(&dir);
     // The supervisor takes the signals meant for the fleet; the guardian only
     // outlives it. (A SIGINT for the whole session must not end the guardian
     // before the supervisor has torn the servers down.)
@@ -212,7 +250,7 @@ fn guard(supervisor: Pid, dir: PathBuf) -> u8 {
             if let Ok(text) = serde_json::to_vec(&list)
                 && let Err(e) = super::state_dir::replace_atomically(&dir.join(ADOPTED_FILE), &text)
             {
-                eprintln!("mcpfleet guardian: cannot write {ADOPTED_FILE}: {e}");
+                log.say(&format!("cannot write {ADOPTED_FILE}: {e}"));
             }
             written = true;
         }

@@ -21,11 +21,13 @@ pub mod metrics_door;
 pub mod persist;
 pub mod recovery;
 pub mod roster;
+pub mod rotation;
 pub mod server;
 pub mod state_dir;
 
 use std::fs::File;
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -34,7 +36,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::config::Fleet;
+use crate::config::{Fleet, Rotation};
 use crate::host::{Press, Signals, Unnamed};
 use crate::lifecycle::authority::{Context, Handle};
 use crate::lifecycle::events::{Cause, Event, EventSink, millis, rfc3339};
@@ -45,7 +47,8 @@ use crate::output::report::{EventReport, Report};
 use crate::process::procfs;
 use crate::protocol;
 use persist::{Persisted, StateFile, SupervisorRecord};
-use state_dir::{StateDir, lock_before, open_append, open_rw};
+use rotation::RotatingFile;
+use state_dir::{StateDir, lock_before, open_rw};
 
 /// How long a new supervisor waits for the lock of one that is exiting.
 const LOCK_WAIT: Duration = Duration::from_secs(5);
@@ -58,21 +61,42 @@ const ADOPTED_WAIT: Duration = Duration::from_secs(2);
 
 /// The event log: every transition is appended to `events.ndjson` before the
 /// request that caused it is answered (L12), and offered to the requests in flight.
+/// The file is rotated at the fleet file's `supervisor.max_file_size`
+/// (`rotation.rs`).
 pub struct EventLog {
-    file: Mutex<Option<File>>,
+    file: Mutex<Option<RotatingFile>>,
     live: broadcast::Sender<Event>,
     /// What the events count up to (docs/design.md §17).
     pub metrics: Arc<Metrics>,
+    /// Rotations of `events.ndjson` done by this supervisor, for metrics.
+    rotations: AtomicU64,
 }
 
 impl EventLog {
-    fn new(file: Option<File>) -> EventLog {
+    fn new(file: Option<RotatingFile>) -> EventLog {
         let (live, _) = broadcast::channel(1024);
         EventLog {
             file: Mutex::new(file),
             live,
             metrics: Arc::new(Metrics::new()),
+            rotations: AtomicU64::new(0),
         }
+    }
+
+    /// How many times this supervisor rotated `events.ndjson`.
+    pub fn rotations(&self) -> u64 {
+        self.rotations.load(Ordering::Relaxed)
+    }
+
+    /// Rotates by `rotation` from the next event on.
+    pub fn set_rotation(&self, rotation: Rotation) {
+        if let Some(f) = self.lock().as_mut() {
+            f.set_rotation(rotation);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<RotatingFile>> {
+        self.file.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
@@ -83,11 +107,13 @@ impl EventLog {
     fn append<T: Serialize>(&self, entry: &T) {
         let mut line = serde_json::to_string(entry).expect("events serialize");
         line.push('\n');
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(f) = file.as_mut()
-            && let Err(e) = f.write_all(line.as_bytes())
-        {
-            tracing::error!(error = %e, "cannot append to the event log");
+        let mut file = self.lock();
+        match file.as_mut().map(|f| f.append(line.as_bytes())) {
+            Some(Ok(true)) => {
+                self.rotations.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(Err(e)) => tracing::error!(error = %e, "cannot append to the event log"),
+            Some(Ok(false)) | None => {}
         }
     }
 
@@ -208,7 +234,10 @@ impl Shared {
         let view = View {
             servers,
             gateway_sessions: Some(self.gateway.sessions()),
-            rotations: Vec::new(),
+            rotations: vec![
+                ("events", self.events.rotations()),
+                ("supervisor", rotation::supervisor_log_rotations()),
+            ],
             process: procfs::own_usage().map(|u| ProcessView {
                 resident_bytes: u.resident_bytes,
                 open_fds: u.open_fds,
@@ -300,6 +329,9 @@ pub async fn run(
     };
     // Spans, when the environment asks for them (docs/design.md §17).
     let traces = crate::trace::start(&fleet);
+    // Only the lock holder rotates the log it shares with any supervisor that
+    // lost the race.
+    rotation::keep_supervisor_log(&dir.supervisor_log(), fleet.supervisor.rotation);
     let me = std::process::id() as i32;
     let _ = lock.set_len(0);
     let _ = writeln!(lock, "{me}");
@@ -346,7 +378,8 @@ pub async fn run(
         _ => Vec::new(),
     };
     // Without its event log the supervisor cannot keep L12: it does not start.
-    let log = open_append(&dir.events())
+    let rotation = fleet.supervisor.rotation;
+    let log = RotatingFile::open(&dir.events(), rotation)
         .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", dir.events().display()))?;
     let events = Arc::new(EventLog::new(Some(log)));
     let scope = tag_scope(&dir);

@@ -236,6 +236,8 @@ impl Shared {
             }
             servers.push(held);
         }
+        self.events.set_rotation(file.supervisor.rotation);
+        super::rotation::set_supervisor_log_rotation(file.supervisor.rotation);
         self.gateway.set_page_size(
             file.gateway
                 .page_size

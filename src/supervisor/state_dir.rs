@@ -24,6 +24,9 @@ pub use record::{
     record_fleet, recorded_fleet, supervisor_runs,
 };
 
+/// The supervisor's own log, in the state directory.
+pub const SUPERVISOR_LOG: &str = "supervisor.log";
+
 /// The environment variable that overrides where the state directory is.
 pub const STATE_DIR_ENV: &str = "MCPFLEET_STATE_DIR";
 
@@ -113,8 +116,9 @@ impl StateDir {
     pub fn events(&self) -> PathBuf {
         self.root.join("events.ndjson")
     }
+    /// The supervisor's stderr, rotated while it runs (`rotation.rs`).
     pub fn supervisor_log(&self) -> PathBuf {
-        self.root.join("supervisor.log")
+        self.root.join(SUPERVISOR_LOG)
     }
     /// The gateway's log (beside the servers' logs, not among them: a server may
     /// be called `gateway`).
@@ -222,20 +226,6 @@ pub fn read_nofollow(path: &Path) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)?;
     Ok(bytes)
-}
-
-/// The supervisor's own log is kept to about this size: when a new supervisor
-/// starts and finds it larger, it is moved to `supervisor.log.1` (replacing an
-/// older one) and a new one begins.
-pub const SUPERVISOR_LOG_MAX: u64 = 16 * 1024 * 1024;
-
-/// Opens `supervisor.log` for a new supervisor, rotating it first when it has grown
-/// past [`SUPERVISOR_LOG_MAX`].
-pub fn open_supervisor_log(path: &Path) -> io::Result<File> {
-    if fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() > SUPERVISOR_LOG_MAX) {
-        let _ = fs::rename(path, path.with_extension("log.1"));
-    }
-    open_append(path)
 }
 
 /// Opens a file for reading and writing (created 0600), never following a symlink.
@@ -382,24 +372,6 @@ mod tests {
         fs::remove_file(&link).unwrap();
         fs::write(&link, b"{}").unwrap();
         assert_eq!(read_nofollow(&link).unwrap(), b"{}");
-    }
-
-    #[test]
-    fn a_supervisor_log_past_its_size_is_rotated_for_a_new_supervisor() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("supervisor.log");
-        drop(open_supervisor_log(&log).unwrap());
-        fs::write(&log, b"small\n").unwrap();
-        drop(open_supervisor_log(&log).unwrap());
-        assert_eq!(fs::read(&log).unwrap(), b"small\n", "a small log is kept");
-        // A sparse file past the limit: no need to write 16 MiB.
-        let big = OpenOptions::new().write(true).open(&log).unwrap();
-        big.set_len(SUPERVISOR_LOG_MAX + 1).unwrap();
-        drop(big);
-        drop(open_supervisor_log(&log).unwrap());
-        assert_eq!(fs::metadata(&log).unwrap().len(), 0, "a new log begins");
-        let old = dir.path().join("supervisor.log.1");
-        assert_eq!(fs::metadata(&old).unwrap().len(), SUPERVISOR_LOG_MAX + 1);
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod recorded;
 mod remote;
 mod reporting;
 mod shape;
+mod supervisor;
 
 const SECRET: &str = "s3cr3t-t0k3n";
 

@@ -396,7 +396,9 @@ fn every_listed_key_is_handled() {
         "env_file" => "mcpfleet-config-test.env",
         "version" => "1",
         "name" => "demo",
-        "defaults" | "env" | "restart" | "backoff" | "gateway" | "tools" => "{}",
+        "defaults" | "env" | "restart" | "backoff" | "gateway" | "tools" | "supervisor" => "{}",
+        "max_file_size" => "1MiB",
+        "keep_files" => "3",
         "prefix" => "pre",
         "servers" => "{a: {command: x}}",
         "command" => "x",
@@ -420,6 +422,12 @@ fn every_listed_key_is_handled() {
     for key in TOP_KEYS {
         no_unknown(&format!(
             "version: 1\nservers: {{a: {{command: x}}}}\n{key}: {}\n",
+            value_for(key)
+        ));
+    }
+    for key in SUPERVISOR_KEYS {
+        ok(&format!(
+            "{HEAD}  a: {{command: x}}\nsupervisor: {{{key}: {}}}\n",
             value_for(key)
         ));
     }

@@ -25,16 +25,18 @@ use super::walk::{At, Entry, Issue, Validator};
 use super::yaml::Node;
 use super::{
     EnvFile, ExposeSpec, Fleet, GatewaySpec, HttpSpec, MetricsSpec, ServerSpec, StdioSpec,
-    Transport,
+    SupervisorSpec, Transport,
 };
 
 mod env_file;
 mod gateway;
 mod remote;
 mod stdio;
+mod supervisor;
 
 pub use remote::{HEADER_NAME_PATTERN, URL_PATTERN};
 pub(crate) use remote::{check_url, is_header_name, is_header_value};
+pub use supervisor::{SIZE_PATTERN, parse_size};
 
 /// Fleet and server names, as a regular expression (what [`is_name`] checks).
 pub const NAME_PATTERN: &str = "^[a-z0-9][a-z0-9_-]{0,62}$";
@@ -100,6 +102,7 @@ impl Validator<'_> {
         let mut servers = None;
         let mut gateway = GatewaySpec::default();
         let mut metrics = MetricsSpec::default();
+        let mut supervisor = SupervisorSpec::default();
         for entry in &entries {
             match entry.key.as_str() {
                 "version" => {
@@ -110,6 +113,7 @@ impl Validator<'_> {
                 "defaults" => defaults = self.defaults(entry),
                 "gateway" => gateway = self.gateway(entry),
                 "metrics" => metrics = self.metrics(entry),
+                "supervisor" => supervisor = self.supervisor(entry),
                 "servers" => servers = Some(entry),
                 // Unknown, or listed without a rule (the tests make sure there is none).
                 _ => {
@@ -134,6 +138,7 @@ impl Validator<'_> {
             servers,
             gateway,
             metrics,
+            supervisor,
             notices: Vec::new(),
         })
     }
