@@ -212,7 +212,8 @@ const PHASES: [Phase; 8] = [
 /// zero until something happens, so that `rate()` and `increase()` see the
 /// first one.
 pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String {
-    let mut w = Writer::new(format);
+    // About 6 KB per server (its histograms' buckets are most of it).
+    let mut w = Writer::new(format, 8 * 1024 + 6 * 1024 * view.servers.len());
     let zero = Counts::default();
     let counted = metrics.map(|m| m.servers.lock().unwrap_or_else(|p| p.into_inner()).clone());
     // The view's servers, then any that were counted and have left the fleet.

@@ -161,7 +161,7 @@ fn refusals_calls_and_waits_are_counted_by_reason_and_outcome() {
     );
     has(
         &t,
-        r#"mcpfleet_authority_wait_seconds_bucket{server="a",le="0.005"} 1"#,
+        r#"mcpfleet_authority_wait_seconds_bucket{server="a",le="0.01"} 1"#,
     );
 }
 
