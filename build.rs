@@ -99,7 +99,8 @@ pub fn describe(dir: &Path, git: &Path) -> Option<Commit> {
         return None;
     }
     let hash = ask(&["rev-parse", "--short", "HEAD"]).filter(|h| !h.is_empty())?;
-    let date = ask(&["log", "-1", "--date=short", "--format=%cd", "HEAD"]).filter(|d| !d.is_empty());
+    let date =
+        ask(&["log", "-1", "--date=short", "--format=%cd", "HEAD"]).filter(|d| !d.is_empty());
     let mut status = vec!["status", "--porcelain", "--untracked-files=normal", "--"];
     status.extend(SOURCES);
     // Unknown counts as dirty: the hash alone would claim more than is known.

@@ -85,6 +85,11 @@ fn repository(dir: &Path) -> PathBuf {
     repo
 }
 
+/// What the build script says of `dir`, asking the `git` on the PATH.
+fn describe(dir: &Path) -> Option<build_script::Commit> {
+    build_script::describe(dir, Path::new("git"))
+}
+
 fn has_git() -> bool {
     git(Path::new(ROOT), &["--version"]).is_some()
 }
@@ -97,7 +102,7 @@ fn a_checkout_is_described_and_edits_to_sources_make_it_dirty() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let repo = repository(tmp.path());
-    let commit = build_script::describe(&repo, Path::new("git")).expect("described");
+    let commit = describe(&repo).expect("described");
     assert_eq!(
         commit.hash,
         git(&repo, &["rev-parse", "--short", "HEAD"]).unwrap()
@@ -110,7 +115,10 @@ fn a_checkout_is_described_and_edits_to_sources_make_it_dirty() {
     );
     assert_eq!(commit.to_string(), format!("{} {date}", commit.hash));
     // HEAD and the branch it names are watched.
-    assert!(commit.watch.iter().any(|p| p.ends_with(".git/HEAD")), "{commit:?}");
+    assert!(
+        commit.watch.iter().any(|p| p.ends_with(".git/HEAD")),
+        "{commit:?}"
+    );
     assert!(
         commit.watch.iter().any(|p| p.ends_with("refs/heads/main")),
         "{commit:?}"
@@ -119,18 +127,22 @@ fn a_checkout_is_described_and_edits_to_sources_make_it_dirty() {
     // A file outside the sources of the binary does not count; one inside does,
     // tracked or new.
     std::fs::write(repo.join("NOTES.md"), "x").unwrap();
-    assert!(!build_script::describe(&repo, Path::new("git")).unwrap().dirty);
+    assert!(!describe(&repo).unwrap().dirty);
     std::fs::write(repo.join("src/new.rs"), "// new\n").unwrap();
-    let dirty = build_script::describe(&repo, Path::new("git")).unwrap();
+    let dirty = describe(&repo).unwrap();
     assert!(dirty.dirty, "{dirty:?}");
-    assert!(dirty.to_string().starts_with(&format!("{}-dirty ", commit.hash)));
+    let shown = dirty.to_string();
+    assert!(
+        shown.starts_with(&format!("{}-dirty ", commit.hash)),
+        "{shown}"
+    );
     std::fs::remove_file(repo.join("src/new.rs")).unwrap();
     std::fs::write(repo.join("src/lib.rs"), "// two\n").unwrap();
-    assert!(build_script::describe(&repo, Path::new("git")).unwrap().dirty);
+    assert!(describe(&repo).unwrap().dirty);
 
     // A commit moves HEAD: a new hash, clean again.
     git(&repo, &["commit", "-q", "-am", "two"]).expect("git commit");
-    let next = build_script::describe(&repo, Path::new("git")).unwrap();
+    let next = describe(&repo).unwrap();
     assert_ne!(next.hash, commit.hash);
     assert!(!next.dirty);
 }
@@ -145,11 +157,18 @@ fn a_linked_worktree_watches_its_own_head_and_the_shared_branch() {
     let linked = tmp.path().join("linked");
     git(
         &repo,
-        &["worktree", "add", "-q", "-b", "side", linked.to_str().unwrap()],
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "side",
+            linked.to_str().unwrap(),
+        ],
     )
     .expect("git worktree add");
     assert!(linked.join(".git").is_file(), "`.git` is a file there");
-    let commit = build_script::describe(&linked, Path::new("git")).expect("described");
+    let commit = describe(&linked).expect("described");
     assert_eq!(
         commit.hash,
         git(&linked, &["rev-parse", "--short", "HEAD"]).unwrap()
@@ -169,7 +188,7 @@ fn without_git_or_a_checkout_there_is_no_commit() {
     // in a repository).
     let archive = tmp.path().join("archive");
     std::fs::create_dir_all(archive.join("src")).unwrap();
-    assert_eq!(build_script::describe(&archive, Path::new("git")), None);
+    assert_eq!(describe(&archive), None);
     // No git program.
     assert_eq!(
         build_script::describe(Path::new(ROOT), &tmp.path().join("no-such-git")),
@@ -183,5 +202,5 @@ fn without_git_or_a_checkout_there_is_no_commit() {
     let repo = repository(tmp.path());
     let unpacked = repo.join("vendor/mcpfleet");
     std::fs::create_dir_all(unpacked.join("src")).unwrap();
-    assert_eq!(build_script::describe(&unpacked, Path::new("git")), None);
+    assert_eq!(describe(&unpacked), None);
 }
