@@ -40,7 +40,7 @@ use crate::lifecycle::events::{Cause, Event, EventSink, millis, rfc3339};
 use crate::lifecycle::state::Phase;
 use crate::output::calls::CallReport;
 use crate::output::report::{EventReport, Report};
-use crate::process::procfs;
+use crate::platform;
 use crate::protocol;
 use persist::{Persisted, StateFile, SupervisorRecord};
 use state_dir::{StateDir, lock_before, open_append, open_rw};
@@ -257,8 +257,8 @@ pub async fn run(
     state.update(|d| {
         d.supervisor = Some(SupervisorRecord {
             pid: me,
-            start_time: procfs::stat(me).map(|s| s.start_time),
-            boot_id: procfs::boot_id(),
+            start_time: platform::stat(me).map(|s| s.start_time),
+            boot_id: platform::boot_id(),
             guardian: guardian::guardian(),
         })
     })?;
