@@ -6,21 +6,42 @@
 //! renders reports and owns the exit-code table; `contract` holds servers' tools to
 //! a snapshot (`check --expect-tools`); `host` is what `check` and the
 //! supervisor, which both hold authorities, share; `trace` exports the supervisor's
-//! spans when asked to; `commands` and `cli` are the edge.
+//! spans when asked to; `metrics` counts the lifecycle; `platform` is the one place
+//! that talks to the operating system beyond std and tokio; `commands` and `cli`
+//! are the edge.
 
-pub mod cli;
-pub mod commands;
-pub mod config;
-pub mod contract;
-pub mod gateway;
-pub mod hash;
-pub mod host;
-pub mod lifecycle;
-pub mod logging;
-pub mod metrics;
-pub mod output;
-pub mod process;
-pub mod protocol;
-pub mod reconcile;
-pub mod supervisor;
-pub mod trace;
+// Only Linux has an implementation of `platform` today. Elsewhere this error is
+// all the crate compiles: every module below is left out there, so a build fails
+// with this one message instead of one error per call into a system it lacks.
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "mcpfleet builds on Linux only: it reads the process table from /proc, watches exits \
+     with pidfds, ends process groups, and is a child subreaper (PR_SET_CHILD_SUBREAPER). \
+     A port implements the module src/platform/ for this system (src/platform/linux/ is \
+     the model) and adds it to the cfg in src/lib.rs; see \"Platforms\" in README.md"
+);
+
+/// Declares the crate's modules on the systems `platform` implements.
+macro_rules! on_implemented_platforms {
+    ($($module:item)*) => { $(#[cfg(target_os = "linux")] $module)* };
+}
+
+on_implemented_platforms! {
+    pub mod cli;
+    pub mod commands;
+    pub mod config;
+    pub mod contract;
+    pub mod gateway;
+    pub mod hash;
+    pub mod host;
+    pub mod lifecycle;
+    pub mod logging;
+    pub mod metrics;
+    pub mod output;
+    pub mod platform;
+    pub mod process;
+    pub mod protocol;
+    pub mod reconcile;
+    pub mod supervisor;
+    pub mod trace;
+}

@@ -13,10 +13,15 @@ pub use values::{LineCount, Since};
 use crate::config::Timeout;
 use crate::output::report::Format;
 
+/// The version as `--version` shows it: the package's, and the commit it was built
+/// from when it was built in a git checkout (`build.rs`), e.g.
+/// `0.1.0 (3f2a9c1 2026-12-01)`.
+pub const VERSION: &str = env!("MCPFLEET_VERSION");
+
 #[derive(Debug, Parser)]
 #[command(
     name = "mcpfleet",
-    version,
+    version = VERSION,
     about = "Run a fleet of MCP servers: one serialized authority per server, bounded waits, verified teardown",
     long_about = None,
 )]

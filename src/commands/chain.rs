@@ -227,7 +227,7 @@ fn names(path: &Path) -> Vec<(Option<u32>, PathBuf)> {
 fn open(path: &Path) -> io::Result<Part> {
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
+        .custom_flags(crate::platform::O_NOFOLLOW)
         .open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {

@@ -307,11 +307,7 @@ fn suite(
             (s.name.clone(), why.to_owned())
         })
         .collect();
-    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_owned());
+    let hostname = crate::platform::hostname().unwrap_or_else(|| "localhost".to_owned());
     junit::Suite {
         name: fleet.name.clone().unwrap_or_else(|| file.clone()),
         class,

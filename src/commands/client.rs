@@ -4,7 +4,6 @@
 //! for its authority has a deadline on the supervisor's side; an interrupted caller
 //! leaves the supervisor to finish what was asked (L6).
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -185,14 +184,7 @@ fn spawn_supervisor(dir: &StateDir, fleet_file: &Path) -> std::io::Result<std::p
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::from(log));
-    // SAFETY: setsid is async-signal-safe; nothing else runs between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            nix::unistd::setsid()
-                .map(|_| ())
-                .map_err(std::io::Error::from)
-        });
-    }
+    crate::platform::detach_into_new_session(&mut cmd);
     cmd.spawn()
 }
 

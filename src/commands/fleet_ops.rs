@@ -15,7 +15,7 @@ use crate::lifecycle::state::Phase;
 use crate::output::exit::Code;
 use crate::output::progress::Progress;
 use crate::output::report::{self, FailureKind, FailureReport, Format, Report, ServerReport};
-use crate::process::procfs;
+use crate::process::table::Table;
 use crate::protocol::{Deadlines, Op};
 use crate::supervisor::persist::Persisted;
 use crate::supervisor::state_dir::StateDir;
@@ -166,14 +166,14 @@ pub async fn status(t: Target, args: &StatusArgs, g: &Global) -> Result<Code, Cl
     }
 }
 
-/// `status` from `state.json` and `/proc`, with no supervisor.
+/// `status` from `state.json` and the process table, with no supervisor.
 fn offline_status(t: &Target, args: &StatusArgs, g: &Global) -> Result<Code, CliError> {
     let persisted = Persisted::load(&t.dir.state()).map_err(|e| anyhow::anyhow!("{e}"))?;
     let lines = offline_lines(t, &persisted, &args.servers)?;
     emit(Report::new("status", lines, false), g)
 }
 
-/// What `state.json` and `/proc` say when no supervisor runs.
+/// What `state.json` and the process table say when no supervisor runs.
 fn offline_lines(
     t: &Target,
     persisted: &Persisted,
@@ -186,7 +186,7 @@ fn offline_lines(
 }
 
 /// The lines of the servers of `fleet` named in `selected`, from `state.json` and
-/// `/proc`, with no supervisor: a server is running while the main process of its
+/// the process table, with no supervisor: a server is running while the main process of its
 /// recorded generation is, and anything else of it alive is a leftover.
 pub(super) fn offline_report(
     fleet: &Fleet,
@@ -196,7 +196,7 @@ pub(super) fn offline_report(
 ) -> Vec<ServerReport> {
     let scope = crate::supervisor::tag_scope(dir);
     let mut lines = Vec::new();
-    let table = procfs::Table::scan();
+    let table = Table::scan();
     // In fleet order, whatever the order of the names.
     for spec in &fleet.servers {
         if !selected.contains(&spec.name.as_str()) {

@@ -2,7 +2,7 @@
 //! `--state-dir` or `$MCPFLEET_STATE_DIR`), from what each state directory
 //! records: the fleet file and its copy, whether a supervisor holds the lock, and
 //! how many servers run (asked of the supervisor when one runs, else read from
-//! `state.json` and `/proc` as the offline `status` does). Reads only; starts
+//! `state.json` and the process table as the offline `status` does). Reads only; starts
 //! nothing. A state directory that cannot be read fully is still listed, with a
 //! warning on stderr.
 
@@ -16,7 +16,7 @@ use crate::lifecycle::state::Phase;
 use crate::output::exit::Code;
 use crate::output::fleets::{self, FleetLine};
 use crate::output::report::{Report, write_stdout};
-use crate::process::procfs;
+use crate::platform;
 use crate::protocol::Op;
 use crate::supervisor::persist::Persisted;
 use crate::supervisor::state_dir::{self, RecordedFleet, StateDir};
@@ -114,12 +114,12 @@ fn file_exists(r: &RecordedFleet) -> bool {
 /// The pid of the supervisor that holds the lock: the one it wrote in the lock
 /// file, or the one `state.json` records, whichever is a living process.
 fn supervisor_pid(root: &Path, persisted: &Persisted) -> Option<i32> {
-    let alive = |pid: i32| procfs::stat(pid).is_some_and(|s| !matches!(s.state, 'Z' | 'X'));
+    let alive = |pid: i32| platform::stat(pid).is_some_and(|s| !matches!(s.state, 'Z' | 'X'));
     let written = std::fs::read_to_string(root.join("supervisor.lock"))
         .ok()
         .and_then(|t| t.lines().next()?.trim().parse::<i32>().ok());
     let recorded = persisted.supervisor.as_ref().filter(|s| {
-        s.start_time.is_none() || procfs::stat(s.pid).map(|st| st.start_time) == s.start_time
+        s.start_time.is_none() || platform::stat(s.pid).map(|st| st.start_time) == s.start_time
     });
     written
         .filter(|p| alive(*p))
@@ -127,7 +127,7 @@ fn supervisor_pid(root: &Path, persisted: &Persisted) -> Option<i32> {
 }
 
 /// (running, total): from the supervisor when one runs and answers, else from
-/// `state.json` and `/proc`.
+/// `state.json` and the process table.
 async fn servers(
     root: &Path,
     fleet: Option<&Fleet>,

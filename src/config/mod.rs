@@ -414,7 +414,7 @@ fn candidate_below(
 /// this user.
 fn look_up(cwd: &Path, ceiling: Option<&Path>) -> Candidate {
     use std::os::unix::fs::MetadataExt;
-    let me = nix::unistd::geteuid().as_raw();
+    let me = crate::platform::euid();
     let mut notices = Vec::new();
     for dir in cwd.ancestors() {
         let mut found = DEFAULT_FILE_NAMES

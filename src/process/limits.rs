@@ -1,13 +1,13 @@
 //! The open-files limit. Every running stdio server holds a few descriptors in the
-//! process that manages it (its stdin, stdout and stderr pipes, and a pidfd), so a
-//! large fleet needs more than the usual soft limit of 1024. The soft limit is
-//! raised as far as the hard limit allows, and a fleet that needs more than that is
-//! told so, with numbers, before anything is started.
+//! process that manages it (its stdin, stdout and stderr pipes, and its exit
+//! watch), so a large fleet needs more than the usual soft limit of 1024. The soft
+//! limit is raised as far as the hard limit allows, and a fleet that needs more
+//! than that is told so, with numbers, before anything is started.
 
-use nix::sys::resource::{Resource, getrlimit, setrlimit};
+use crate::platform;
 
-/// Descriptors held per running stdio server, with room to spare: three pipes, a
-/// pidfd, a stderr log being appended to, and a socket of a caller.
+/// Descriptors held per running stdio server, with room to spare: three pipes, an
+/// exit watch, a stderr log being appended to, and a socket of a caller.
 pub const PER_SERVER: u64 = 6;
 /// Descriptors of the manager itself: runtime, control socket, logs, state files.
 pub const BASE: u64 = 64;
@@ -41,9 +41,9 @@ impl OpenFiles {
 
 /// Raises the soft open-files limit to the hard limit and returns both.
 pub fn raise_open_files() -> OpenFiles {
-    match getrlimit(Resource::RLIMIT_NOFILE) {
+    match platform::open_files_limit() {
         Ok((soft, hard)) => {
-            if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+            if soft < hard && platform::set_open_files_limit(hard, hard).is_ok() {
                 return OpenFiles { soft: hard, hard };
             }
             OpenFiles { soft, hard }
@@ -62,7 +62,7 @@ mod tests {
     #[test]
     fn the_soft_limit_is_raised_to_the_hard_one() {
         let raised = raise_open_files();
-        let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+        let (soft, hard) = platform::open_files_limit().unwrap();
         assert_eq!((raised.soft, raised.hard), (soft, hard));
         assert_eq!(soft, hard);
     }

@@ -24,9 +24,9 @@
 //! over: it waits for the decision within its deadline, and past it reports the
 //! orphan as left (failed, quarantined), since it may be this generation's.
 //!
-//! Lineages are refreshed by every pass over the process table (`procfs::Table::scan`
+//! Lineages are refreshed by every pass over the process table (`table::Table::scan`
 //! hands its table to [`observe`], which the first [`Lineage::prepare`] registers
-//! with `procfs::on_every_pass`), so no pass is made per server: while servers run, the
+//! with `table::on_every_pass`), so no pass is made per server: while servers run, the
 //! periodic [`sweep`] makes one, and every teardown makes its own. This module
 //! decides membership only; `teardown` signals, and the authority writes members to
 //! the ledger.
@@ -38,10 +38,11 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
-use super::procfs::{self, ProcStat, Table};
+use super::table::{self, Table};
+use crate::platform::{self, ProcStat, Signal};
 
-/// A process by identity: a pid alone is reused, a pid with its start time (in
-/// clock ticks since boot) is not, within one boot.
+/// A process by identity: a pid alone is reused, a pid with its start time (see
+/// `platform::ProcStat`) is not, within one boot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ProcId {
     pub pid: i32,
@@ -58,7 +59,7 @@ impl ProcId {
 
     /// True while this very process (not a reuse of its pid) is alive.
     pub fn is_alive(&self) -> bool {
-        procfs::stat(self.pid).is_some_and(|s| s.is_alive() && s.start_time == self.start_time)
+        platform::stat(self.pid).is_some_and(|s| s.is_alive() && s.start_time == self.start_time)
     }
 }
 
@@ -194,7 +195,7 @@ impl Lineage {
     pub fn prepare(tag: &str) -> Lineage {
         // From the first lineage on, every pass over the process table updates
         // them all: before it there is nothing to update.
-        procfs::on_every_pass(observe);
+        table::on_every_pass(observe);
         let shared = Arc::new(Shared {
             root: std::sync::OnceLock::new(),
             tag: tag.into(),
@@ -304,7 +305,7 @@ impl Lineage {
 }
 
 /// Brings every lineage of this process up to date with `table`. Called by every
-/// pass over the process table (registered with `procfs::on_every_pass`).
+/// pass over the process table (registered with `table::on_every_pass`).
 pub fn observe(table: &Table) {
     let mut guard = registry();
     let Some(reg) = guard.as_mut() else { return };
@@ -335,7 +336,7 @@ pub fn observe(table: &Table) {
         .collect();
 
     // Orphans that arrived at this process: attribute each to its generation.
-    let my_sid = nix::unistd::getsid(None).map_or(-1, |s| s.as_raw());
+    let my_sid = platform::session_id();
     let spawning = SPAWNING.load(std::sync::atomic::Ordering::SeqCst) > 0;
     let mut given: Vec<(Arc<Shared>, ProcId)> = Vec::new();
     for p in table.procs() {
@@ -347,7 +348,7 @@ pub fn observe(table: &Table) {
         {
             continue;
         }
-        let my_pgid = nix::unistd::getpgrp().as_raw();
+        let my_pgid = platform::process_group_id();
         if spawning && s.sid == my_sid && (s.pgid == s.pid || s.pgid == my_pgid) {
             // Perhaps a server being spawned right now (before or after it made
             // itself a group leader): looked at next pass.
@@ -423,7 +424,7 @@ pub fn observe(table: &Table) {
             pid = id.pid,
             "ending an orphan that no running generation owns"
         );
-        let _ = signal(id, nix::sys::signal::Signal::SIGKILL);
+        let _ = signal(id, Signal::SIGKILL);
     }
 
     for l in &lineages {
@@ -524,7 +525,7 @@ fn attribute(s: &ProcStat, tag: Option<&str>, lineages: &[Arc<Shared>]) -> Attri
             None => Attribution::None,
         };
     }
-    let my_sid = nix::unistd::getsid(None).map_or(-1, |s| s.as_raw());
+    let my_sid = platform::session_id();
     let led_by_member = |l: &&Arc<Shared>| {
         let inner = lock(&l.inner);
         [s.sid, s.pgid]
@@ -549,33 +550,10 @@ fn attribute(s: &ProcStat, tag: Option<&str>, lineages: &[Arc<Shared>]) -> Attri
 }
 
 /// Sends `signal` to the process `id`, and to no other that may have taken its pid
-/// since: the process is pinned by a pidfd, and its start time is checked after
-/// pinning. False when it was already gone.
-pub fn signal(id: ProcId, signal: nix::sys::signal::Signal) -> bool {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1; the fd
-    // is owned by the OwnedFd from here on.
-    let raw = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, id.pid, 0) };
-    if raw < 0 {
-        // No pidfds (Linux before 5.3): check, then signal by pid.
-        return id.is_alive()
-            && nix::sys::signal::kill(nix::unistd::Pid::from_raw(id.pid), signal).is_ok();
-    }
-    let fd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
-    if !id.is_alive() {
-        return false;
-    }
-    // SAFETY: the fd is a valid pidfd for the whole call; a null siginfo is allowed.
-    let sent = unsafe {
-        nix::libc::syscall(
-            nix::libc::SYS_pidfd_send_signal,
-            fd.as_raw_fd(),
-            signal as i32,
-            std::ptr::null::<nix::libc::siginfo_t>(),
-            0,
-        )
-    };
-    sent == 0
+/// since: the process is pinned (`platform::signal_pinned`), and its start time is
+/// checked after pinning. False when it was already gone.
+pub fn signal(id: ProcId, signal: Signal) -> bool {
+    platform::signal_pinned(id.pid, signal, || id.is_alive())
 }
 
 /// How often the lineages of running servers are refreshed, and dead orphans reaped.
@@ -584,7 +562,7 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(2);
 /// One pass over the process table: refreshes every lineage and reaps the dead
 /// orphans re-parented to this process.
 pub async fn sweep() {
-    let table = procfs::fresh(Instant::now()).await;
+    let table = table::fresh(Instant::now()).await;
     reap_orphans(&table);
 }
 
@@ -602,7 +580,7 @@ pub async fn keep_current(stop: tokio_util::sync::CancellationToken) {
 /// Makes this process a child subreaper: orphans of its servers are re-parented
 /// to it instead of to init, so no descendant of a server leaves its tree.
 pub fn become_subreaper() {
-    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+    if let Err(e) = platform::become_subreaper() {
         tracing::warn!(error = %e, "cannot become a child subreaper; a descendant of a server that is orphaned may escape teardown");
     }
 }
@@ -613,7 +591,6 @@ pub fn become_subreaper() {
 /// exit status of the leaders that tokio waits on. A leader leads its own group in
 /// our session and is registered as a lineage root; anything else is an orphan.
 pub fn reap_orphans(table: &Table) {
-    use nix::sys::wait::{WaitPidFlag, waitpid};
     let me = std::process::id() as i32;
     let dead: Vec<&ProcStat> = table
         .procs()
@@ -624,7 +601,7 @@ pub fn reap_orphans(table: &Table) {
     if dead.is_empty() {
         return;
     }
-    let my_sid = nix::unistd::getsid(None).map_or(-1, |s| s.as_raw());
+    let my_sid = platform::session_id();
     let roots: HashSet<ProcId> = {
         let guard = registry();
         guard.as_ref().map_or_else(HashSet::new, |r| {
@@ -653,10 +630,7 @@ pub fn reap_orphans(table: &Table) {
     };
     for s in unregistered {
         if !leader_shaped(s) || former.contains(&s.pid) {
-            let _ = waitpid(
-                nix::unistd::Pid::from_raw(s.pid),
-                Some(WaitPidFlag::WNOHANG),
-            );
+            platform::reap_if_exited(s.pid);
         }
     }
 }

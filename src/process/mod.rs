@@ -7,16 +7,16 @@
 //! ```
 //!
 //! Nothing here keeps lifecycle state or decides policy: the authority calls these
-//! functions and owns what they return.
+//! functions and owns what they return. What it asks of the operating system goes
+//! through `platform`.
 
-pub mod exit_watch;
 pub mod limits;
 pub mod lineage;
 pub mod notice;
-pub mod procfs;
 pub mod remote;
 pub mod session;
 pub mod spawn;
 pub mod stderr;
+pub mod table;
 pub mod tag;
 pub mod teardown;

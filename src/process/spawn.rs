@@ -9,9 +9,9 @@ use std::process::Stdio;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::task::JoinHandle;
 
-use super::procfs;
 use super::stderr::{LogFile, StderrTail};
-// The tag is spawn's to give; it lives in its own module so that `procfs`, which
+use crate::platform;
+// The tag is spawn's to give; it lives in its own module so that `table`, which
 // reads it back, needs nothing from here.
 pub use super::tag::{TAG_VAR, Tag};
 
@@ -133,7 +133,7 @@ pub fn spawn(
     Ok(Spawned {
         stdin: child.stdin.take(),
         stdout: child.stdout.take(),
-        start_time: procfs::stat(pid).map(|s| s.start_time),
+        start_time: platform::stat(pid).map(|s| s.start_time),
         child,
         pid,
         pgid: pid,

@@ -239,7 +239,7 @@ fn open_log(path: &Path) -> std::io::Result<File> {
         .create(true)
         .append(true)
         .mode(0o600)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .custom_flags(crate::platform::O_NOFOLLOW)
         .open(path)
 }
 

@@ -1,6 +1,7 @@
 //! The environment tag that marks every process of a generation: `spawn` puts it
-//! in the server's environment, every descendant inherits it, and `procfs` reads it
-//! back from `/proc/PID/environ` (docs/design.md §3, rule L13).
+//! in the server's environment, every descendant inherits it, and `table` reads it
+//! back from each process's environment (`platform::env_value`; docs/design.md §3,
+//! rule L13).
 
 /// The environment variable that marks every process of a generation.
 pub const TAG_VAR: &str = "MCPFLEET_TAG";
@@ -15,7 +16,7 @@ impl Tag {
         Tag(format!("{scope}:{server}:{generation}"))
     }
 
-    /// The `NAME=VALUE` entry as it appears in `/proc/PID/environ`.
+    /// The `NAME=VALUE` entry as it appears in a process's environment.
     pub fn environ_entry(&self) -> Vec<u8> {
         format!("{TAG_VAR}={}", self.0).into_bytes()
     }

@@ -11,7 +11,7 @@
 //! process group, *and* no member of its lineage is alive (see `lineage`: every
 //! descendant by parentage, also one that left the group and session and cleared
 //! its environment). Members outside the group are signalled with the group, one by
-//! one and pinned by pidfd, as systemd's `KillMode=control-group` ends a whole
+//! one and pinned against pid reuse, as systemd's `KillMode=control-group` ends a whole
 //! cgroup; a teardown that had to end one is never `clean`. Once the group is empty
 //! and only such members are left, the EOF grace is not waited out. The leader is
 //! only reaped at the very end, so that its pid (and with it the group id) cannot be
@@ -22,17 +22,17 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, killpg};
-use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
-use nix::unistd::Pid;
 use tokio_util::sync::CancellationToken;
 
 use std::sync::Arc;
 
 use super::lineage::{self, Lineage, Member, ProcId};
-use super::procfs::{self, Table};
+use super::table::{self, Table};
 use super::tag::Tag;
 use crate::config::Timeout;
+use crate::platform::{self, Signal};
+
+pub use crate::platform::ExitKind;
 
 /// The strongest signal teardown had to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,25 +75,6 @@ impl Grace {
                 eof: Duration::from_secs(3),
                 term: Duration::from_secs(5),
                 kill: None,
-            },
-        }
-    }
-}
-
-/// What the leader's exit looked like, when it was seen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitKind {
-    Code(i32),
-    Signal(i32),
-}
-
-impl std::fmt::Display for ExitKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ExitKind::Code(c) => write!(f, "exit code {c}"),
-            ExitKind::Signal(s) => match Signal::try_from(*s) {
-                Ok(sig) => write!(f, "killed by {}", sig.as_str()),
-                Err(_) => write!(f, "killed by signal {s}"),
             },
         }
     }
@@ -148,19 +129,6 @@ pub struct Target<'a> {
     pub lineage: &'a Lineage,
 }
 
-/// Polls whether the leader exited, without reaping it.
-fn leader_exit(pid: i32) -> Option<ExitKind> {
-    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
-    match waitid(Id::Pid(Pid::from_raw(pid)), flags) {
-        Ok(WaitStatus::Exited(_, code)) => Some(ExitKind::Code(code)),
-        Ok(WaitStatus::Signaled(_, sig, _)) => Some(ExitKind::Signal(sig as i32)),
-        Ok(_) => None,
-        // ECHILD: already reaped by someone; treat as exited with unknown status.
-        Err(nix::errno::Errno::ECHILD) => Some(ExitKind::Code(-1)),
-        Err(_) => None,
-    }
-}
-
 /// What one wait of teardown saw at its end.
 enum Wait {
     /// The leader exited, its group is empty and no member of its lineage is
@@ -195,10 +163,11 @@ impl Run<'_> {
         let mut interval = Duration::from_millis(1);
         loop {
             if self.exit.is_none() {
-                self.exit = leader_exit(self.pid);
+                // Polled without reaping the leader.
+                self.exit = platform::exit_unreaped(self.pid);
             }
             if self.exit.is_some() {
-                let table = procfs::fresh(Instant::now()).await;
+                let table = table::fresh(Instant::now()).await;
                 let outside = self.lineage.outside_group();
                 self.escaped.extend(outside.iter().map(|m| m.id.pid));
                 if let Some(signal) = signal {
@@ -225,14 +194,12 @@ impl Run<'_> {
 
     /// Signals the group and every member of the lineage outside it.
     async fn signal_all(&mut self, signal: Signal) {
-        // ESRCH means the group is already empty: nothing to do.
-        if let Err(e) = killpg(Pid::from_raw(self.pgid), signal)
-            && e != nix::errno::Errno::ESRCH
-        {
+        // A group already empty is no error: nothing to do.
+        if let Err(e) = platform::signal_group(self.pgid, signal) {
             tracing::warn!(pgid = self.pgid, signal = signal.as_str(), error = %e, "could not signal process group");
         }
         self.signalled.clear();
-        let _ = procfs::fresh(Instant::now()).await;
+        let _ = table::fresh(Instant::now()).await;
         let outside = self.lineage.outside_group();
         self.escaped.extend(outside.iter().map(|m| m.id.pid));
         self.send(&outside, signal);
@@ -315,7 +282,7 @@ pub async fn teardown(
     let (table, mut leftover) = match gone {
         Wait::Gone(table) => (table, Vec::new()),
         _ => {
-            let table = procfs::fresh(Instant::now()).await;
+            let table = table::fresh(Instant::now()).await;
             let mut left: Vec<ProcId> = table.group_members(pgid).iter().map(ProcId::of).collect();
             left.extend(lineage.members().iter().map(|m| m.id));
             // An orphan this generation may have left, still undecided: it may be
@@ -328,7 +295,7 @@ pub async fn teardown(
     if exit.is_some() {
         // The leader is a zombie now: reaping it cannot block.
         let _ = child.wait().await;
-    } else if let Some(stat) = procfs::stat(pid) {
+    } else if let Some(stat) = platform::stat(pid) {
         leftover.push(ProcId::of(&stat));
     }
     lineage::reap_orphans(&table);
@@ -381,7 +348,7 @@ pub async fn kill_leftovers(tag: &str, ids: &[ProcId], limit: Duration) -> Vec<i
 
 /// The living processes that carry `tag` or are one of `ids`.
 pub async fn leftovers_alive(tag: &str, ids: &[ProcId]) -> Vec<ProcId> {
-    let table = procfs::fresh(Instant::now()).await;
+    let table = table::fresh(Instant::now()).await;
     let mut alive: Vec<ProcId> = table.tagged(tag).iter().map(ProcId::of).collect();
     alive.extend(ids.iter().copied().filter(ProcId::is_alive));
     alive.sort_unstable();
@@ -401,11 +368,5 @@ mod tests {
         assert_eq!(g.kill, Some(Duration::from_secs(2)));
         let unbounded = Grace::from_cleanup(Timeout::Never);
         assert_eq!(unbounded.kill, None);
-    }
-
-    #[test]
-    fn exit_kinds_read_well() {
-        assert_eq!(ExitKind::Code(3).to_string(), "exit code 3");
-        assert_eq!(ExitKind::Signal(9).to_string(), "killed by SIGKILL");
     }
 }

@@ -26,12 +26,11 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
-use nix::unistd::{ForkResult, Pid};
 use serde::{Deserialize, Serialize};
 
+use crate::platform::{self, ExitKind, Forked};
 use crate::process::lineage::ProcId;
-use crate::process::procfs;
+use crate::process::table::Table;
 
 /// The file, in the state directory, where a guardian lists what it adopted.
 pub const ADOPTED_FILE: &str = "adopted.json";
@@ -61,7 +60,7 @@ impl Adopted {
 /// supervisor then runs unguarded), and the exit code to end with in the guardian,
 /// after its supervisor and every process it adopted are gone.
 pub fn split(state_dir: &Path) -> Option<u8> {
-    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+    if let Err(e) = platform::become_subreaper() {
         eprintln!(
             "mcpfleet: cannot become a child subreaper ({e}); the supervisor runs without a guardian"
         );
@@ -69,13 +68,13 @@ pub fn split(state_dir: &Path) -> Option<u8> {
     }
     // SAFETY: called before the async runtime or any other thread exists; the
     // child goes on as the single-threaded process it was.
-    match unsafe { nix::unistd::fork() } {
-        Ok(ForkResult::Child) => {
-            let parent = nix::unistd::getppid().as_raw();
-            GUARDIAN.get_or_init(|| procfs::stat(parent).map(|s| ProcId::of(&s)));
+    match unsafe { platform::fork() } {
+        Ok(Forked::Child) => {
+            let parent = platform::parent_pid();
+            GUARDIAN.get_or_init(|| platform::stat(parent).map(|s| ProcId::of(&s)));
             None
         }
-        Ok(ForkResult::Parent { child }) => {
+        Ok(Forked::Parent { child }) => {
             // The guardian takes an image of its own, named `__guard` in process
             // listings (and free of the supervisor's memory); a subreaper stays
             // one across exec, and so do its children.
@@ -83,7 +82,7 @@ pub fn split(state_dir: &Path) -> Option<u8> {
                 use std::os::unix::process::CommandExt;
                 let e = std::process::Command::new(exe)
                     .arg(GUARD_ARG)
-                    .arg(child.as_raw().to_string())
+                    .arg(child.to_string())
                     .arg(state_dir)
                     .exec();
                 eprintln!("mcpfleet: cannot exec the guardian ({e}); it runs in place");
@@ -119,7 +118,7 @@ pub fn adopted_from(
     loop {
         let list = Adopted::load(dir).filter(|a| a.supervisor == previous);
         if let Some(list) = list {
-            if list.boot_id != procfs::boot_id() {
+            if list.boot_id != platform::boot_id() {
                 return Vec::new();
             }
             return list
@@ -152,7 +151,7 @@ impl Log {
             return Log { file: None };
         }
         let null = std::fs::OpenOptions::new().write(true).open("/dev/null");
-        match null.map(|null| nix::unistd::dup2_stderr(&null)) {
+        match null.map(|null| crate::platform::redirect_stderr(&null)) {
             Ok(Ok(())) => Log { file: Some(path) },
             _ => Log { file: None },
         }
@@ -189,39 +188,25 @@ pub fn run_from_args(args: &[std::ffi::OsString]) -> Option<u8> {
         return None;
     }
     let pid: i32 = pid.to_str()?.parse().ok()?;
-    Some(guard(Pid::from_raw(pid), PathBuf::from(dir)))
+    Some(guard(pid, PathBuf::from(dir)))
 }
 
-fn guard(supervisor: Pid, dir: PathBuf) -> u8 {
+fn guard(supervisor: i32, dir: PathBuf) -> u8 {
     let log = Log::take_over(&dir);
     // The supervisor takes the signals meant for the fleet; the guardian only
     // outlives it. (A SIGINT for the whole session must not end the guardian
     // before the supervisor has torn the servers down.)
-    // SAFETY: setting a signal to SIG_IGN has no handler to be unsafe about.
-    unsafe {
-        let _ = nix::sys::signal::signal(
-            nix::sys::signal::Signal::SIGINT,
-            nix::sys::signal::SigHandler::SigIgn,
-        );
-        let _ = nix::sys::signal::signal(
-            nix::sys::signal::Signal::SIGHUP,
-            nix::sys::signal::SigHandler::SigIgn,
-        );
-    }
-    let code = loop {
-        match waitpid(supervisor, None) {
-            Ok(WaitStatus::Exited(_, code)) => break code.clamp(0, 255) as u8,
-            Ok(WaitStatus::Signaled(_, signal, _)) => break 128u8.saturating_add(signal as u8),
-            Ok(_) => continue,
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(_) => break 1,
-        }
+    platform::ignore_interrupts();
+    let code = match platform::wait_for_exit(supervisor) {
+        Ok(ExitKind::Code(code)) => code.clamp(0, 255) as u8,
+        Ok(ExitKind::Signal(signal)) => 128u8.saturating_add(signal as u8),
+        Err(_) => 1,
     };
     let me = std::process::id() as i32;
     let mut adopted: BTreeSet<ProcId> = BTreeSet::new();
     let mut written = false;
     loop {
-        let table = procfs::Table::scan();
+        let table = Table::scan();
         let mut alive = Vec::new();
         for p in table.procs() {
             let s = &p.stat;
@@ -232,7 +217,7 @@ fn guard(supervisor: Pid, dir: PathBuf) -> u8 {
                 alive.push(ProcId::of(s));
             } else {
                 // Ours alone to collect: nothing else runs in this process.
-                let _ = waitpid(Pid::from_raw(s.pid), Some(WaitPidFlag::WNOHANG));
+                platform::reap_if_exited(s.pid);
             }
         }
         let before = adopted.len();
@@ -243,8 +228,8 @@ fn guard(supervisor: Pid, dir: PathBuf) -> u8 {
         let first_after_crash = !written && code != 0;
         if first_after_crash || adopted.len() != before {
             let list = Adopted {
-                supervisor: supervisor.as_raw(),
-                boot_id: procfs::boot_id(),
+                supervisor,
+                boot_id: platform::boot_id(),
                 processes: adopted.iter().copied().collect(),
             };
             if let Ok(text) = serde_json::to_vec(&list)

@@ -44,7 +44,7 @@ use crate::lifecycle::state::Phase;
 use crate::metrics::Metrics;
 use crate::output::calls::CallReport;
 use crate::output::report::{EventReport, Report};
-use crate::process::procfs;
+use crate::platform;
 use crate::protocol;
 use persist::{Persisted, StateFile, SupervisorRecord};
 use rotation::RotatingFile;
@@ -238,7 +238,7 @@ impl Shared {
                 ("events", self.events.rotations()),
                 ("supervisor", rotation::supervisor_log_rotations()),
             ],
-            process: procfs::own_usage().map(|u| ProcessView {
+            process: crate::platform::own_usage().map(|u| ProcessView {
                 resident_bytes: u.resident_bytes,
                 open_fds: u.open_fds,
                 cpu_seconds: u.cpu_seconds,
@@ -359,8 +359,8 @@ pub async fn run(
     state.update(|d| {
         d.supervisor = Some(SupervisorRecord {
             pid: me,
-            start_time: procfs::stat(me).map(|s| s.start_time),
-            boot_id: procfs::boot_id(),
+            start_time: platform::stat(me).map(|s| s.start_time),
+            boot_id: platform::boot_id(),
             guardian: guardian::guardian(),
         })
     })?;

@@ -12,16 +12,15 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::Signal;
-
 use super::persist::StateFile;
 use crate::config::Timeout;
 use crate::lifecycle::error::pid_list;
 use crate::lifecycle::ledger::QuarantineRecord;
 use crate::lifecycle::state::Generation;
 use crate::lifecycle::summary::Outcome;
+use crate::platform::{self, ProcStat, Signal};
 use crate::process::lineage::{self, ProcId};
-use crate::process::procfs;
+use crate::process::table::{self, Table};
 use crate::process::teardown::Grace;
 
 /// What recovery did with one generation it found.
@@ -128,7 +127,7 @@ fn find(
 ) -> BTreeMap<(String, Generation), Vec<ProcId>> {
     let mut found: BTreeMap<(String, Generation), Vec<ProcId>> = BTreeMap::new();
     let prefix = format!("{scope}:");
-    for (stat, rest) in procfs::Table::scan().tagged_with_prefix(&prefix) {
+    for (stat, rest) in Table::scan().tagged_with_prefix(&prefix) {
         let Some((server, generation)) = rest.rsplit_once(':') else {
             continue;
         };
@@ -140,7 +139,7 @@ fn find(
             .or_default()
             .push(ProcId::of(&stat));
     }
-    let boot = procfs::boot_id();
+    let boot = platform::boot_id();
     for (server, rec) in state.snapshot().servers {
         let Some(live) = rec.live else { continue };
         // Start times are only comparable within the boot that recorded them.
@@ -196,7 +195,7 @@ fn find(
     }
     // Their descendants, read while their parents still live: once a parent is
     // ended, a child that left its group and environment is found by nothing else.
-    let table = procfs::Table::scan();
+    let table = Table::scan();
     for ids in found.values_mut() {
         for s in descendants(&table, ids) {
             let id = ProcId::of(&s);
@@ -228,7 +227,7 @@ async fn terminate_all(
         if !leftover.is_empty() {
             break;
         }
-        let table = procfs::fresh(Instant::now()).await;
+        let table = table::fresh(Instant::now()).await;
         let late: Vec<ProcId> = table
             .tagged(tag)
             .iter()
@@ -258,7 +257,7 @@ fn strongest(a: Option<&'static str>, b: Option<&'static str>) -> Option<&'stati
 
 /// Living processes below `ids` by parentage: what one of them forked (before it
 /// died, or while it runs) whatever its group, session or environment.
-fn descendants(table: &procfs::Table, ids: &[ProcId]) -> Vec<procfs::ProcStat> {
+fn descendants(table: &Table, ids: &[ProcId]) -> Vec<ProcStat> {
     let mut parents: Vec<ProcId> = ids.to_vec();
     let mut found = Vec::new();
     while let Some(parent) = parents.pop() {
@@ -266,7 +265,7 @@ fn descendants(table: &procfs::Table, ids: &[ProcId]) -> Vec<procfs::ProcStat> {
             let s = p.stat;
             if s.ppid == parent.pid && s.start_time >= parent.start_time && s.is_alive() {
                 let id = ProcId::of(&s);
-                if !ids.contains(&id) && !found.iter().any(|f: &procfs::ProcStat| f.pid == s.pid) {
+                if !ids.contains(&id) && !found.iter().any(|f: &ProcStat| f.pid == s.pid) {
                     found.push(s);
                     parents.push(id);
                 }

@@ -194,10 +194,9 @@ pub fn before_stderr_write(len: usize) {
     let Some(log) = guard.as_mut() else {
         return;
     };
-    let Ok(stat) = nix::sys::stat::fstat(io::stderr().as_fd()) else {
+    let Some(size) = crate::platform::stderr_size() else {
         return;
     };
-    let size = stat.st_size.max(0) as u64;
     if size == 0 || size + len as u64 <= log.rotation.max_bytes || size < log.retry_at {
         return;
     }
@@ -222,7 +221,7 @@ pub fn before_stderr_write(len: usize) {
 fn rotate_stderr(log: &StderrLog) -> io::Result<()> {
     rotate(&log.path, log.rotation.keep)?;
     let file = open_append(&log.path)?;
-    nix::unistd::dup2_stderr(&file).map_err(io::Error::from)
+    crate::platform::redirect_stderr(&file)
 }
 
 #[cfg(test)]

@@ -198,7 +198,7 @@ fn bind(path: &std::path::Path) -> std::io::Result<UnixListener> {
 
 /// The stream, if its peer runs as this user; peers of other users are refused.
 fn same_user(stream: UnixStream) -> Option<UnixStream> {
-    let me = nix::unistd::getuid().as_raw();
+    let me = crate::platform::uid();
     match stream.peer_cred() {
         Ok(cred) if cred.uid() == me => Some(stream),
         other => {

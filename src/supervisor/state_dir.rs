@@ -17,6 +17,9 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Fleet;
 use crate::hash::fnv1a;
+/// The control socket's path as `bind` and `connect` can take it, however long the
+/// state directory's path is.
+pub use crate::platform::SocketPath;
 
 mod record;
 pub use record::{
@@ -68,7 +71,7 @@ impl StateDir {
         if !meta.is_dir() {
             return Err(fail("it is not a directory"));
         }
-        if meta.uid() != nix::unistd::getuid().as_raw() {
+        if meta.uid() != crate::platform::uid() {
             return Err(fail("it belongs to another user"));
         }
         if meta.permissions().mode() & 0o077 != 0 {
@@ -87,7 +90,7 @@ impl StateDir {
             _ => {}
         }
         let logs = fs::symlink_metadata(dir.logs())?;
-        if !logs.is_dir() || logs.uid() != nix::unistd::getuid().as_raw() {
+        if !logs.is_dir() || logs.uid() != crate::platform::uid() {
             return Err(io::Error::other(format!(
                 "unsafe state directory {}: logs/ is not a directory of this user",
                 dir.root.display()
@@ -165,7 +168,7 @@ pub fn state_root() -> io::Result<PathBuf> {
 /// one that may be a state directory (it is not created or changed).
 pub fn is_own_dir(path: &Path) -> bool {
     fs::symlink_metadata(path)
-        .is_ok_and(|m| m.is_dir() && m.uid() == nix::unistd::getuid().as_raw())
+        .is_ok_and(|m| m.is_dir() && m.uid() == crate::platform::uid())
 }
 
 /// The state directories under `root`, by name: directories of this user that
@@ -197,7 +200,7 @@ pub fn read_bounded_nofollow(path: &Path, limit: usize) -> io::Result<Option<Vec
     use std::io::Read;
     let file = OpenOptions::new()
         .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .custom_flags(crate::platform::O_NOFOLLOW)
         .open(path)?;
     let mut bytes = Vec::new();
     file.take(limit as u64 + 1).read_to_end(&mut bytes)?;
@@ -211,7 +214,7 @@ pub fn open_append(path: &Path) -> io::Result<File> {
         .create(true)
         .append(true)
         .mode(0o600)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .custom_flags(crate::platform::O_NOFOLLOW)
         .open(path)
 }
 
@@ -221,7 +224,7 @@ pub fn read_nofollow(path: &Path) -> io::Result<Vec<u8>> {
     use std::io::Read;
     let mut file = OpenOptions::new()
         .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .custom_flags(crate::platform::O_NOFOLLOW)
         .open(path)?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)?;
@@ -236,7 +239,7 @@ pub fn open_rw(path: &Path) -> io::Result<File> {
         .read(true)
         .write(true)
         .mode(0o600)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .custom_flags(crate::platform::O_NOFOLLOW)
         .open(path)
 }
 
@@ -273,7 +276,7 @@ pub fn replace_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .create_new(true)
         .write(true)
         .mode(0o600)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .custom_flags(crate::platform::O_NOFOLLOW)
         .open(&tmp)?;
     file.write_all(bytes)?;
     file.sync_data()?;
@@ -306,56 +309,6 @@ fn fleet_key(fleet: &Fleet) -> String {
     )
 }
 
-/// A path to a Unix socket that `bind` and `connect` accept. The kernel takes at
-/// most 107 bytes of path in a socket address; a state directory may be longer.
-/// A longer path is reached through `/proc/self/fd/N/NAME`, where N is a
-/// descriptor of the socket's directory, held open as long as this value lives:
-/// the same directory and socket file, by a path of a few dozen bytes.
-pub struct SocketPath {
-    path: PathBuf,
-    /// The directory, when the path goes through its descriptor.
-    _dir: Option<std::fs::File>,
-}
-
-/// The longest path used as it is (the kernel's limit, less its terminating NUL,
-/// with room to spare).
-const SOCKET_PATH_MAX: usize = 100;
-
-impl SocketPath {
-    pub fn new(path: &Path) -> std::io::Result<SocketPath> {
-        use std::os::fd::AsRawFd;
-        use std::os::unix::fs::OpenOptionsExt;
-        if path.as_os_str().len() <= SOCKET_PATH_MAX {
-            return Ok(SocketPath {
-                path: path.to_owned(),
-                _dir: None,
-            });
-        }
-        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("{} is not a path to a socket file", path.display()),
-            ));
-        };
-        let dir = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(nix::libc::O_PATH | nix::libc::O_DIRECTORY | nix::libc::O_CLOEXEC)
-            .open(parent)?;
-        let short = Path::new("/proc/self/fd")
-            .join(dir.as_raw_fd().to_string())
-            .join(name);
-        Ok(SocketPath {
-            path: short,
-            _dir: Some(dir),
-        })
-    }
-
-    /// The path to hand to `bind` or `connect`, valid while `self` lives.
-    pub fn as_path(&self) -> &Path {
-        &self.path
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -368,7 +321,11 @@ mod tests {
         let link = dir.path().join("state.json");
         std::os::unix::fs::symlink(&outside, &link).unwrap();
         let err = read_nofollow(&link).unwrap_err();
-        assert_eq!(err.raw_os_error(), Some(nix::libc::ELOOP), "{err}");
+        assert_eq!(
+            err.raw_os_error(),
+            Some(crate::platform::Errno::ELOOP as i32),
+            "{err}"
+        );
         fs::remove_file(&link).unwrap();
         fs::write(&link, b"{}").unwrap();
         assert_eq!(read_nofollow(&link).unwrap(), b"{}");

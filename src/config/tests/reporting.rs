@@ -289,7 +289,7 @@ fn discover_passes_over_a_parents_file_of_another_user() {
     std::fs::create_dir(&sub).unwrap();
     let planted = top.path().join("mcpfleet.yaml");
     std::fs::write(&planted, HEAD).unwrap();
-    let me = nix::unistd::geteuid().as_raw();
+    let me = crate::platform::euid();
     if me != 0 {
         // Only root can give a file away; elsewhere the file is this user's.
         let found = discover_below(None, None, &sub, Some(top.path())).unwrap();

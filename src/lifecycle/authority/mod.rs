@@ -39,7 +39,7 @@ use super::policy::Supervision;
 use super::state::{Generation, Intent, Phase, State};
 pub use super::summary::{Outcome, TeardownSummary};
 use crate::config::Timeout;
-use crate::process::exit_watch::ExitWatch;
+use crate::platform::ExitWatch;
 use crate::process::lineage::{Lineage, ProcId};
 use crate::process::notice::Listener;
 use crate::process::remote::{DeleteOutcome, DeleteProbe, Remote, lost_session};

@@ -79,7 +79,7 @@ impl Actor {
                         pid: spawned.pid,
                         pgid: spawned.pgid,
                         start_time: spawned.start_time,
-                        boot_id: crate::process::procfs::boot_id(),
+                        boot_id: crate::platform::boot_id(),
                         tag: spawned.tag.value().to_owned(),
                         lineage: Vec::new(),
                     },
@@ -164,9 +164,9 @@ impl Actor {
                 // from here on still finds it (L10, L13).
                 if let LiveKind::Process(p) = &live.kind
                     && self.ledger.keeps_lineage()
-                    && crate::process::procfs::has_children(p.pid)
+                    && crate::platform::has_children(p.pid)
                 {
-                    let _ = crate::process::procfs::fresh(Instant::now()).await;
+                    let _ = crate::process::table::fresh(Instant::now()).await;
                     let members = p.lineage.recorded();
                     if !members.is_empty()
                         && let Err(e) = self
@@ -288,11 +288,7 @@ fn spawn_error(program: &str, e: &std::io::Error) -> ServerError {
         std::io::ErrorKind::PermissionDenied => {
             format!("cannot run `{program}`: permission denied")
         }
-        _ if matches!(
-            e.raw_os_error(),
-            Some(nix::libc::EMFILE | nix::libc::ENFILE)
-        ) =>
-        {
+        _ if crate::platform::too_many_open_files(e) => {
             let limit = crate::process::limits::raise_open_files();
             format!(
                 "cannot run `{program}`: too many open files (limit {}, hard limit {}); \

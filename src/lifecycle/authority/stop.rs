@@ -127,8 +127,8 @@ impl Actor {
                 // closes it may exit, and its children become orphans whose
                 // parentage is no longer there to read (L13). Without a child
                 // there is nothing new to read (orphans are tracked already).
-                if crate::process::procfs::has_children(process.pid) {
-                    let _ = crate::process::procfs::fresh(started).await;
+                if crate::platform::has_children(process.pid) {
+                    let _ = crate::process::table::fresh(started).await;
                 }
                 if let Some(session) = live.session.take() {
                     session.close(grace.eof).await;

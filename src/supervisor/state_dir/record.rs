@@ -134,7 +134,7 @@ pub fn record_fleet(dir: &Path, path: &Path, source: &str) -> io::Result<()> {
 pub fn supervisor_runs(dir: &Path) -> io::Result<bool> {
     let file = match std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .custom_flags(crate::platform::O_NOFOLLOW)
         .open(dir.join("supervisor.lock"))
     {
         Ok(file) => file,

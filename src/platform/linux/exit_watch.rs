@@ -75,7 +75,7 @@ mod tests {
             .expect("exit noticed");
         assert!(started.elapsed() < Duration::from_secs(1));
         // Not reaped: it is still there as a zombie for teardown to collect.
-        let stat = crate::process::procfs::stat(pid).expect("zombie still listed");
+        let stat = crate::platform::stat(pid).expect("zombie still listed");
         assert!(!stat.is_alive());
         assert!(child.wait().await.unwrap().success());
     }

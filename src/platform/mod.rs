@@ -1,0 +1,127 @@
+//! The operating system, behind one boundary: every call into the kernel that std
+//! and tokio do not make portable, and every file of `/proc`, is made here and
+//! nowhere else in the crate. A port to another system implements this module and
+//! touches no other (docs/architecture.md, "Platforms" in the README).
+//!
+//! ```text
+//!  process::table, lineage, teardown   supervisor::guardian, state_dir   commands
+//!            │                                   │                          │
+//!            └──────────────► platform (this API: types here, functions from `os`)
+//!                                    │
+//!                                    └─ linux/: /proc, pidfd, waitid, killpg,
+//!                                       PR_SET_CHILD_SUBREAPER, O_PATH, rlimit
+//! ```
+//!
+//! What the rest of the crate asks of it:
+//!
+//! - the process table: [`stat`] of one process ([`ProcStat`]: parent, group,
+//!   session, whether it still runs, and a start time that with [`boot_id`] tells
+//!   a reused pid apart), [`pids`], [`has_children`], the value of a variable in
+//!   another process's environment ([`env_value`]), the [`hostname`], and what
+//!   this process uses ([`own_usage`], for its metrics);
+//! - processes: noticing an exit without reaping it ([`ExitWatch`],
+//!   [`exit_unreaped`]), signalling a process group ([`signal_group`]) and one
+//!   process pinned against pid reuse ([`signal_pinned`]), reaping by pid
+//!   ([`reap_if_exited`], [`wait_for_exit`]), our own session and group, the child
+//!   subreaper ([`become_subreaper`]: orphans of our servers come back to us),
+//!   [`fork`] for the guardian, a new session for a detached supervisor
+//!   ([`detach_into_new_session`]), our uid;
+//! - files: `O_NOFOLLOW` for the state directory, stderr's size and its
+//!   replacement by another file ([`redirect_stderr`], for the rotation of
+//!   `supervisor.log`), a socket path of any length
+//!   ([`SocketPath`]), whether an error means the descriptors ran out, and the
+//!   open-files limit.
+//!
+//! It keeps no state of servers and decides nothing: it answers and carries out.
+//! What a generation's lineage is, when to signal and whom, stays in `process`.
+//! On another system the crate does not build: `lib.rs` compiles nothing but its
+//! one `compile_error!` there.
+
+use std::fmt;
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+use linux as os;
+
+// The process table.
+pub use os::{boot_id, env_value, has_children, hostname, own_usage, pids, stat};
+
+// Processes: exits, signals, reaping, sessions, the subreaper, who we are.
+pub use os::{
+    Errno, ExitWatch, Forked, Signal, become_subreaper, detach_into_new_session, euid,
+    exit_unreaped, fork, ignore_interrupts, parent_pid, process_group_id, reap_if_exited,
+    session_id, signal_group, signal_pinned, uid, wait_for_exit,
+};
+
+// Files and limits.
+pub use os::{
+    O_NOFOLLOW, SocketPath, open_files_limit, redirect_stderr, set_open_files_limit,
+    stderr_size, too_many_open_files,
+};
+
+/// What this process uses, for its metrics ([`own_usage`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Usage {
+    pub resident_bytes: u64,
+    pub open_fds: u64,
+    /// User and system time.
+    pub cpu_seconds: f64,
+    /// Seconds since the Unix epoch.
+    pub start_time_seconds: f64,
+}
+
+/// One process as the process table shows it, reduced to what teardown and
+/// identity need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    pub pid: i32,
+    pub ppid: i32,
+    /// Process group id: the group that [`signal_group`] reaches.
+    pub pgid: i32,
+    /// Session id: a process that called `setsid` has left its server's session.
+    pub sid: i32,
+    /// The state letter; `Z` (zombie) and `X` (dead) are no longer running.
+    pub state: char,
+    /// When the process started, in the system's own unit (on Linux, clock ticks
+    /// since boot): with the boot id it tells a reused pid apart from the process
+    /// that was recorded, and a child never started before its parent.
+    pub start_time: u64,
+}
+
+impl ProcStat {
+    /// A zombie has exited: it holds its pid until reaped but runs no code.
+    pub fn is_alive(&self) -> bool {
+        !matches!(self.state, 'Z' | 'X' | 'x')
+    }
+}
+
+/// What a process's exit looked like, when it was seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitKind {
+    Code(i32),
+    Signal(i32),
+}
+
+impl fmt::Display for ExitKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExitKind::Code(c) => write!(f, "exit code {c}"),
+            ExitKind::Signal(s) => match Signal::try_from(*s) {
+                Ok(sig) => write!(f, "killed by {}", sig.as_str()),
+                Err(_) => write!(f, "killed by signal {s}"),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_kinds_read_well() {
+        assert_eq!(ExitKind::Code(3).to_string(), "exit code 3");
+        assert_eq!(ExitKind::Signal(9).to_string(), "killed by SIGKILL");
+    }
+}
