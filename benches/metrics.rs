@@ -9,7 +9,8 @@
 //! and the target (within 5%). Counting itself is always on, in both: it is a
 //! few additions under a lock per event and per call.
 //!
-//! `cargo bench --bench metrics [-- N [ROUNDS [SCRAPE_MS]]]` (defaults 20, 2000, 100).
+//! `cargo bench --bench metrics [-- N [SECONDS [SCRAPE_MS]]]` (defaults 20 servers,
+//! 30 s of measurement, a scrape every 100 ms).
 
 #[path = "common.rs"]
 mod common;
@@ -95,13 +96,18 @@ impl Side {
     }
 }
 
-fn rss_kib(pid: i32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
+/// VmRSS and RssAnon (the process's own pages: heap and stacks, not the
+/// binary's code pages it has touched) of `pid`, in KiB.
+fn rss_kib(pid: i32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    };
+    (field("VmRSS:"), field("RssAnon:"))
 }
 
 fn scrape(addr: SocketAddr, token: &str) -> usize {
@@ -130,7 +136,7 @@ fn main() {
         .filter_map(|a| a.parse().ok())
         .collect();
     let n = args.first().copied().unwrap_or(20) as usize;
-    let rounds = args.get(1).copied().unwrap_or(2000) as usize;
+    let seconds = Duration::from_secs(args.get(1).copied().unwrap_or(30));
     let scrape_every = Duration::from_millis(args.get(2).copied().unwrap_or(100));
     let fixture = common::release_fixture();
     let dir = tempfile::tempdir().unwrap();
@@ -194,9 +200,12 @@ fn main() {
         metered.request(r#""op":"status""#);
     }
     let rss_before = (rss_kib(plain_pid), rss_kib(metered_pid));
-    let mut times = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+    let mut times = (Vec::new(), Vec::new());
     let started = Instant::now();
-    for i in 0..rounds {
+    let mut i = 0usize;
+    while started.elapsed() < seconds {
+        i += 1;
+        std::thread::sleep(Duration::from_millis(2));
         // Alternate which goes first, so neither always follows the other.
         if i % 2 == 0 {
             times.0.push(plain.request(r#""op":"status""#));
@@ -215,8 +224,9 @@ fn main() {
     metered.run(&["down", "-q"]);
 
     println!(
-        "metrics: {n} servers, {rounds} `status` requests per supervisor over {:.1}s, alternating; \
+        "metrics: {n} servers, {} `status` requests per supervisor over {:.1}s, alternating; \
          {} scrapes of the metered one ({} bytes each), {reconnects} reconnects of each",
+        times.0.len(),
         measured.as_secs_f64(),
         scrapes.load(Ordering::Relaxed),
         scraped_bytes.load(Ordering::Relaxed)
@@ -251,17 +261,25 @@ fn main() {
         "ms",
         Some(1.05),
     );
+    let mb = |kib: u64| kib as f64 / 1024.0;
     row(
-        "supervisor RSS after warm-up",
-        rss_before.0 as f64 / 1024.0,
-        rss_before.1 as f64 / 1024.0,
+        "supervisor VmRSS after warm-up",
+        mb(rss_before.0.0),
+        mb(rss_before.1.0),
         "MB",
         None,
     );
     row(
-        "supervisor RSS at the end",
-        rss_after.0 as f64 / 1024.0,
-        rss_after.1 as f64 / 1024.0,
+        "supervisor VmRSS at the end",
+        mb(rss_after.0.0),
+        mb(rss_after.1.0),
+        "MB",
+        Some(1.05),
+    );
+    row(
+        "  of which its own pages (RssAnon), at the end",
+        mb(rss_after.0.1),
+        mb(rss_after.1.1),
         "MB",
         Some(1.05),
     );
