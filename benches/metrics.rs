@@ -207,7 +207,7 @@ fn main() {
         i += 1;
         std::thread::sleep(Duration::from_millis(2));
         // Alternate which goes first, so neither always follows the other.
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             times.0.push(plain.request(r#""op":"status""#));
             times.1.push(metered.request(r#""op":"status""#));
         } else {
