@@ -6,6 +6,7 @@
 
 use tokio::io::{AsyncWriteExt, BufReader};
 
+
 use super::client::{self, ClientError};
 use super::fleet_ops::no_report;
 use super::target::Target;
@@ -103,21 +104,69 @@ async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
     }
     // From here the connection is the client's MCP session. The supervisor ends it
     // when the client's input ends; a supervisor that goes ends the copy to stdout.
-    let to_supervisor = tokio::spawn(async move {
-        let mut stdin = tokio::io::stdin();
-        let _ = tokio::io::copy(&mut stdin, &mut write).await;
-        let _ = write.shutdown().await;
-    });
-    let mut stdout = tokio::io::stdout();
-    let copied = tokio::io::copy(&mut reader, &mut stdout).await;
-    let _ = stdout.flush().await;
-    to_supervisor.abort();
+    // Each way is a plain thread doing blocking reads and writes: tokio's stdin and
+    // stdout would hand every read and write to its blocking pool, a switch between
+    // threads each time, on every message of the session.
+    let early = reader.buffer().to_vec();
+    let stream = reader
+        .into_inner()
+        .reunite(write)
+        .map_err(|e| ClientError::Unreachable(e.to_string()))?
+        .into_std()
+        .map_err(unreachable)?;
+    stream.set_nonblocking(false).map_err(unreachable)?;
+    let to_supervisor = stream.try_clone().map_err(unreachable)?;
+    std::thread::spawn(move || copy_stdin(to_supervisor));
+    let copied = tokio::task::spawn_blocking(move || copy_to_stdout(&early, stream))
+        .await
+        .map_err(|e| ClientError::Unreachable(e.to_string()))?;
     match copied {
-        Ok(_) => Ok(Code::Ok),
+        Ok(()) => Ok(Code::Ok),
         // The client closed our stdout: it is gone, and so is its session.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Code::Ok),
         Err(e) => Err(ClientError::Unreachable(format!(
             "lost the supervisor: {e}"
         ))),
+    }
+}
+
+/// The client's input to the supervisor, until it ends; then the supervisor is
+/// told that nothing more comes (it ends the session).
+fn copy_stdin(mut to: std::os::unix::net::UnixStream) {
+    use std::io::{Read, Write};
+    let mut stdin = std::io::stdin().lock();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match stdin.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if to.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Write);
+}
+
+/// What the supervisor sends, to stdout (`early` first: read with the start's
+/// report), until the supervisor closes the connection.
+fn copy_to_stdout(early: &[u8], mut from: std::os::unix::net::UnixStream) -> std::io::Result<()> {
+    use std::io::{Read, Write};
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(early)?;
+    stdout.flush()?;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        stdout.write_all(&buf[..n])?;
+        stdout.flush()?;
     }
 }

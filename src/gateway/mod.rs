@@ -36,10 +36,12 @@ use crate::process::notice::{Asked, Listener, Notice};
 pub mod http;
 mod journal;
 pub mod names;
+mod pass;
 mod relay;
 mod session;
 
 pub use journal::Journal;
+pub use pass::{Opened, PassThrough};
 pub use session::{ClientSession, Scope};
 
 /// How long a server may take to list what it offers.
@@ -672,6 +674,52 @@ impl Gateway {
             built: built.clone(),
         });
         built
+    }
+
+    /// The route of tool `name` in the catalog as last built, if that catalog is
+    /// still what [`Gateway::tools`] would give `scope`, with no await: every
+    /// server of the scope runs the generation whose list it was built from, that
+    /// list is fresh, and its exposure the same. `None` otherwise: the caller
+    /// takes the long way, which builds the catalog again.
+    pub(super) fn route_now(&self, scope: &Scope, name: &str) -> Option<names::Entry> {
+        let members = self.members();
+        let lists = lock(&self.lists);
+        let memo = lock(&self.tool_catalog);
+        let catalog = memo.as_ref()?;
+        let mut from = catalog.from.iter();
+        let seen = |i: usize| scope.as_ref().is_none_or(|s| s.contains(&i));
+        for (index, member) in members.iter().enumerate() {
+            let Some(member) = member.as_ref().filter(|_| seen(index)) else {
+                continue;
+            };
+            let (built_index, list, exposure) = from.next()?;
+            let known = &lists.get(index)?.tools;
+            let live = member.handle.running_generation();
+            let current = *built_index == index
+                && *exposure == member.exposure
+                && known.fresh
+                && live.is_some()
+                && known.generation == live
+                && Arc::ptr_eq(&known.items, list);
+            if !current {
+                return None;
+            }
+        }
+        if from.next().is_some() {
+            return None;
+        }
+        catalog.built.1.route(name).cloned()
+    }
+
+    /// Server `index`'s name and running generation, with no await (a use of the
+    /// server for its idle timer); `None` when it is not running.
+    pub(super) fn reach_now(
+        &self,
+        index: usize,
+    ) -> Option<(String, crate::lifecycle::authority::Reach)> {
+        let member = self.member(index)?;
+        let reach = member.handle.reach()?;
+        Some((member.handle.name().to_owned(), reach))
     }
 
     /// The server that lists resource `uri`, or whose template's fixed start it

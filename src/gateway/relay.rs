@@ -40,14 +40,16 @@ pub(super) struct InFlight {
 }
 
 /// Forgets a call once it is answered or abandoned.
-pub(super) struct Asking<'a> {
-    gateway: &'a Gateway,
+pub(super) struct Asking {
+    gateway: std::sync::Weak<Gateway>,
     key: u64,
 }
 
-impl Drop for Asking<'_> {
+impl Drop for Asking {
     fn drop(&mut self) {
-        lock(&self.gateway.in_flight).retain(|c| c.key != self.key);
+        if let Some(gateway) = self.gateway.upgrade() {
+            lock(&gateway.in_flight).retain(|c| c.key != self.key);
+        }
     }
 }
 
@@ -91,13 +93,13 @@ impl Gateway {
     /// Notes a client's call to server `index` (`ours` is our request to it,
     /// `theirs` the client's to us) until the returned guard drops.
     pub(super) fn asking(
-        &self,
+        self: &std::sync::Arc<Gateway>,
         index: usize,
         ours: RequestId,
         client: Peer<RoleServer>,
         theirs: RequestId,
         session: u64,
-    ) -> Asking<'_> {
+    ) -> Asking {
         let key = self.next_call.fetch_add(1, Ordering::Relaxed);
         lock(&self.in_flight).push(InFlight {
             key,
@@ -107,7 +109,10 @@ impl Gateway {
             theirs,
             session,
         });
-        Asking { gateway: self, key }
+        Asking {
+            gateway: std::sync::Arc::downgrade(self),
+            key,
+        }
     }
 
     /// Answers server `index`'s request of its client: relayed to the client

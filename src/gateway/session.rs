@@ -20,7 +20,7 @@ use rmcp::service::{
 };
 use serde_json::json;
 
-use super::Gateway;
+use super::{Gateway, Opened};
 use crate::lifecycle::Generation;
 use crate::lifecycle::error::ServerError;
 use crate::metrics::CallOutcome;
@@ -33,7 +33,9 @@ pub const SERVER_UNAVAILABLE: i32 = -32001;
 pub struct ClientSession {
     gateway: Arc<Gateway>,
     door: &'static str,
-    id: OnceLock<u64>,
+    /// Set once the client is initialized; shared with the door's
+    /// [`PassThrough`](super::PassThrough), which passes calls through only then.
+    opened: Arc<OnceLock<Opened>>,
     /// The servers this session sees (`connect SERVER...`); all when `None`.
     scope: Scope,
 }
@@ -46,9 +48,24 @@ impl ClientSession {
         ClientSession {
             gateway,
             door,
-            id: OnceLock::new(),
+            opened: Arc::default(),
             scope: None,
         }
+    }
+
+    /// The session once initialized, as the door's pass-through sees it.
+    pub fn opened(&self) -> Arc<OnceLock<Opened>> {
+        self.opened.clone()
+    }
+
+    /// The servers this session sees.
+    pub fn scope(&self) -> Scope {
+        self.scope.clone()
+    }
+
+    /// The session's id, once initialized.
+    fn id(&self) -> Option<u64> {
+        self.opened.get().map(|o| o.id)
     }
 
     /// The same session, seeing only the servers at `indices`.
@@ -77,7 +94,7 @@ impl ClientSession {
                 let server = self.server_name(index);
                 self.gateway.note(format_args!(
                     "session {}: server {server} cannot serve ({}): {}",
-                    self.id.get().copied().unwrap_or_default(),
+                    self.id().unwrap_or_default(),
                     json!(e.kind).as_str().unwrap_or_default(),
                     e.message
                 ));
@@ -154,7 +171,7 @@ impl ClientSession {
             call.id.clone(),
             context.peer.clone(),
             context.id.clone(),
-            self.id.get().copied().unwrap_or_default(),
+            self.id().unwrap_or_default(),
         );
         let _progress = context.meta.get_progress_token().map(|token| {
             let client = context.peer.clone();
@@ -201,8 +218,8 @@ impl ClientSession {
 
 impl Drop for ClientSession {
     fn drop(&mut self) {
-        if let Some(id) = self.id.get() {
-            self.gateway.close(*id, self.door);
+        if let Some(id) = self.id() {
+            self.gateway.close(id, self.door);
         }
     }
 }
@@ -283,7 +300,7 @@ fn unavailable(server: &str, generation: Option<Generation>, error: &ServerError
 }
 
 /// What a failed request to a server's session means for the client.
-fn failed(server: &str, generation: Generation, error: ServiceError) -> ErrorData {
+pub(super) fn failed(server: &str, generation: Generation, error: ServiceError) -> ErrorData {
     match error {
         // The server's own JSON-RPC error goes to the client as it is.
         ServiceError::McpError(e) => e,
@@ -336,8 +353,11 @@ impl ServerHandler for ClientSession {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let id = self.gateway.open(self.door, context.peer);
-        let _ = self.id.set(id);
+        let id = self.gateway.open(self.door, context.peer.clone());
+        let _ = self.opened.set(Opened {
+            id,
+            peer: context.peer,
+        });
     }
 
     async fn list_tools(

@@ -15,10 +15,12 @@ use tokio_util::task::TaskTracker;
 use super::server::{call_options, dispatch};
 use super::{EventLog, Response, Shared};
 use crate::config::Fleet;
-use crate::gateway::{ClientSession, Gateway, Journal, Member, SessionEvent, http};
+use crate::gateway::{ClientSession, Gateway, Journal, Member, PassThrough, SessionEvent, http};
 use crate::host::Unnamed;
 use crate::lifecycle::authority::Handle;
 use crate::lifecycle::events::rfc3339;
+use crate::process::session::MAX_MESSAGE_BYTES;
+use crate::process::session::wire::{Intercepted, Outbox};
 use crate::protocol::{self, Deadlines, Op};
 
 /// Where `serve` listens unless told otherwise.
@@ -142,7 +144,17 @@ pub async fn stdio(
         true => session.scoped(scope),
         false => session,
     };
-    let running = match rmcp::serve_server(session, (reader, write)).await {
+    // rmcp serves the session; the plain calls pass through beside it, on the
+    // same bytes (docs/design.md §14, "Pass-through calls").
+    let out = Outbox::spawn(write);
+    let pass = PassThrough::new(
+        shared.gateway.clone(),
+        session.scope(),
+        session.opened(),
+        out.clone(),
+    );
+    let reader = Intercepted::new(reader, MAX_MESSAGE_BYTES, Box::new(pass));
+    let running = match rmcp::serve_server(session, (reader, out.writer())).await {
         Ok(r) => r,
         Err(e) => {
             tracing::info!(error = %e, "gateway: a client left before its session began");

@@ -178,6 +178,14 @@ impl Call {
         }
     }
 
+    /// The call was answered with what `answer` makes, which is made only when
+    /// traces are exported.
+    pub fn end_with(self, answer: impl FnOnce() -> Result<CallToolResponse, ErrorData>) {
+        if self.0.is_some() {
+            self.end(&answer());
+        }
+    }
+
     /// The call was answered with `answer`.
     pub fn end(self, answer: &Result<CallToolResponse, ErrorData>) {
         let (Some(p), Some(queue)) = (self.0, QUEUE.get()) else {

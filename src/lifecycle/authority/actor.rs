@@ -130,9 +130,11 @@ impl Actor {
 
     pub(super) fn publish(&self, core: &Core) {
         let peer = self.live.as_ref().and_then(|l| {
-            l.session
-                .as_ref()
-                .map(|session| (l.generation, session.peer()))
+            l.session.as_ref().map(|session| Reach {
+                generation: l.generation,
+                peer: session.peer(),
+                link: session.link(),
+            })
         });
         self.publish_peer.send_replace(peer);
         self.publish.send_replace(self.snapshot(core));

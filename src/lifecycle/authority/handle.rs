@@ -65,11 +65,25 @@ impl Handle {
     /// at once, never behind a start or teardown in progress; it also counts as a
     /// use of the server for its idle timer.
     pub async fn peer(&self) -> Result<Option<(Generation, Peer<RoleClient>)>, RequestError> {
+        Ok(self.reach().map(|r| (r.generation, r.peer)))
+    }
+
+    /// The running generation, as [`Handle::peer`] gives it, with its link; at
+    /// once, without an await. A use of the server, like `peer`.
+    pub fn reach(&self) -> Option<Reach> {
         if self.touches.due() {
             // A full queue means the authority is busy anyway: the touch can be skipped.
             let _ = self.tx.try_send(Message::Touch);
         }
-        Ok(self.published_peer.borrow().clone())
+        self.published_peer.borrow().clone()
+    }
+
+    /// The running generation, else `None`, from the published state, at once.
+    pub fn running_generation(&self) -> Option<Generation> {
+        let published = self.published.borrow();
+        (published.state == Phase::Running)
+            .then_some(published.generation)
+            .flatten()
     }
 
     /// The running generation's peer, starting the server first (a start request,

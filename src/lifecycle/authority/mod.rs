@@ -211,6 +211,16 @@ pub struct Snapshot {
     pub definition: Option<crate::config::Definition>,
 }
 
+/// How callers outside the authority reach its running generation (G2).
+#[derive(Clone)]
+pub struct Reach {
+    pub generation: Generation,
+    pub peer: Peer<RoleClient>,
+    /// Requests beside rmcp's, as bytes (stdio servers only): the gateway's
+    /// pass-through calls.
+    pub link: Option<session::Link>,
+}
+
 /// A cheap, cloneable way to reach one server's authority.
 #[derive(Clone)]
 pub struct Handle {
@@ -220,7 +230,7 @@ pub struct Handle {
     /// The authority's state as it last published it; only the authority writes it.
     published: watch::Receiver<Snapshot>,
     /// The running generation's MCP peer, published likewise.
-    published_peer: watch::Receiver<Option<(Generation, Peer<RoleClient>)>>,
+    published_peer: watch::Receiver<Option<Reach>>,
     /// The server's configuration for its next generation, which the authority
     /// reads when it wakes (docs/design.md §16); the handles share it.
     config: Arc<watch::Sender<ServerConfig>>,
@@ -389,7 +399,7 @@ struct Actor {
     /// Where the state is published for `Handle::snapshot`.
     publish: watch::Sender<Snapshot>,
     /// Where the running generation's peer is published for `Handle::peer`.
-    publish_peer: watch::Sender<Option<(Generation, Peer<RoleClient>)>>,
+    publish_peer: watch::Sender<Option<Reach>>,
     /// The request being carried out (default options when none: a restart, a
     /// health restart, an idle stop, shutdown).
     request: Request,

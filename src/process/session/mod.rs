@@ -36,8 +36,11 @@ use crate::process::notice::{Asked, Listener, Notice};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
+mod link;
 mod stdout;
+pub mod wire;
 
+pub use link::{Answer, Link, Pending, Waiter, push_json_string};
 pub use stdout::{DROPPED_REPORT_EVERY, MAX_MESSAGE_BYTES};
 use stdout::{EndSignal, StdoutGuard, Violation};
 
@@ -215,6 +218,8 @@ pub struct Session {
     ended: CancellationToken,
     /// Fires when a remote server no longer knows the session (HTTP only).
     loss: Option<crate::process::remote::SessionLoss>,
+    /// Requests beside rmcp's, as bytes (stdio only).
+    link: Option<Link>,
 }
 
 impl Session {
@@ -237,9 +242,14 @@ impl Session {
         let ended = CancellationToken::new();
         let output = EndSignal::new(output, ended.clone(), drain_until);
         let output = StdoutGuard::new(output, MAX_MESSAGE_BYTES, violation.clone());
+        // rmcp writes into the same outbox as the link, and reads what the link's
+        // hook leaves of the server's stdout (`wire.rs`).
+        let (link, answers) = Link::new(wire::Outbox::spawn(input));
+        let writer = link.writer();
+        let output = wire::Intercepted::new(output, MAX_MESSAGE_BYTES, Box::new(answers));
         // rmcp's own line limit sits above ours, so that an oversized line always
         // ends the session here rather than being dropped silently by rmcp.
-        let transport = AsyncRwTransport::new_client(output, input)
+        let transport = AsyncRwTransport::new_client(output, writer)
             .with_max_line_length(MAX_MESSAGE_BYTES.saturating_mul(2));
         let result = FleetClient { listener }.serve(transport).await;
         if let Some(why) = violation.get() {
@@ -251,6 +261,7 @@ impl Session {
                 violation,
                 ended,
                 loss: None,
+                link: Some(link),
             }),
             Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
                 Err(SessionError::Closed(e.to_string()))
@@ -306,6 +317,7 @@ impl Session {
                 // server no longer knows it (`loss`).
                 ended: CancellationToken::new(),
                 loss: Some(loss),
+                link: None,
             }),
             Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
                 Err(SessionError::Closed(e.to_string()))
@@ -365,6 +377,11 @@ impl Session {
     /// a caller hanging.
     pub fn peer(&self) -> Peer<RoleClient> {
         self.service.peer().clone()
+    }
+
+    /// Where requests beside rmcp's go, as bytes: stdio sessions only.
+    pub fn link(&self) -> Option<Link> {
+        self.link.clone()
     }
 }
 

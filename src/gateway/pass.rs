@@ -1,0 +1,413 @@
+//! Pass-through calls (docs/design.md §14): a client's `tools/call` taken off the
+//! stdio door's stream before rmcp reads it, and sent to the running server's
+//! [`Link`] as bytes, its answer written back to the client the same way. The
+//! arguments and the result are never decoded into rmcp's types and no task is
+//! spawned: the call costs a parse of its envelope each way.
+//!
+//! Only the plain case passes through: a session that is initialized, a tool
+//! whose route is known from a catalog that is still current, a stdio server
+//! that is running, no `_meta` (so no progress token) and nothing else in the
+//! parameters. Everything else goes to rmcp and the long way (`session.rs`),
+//! which starts servers, builds catalogs and relays progress. Both ways keep the
+//! same rules: a call never waits in the authority's queue (G2), is answered
+//! when its server's session ends (G4), is counted and traced, and a client's
+//! `notifications/cancelled` reaches the server.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ErrorCode, ErrorData, RequestId, ResultType,
+};
+use rmcp::service::{Peer, RoleServer, ServiceError};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::session::failed;
+use super::{Gateway, Scope, lock};
+use crate::lifecycle::Generation;
+use crate::metrics::CallOutcome;
+use crate::process::session::wire::{Hook, Outbox};
+use crate::process::session::{Answer, Link, Pending, Waiter, push_json_string};
+
+/// A client session once initialized: its id, and its peer (where servers'
+/// requests during its calls go).
+pub struct Opened {
+    pub id: u64,
+    pub peer: Peer<RoleServer>,
+}
+
+/// Why a server is told that a pass-through call was cancelled.
+const GONE: &str = "the gateway's client no longer waits for the answer";
+
+/// The stdio door's hook: takes the calls that can pass through (see the module
+/// comment) and the cancellations of those calls.
+pub struct PassThrough {
+    gateway: Arc<Gateway>,
+    scope: Scope,
+    opened: Arc<OnceLock<Opened>>,
+    /// The door's way back to its client.
+    out: Arc<Outbox>,
+    /// Calls in flight, by the client's request id: where a cancellation goes.
+    calls: Arc<Mutex<HashMap<RequestId, (Link, u64)>>>,
+}
+
+/// A JSON-RPC message from the client, as far as the hook reads it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Incoming<'a> {
+    #[serde(borrow, rename = "jsonrpc")]
+    _jsonrpc: Cow<'a, str>,
+    #[serde(default)]
+    id: Option<RequestId>,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
+/// The parameters of a call that passes through: a name, arguments and `_meta`,
+/// nothing else (a task, ... takes the long way).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallParams<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(borrow, default)]
+    arguments: Option<&'a RawValue>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+#[derive(Deserialize)]
+struct CancelParams {
+    #[serde(rename = "requestId")]
+    request_id: RequestId,
+}
+
+/// What the answer's result says of itself.
+#[derive(Deserialize, Default)]
+struct ResultHead<'a> {
+    #[serde(rename = "isError", default)]
+    is_error: Option<bool>,
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<&'a RawValue>,
+}
+
+impl PassThrough {
+    pub fn new(
+        gateway: Arc<Gateway>,
+        scope: Scope,
+        opened: Arc<OnceLock<Opened>>,
+        out: Arc<Outbox>,
+    ) -> PassThrough {
+        PassThrough {
+            gateway,
+            scope,
+            opened,
+            out,
+            calls: Arc::default(),
+        }
+    }
+
+    fn call(&mut self, id: RequestId, params: &RawValue) -> bool {
+        let Some(opened) = self.opened.get() else {
+            return false;
+        };
+        let Ok(params) = serde_json::from_str::<CallParams>(params.get()) else {
+            return false;
+        };
+        let Some(route) = self.gateway.route_now(&self.scope, &params.name) else {
+            return false;
+        };
+        let Some((server, reach)) = self.gateway.reach_now(route.server) else {
+            return false;
+        };
+        let Some(link) = reach.link else {
+            return false;
+        };
+        let generation = reach.generation;
+        let mut span = crate::trace::Call::begin(&params.name);
+        span.server(&server);
+        span.generation(generation);
+        let mut meta = params.meta;
+        // The client's progress token is replaced by one of ours, unique to the
+        // server, under which its progress comes back to this call.
+        let client_token = meta.as_mut().and_then(|m| m.remove("progressToken"));
+        let mut call = Call {
+            gateway: self.gateway.clone(),
+            out: self.out.clone(),
+            calls: self.calls.clone(),
+            client_id: id,
+            client_token,
+            server,
+            generation,
+            started: Instant::now(),
+            span,
+            asking: None,
+        };
+        let gateway = &self.gateway;
+        let calls = &self.calls;
+        let client = opened.peer.clone();
+        let session = opened.id;
+        let made = link.request("tools/call", |ours| {
+            let token = Link::token(ours);
+            let mut sent = Vec::with_capacity(params.arguments.map_or(0, |a| a.get().len()) + 96);
+            sent.extend_from_slice(b"{\"name\":");
+            push_json_string(&mut sent, &route.name);
+            if let Some(arguments) = params.arguments {
+                sent.extend_from_slice(b",\"arguments\":");
+                sent.extend_from_slice(arguments.get().as_bytes());
+            }
+            if let Some(mut meta) = meta {
+                if call.client_token.is_some() {
+                    let ours = serde_json::from_str(&token).unwrap_or_default();
+                    meta.insert("progressToken".into(), ours);
+                }
+                sent.extend_from_slice(b",\"_meta\":");
+                let _ = serde_json::to_writer(&mut sent, &meta);
+            }
+            sent.push(b'}');
+            lock(calls).insert(call.client_id.clone(), (link.clone(), ours));
+            // The server's requests of its client during the call go to this client.
+            call.asking = Some(gateway.asking(
+                route.server,
+                RequestId::String(token.trim_matches('"').into()),
+                client,
+                call.client_id.clone(),
+                session,
+            ));
+            let sent = String::from_utf8(sent).unwrap_or_default();
+            (sent, Box::new(call) as Waiter)
+        });
+        made.is_some()
+    }
+
+    fn cancel(&mut self, params: &RawValue) -> bool {
+        let Ok(params) = serde_json::from_str::<CancelParams>(params.get()) else {
+            return false;
+        };
+        let Some((link, ours)) = lock(&self.calls).remove(&params.request_id) else {
+            return false;
+        };
+        link.abandon(ours, GONE);
+        true
+    }
+
+    /// The client went away: nobody waits for its calls.
+    fn abandon_all(&mut self) {
+        let calls = std::mem::take(&mut *lock(&self.calls));
+        for (_, (link, ours)) in calls {
+            link.abandon(ours, GONE);
+        }
+    }
+}
+
+impl Hook for PassThrough {
+    fn take(&mut self, line: &[u8]) -> bool {
+        let call = memchr::memmem::find(line, b"\"tools/call\"").is_some();
+        let cancel = !call && memchr::memmem::find(line, b"\"notifications/cancelled\"").is_some();
+        if !call && !cancel {
+            return false;
+        }
+        let Ok(message) = serde_json::from_slice::<Incoming>(line) else {
+            return false;
+        };
+        match (&*message.method, message.id, message.params) {
+            ("tools/call", Some(id), Some(params)) => self.call(id, params),
+            ("notifications/cancelled", None, Some(params)) => self.cancel(params),
+            _ => false,
+        }
+    }
+
+    fn ended(&mut self) {
+        self.abandon_all();
+    }
+}
+
+impl Drop for PassThrough {
+    fn drop(&mut self) {
+        self.abandon_all();
+    }
+}
+
+/// One pass-through call in flight: what its progress and answer need.
+struct Call {
+    gateway: Arc<Gateway>,
+    out: Arc<Outbox>,
+    calls: Arc<Mutex<HashMap<RequestId, (Link, u64)>>>,
+    client_id: RequestId,
+    /// The progress token the client gave, if it gave one.
+    client_token: Option<serde_json::Value>,
+    server: String,
+    generation: Generation,
+    started: Instant,
+    span: crate::trace::Call,
+    /// Where the server's requests during the call go, until it is answered.
+    asking: Option<super::relay::Asking>,
+}
+
+impl Pending for Call {
+    /// The server's progress, to the client under the client's own token, in
+    /// the order the server wrote it and before the answer.
+    fn progress(&mut self, params: &RawValue) {
+        let Some(token) = &self.client_token else {
+            return;
+        };
+        let Ok(mut params) =
+            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(params.get())
+        else {
+            return;
+        };
+        params.insert("progressToken".into(), token.clone());
+        self.out.send_with(|q| {
+            q.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":");
+            let _ = serde_json::to_writer(&mut *q, &params);
+            q.extend_from_slice(b"}\n");
+        });
+    }
+
+    fn answered(mut self: Box<Self>, answer: Answer<'_>) {
+        self.asking = None;
+        lock(&self.calls).remove(&self.client_id);
+        let (outcome, is_error) = match &answer {
+            Answer::Result(result) => {
+                let head: ResultHead =
+                    serde_json::from_str(result.get()).unwrap_or_default();
+                let is_error = head.is_error == Some(true);
+                let outcome = match is_error {
+                    true => CallOutcome::Error,
+                    false => CallOutcome::Ok,
+                };
+                self.reply(|q| {
+                    q.extend_from_slice(b",\"result\":");
+                    with_meta(q, result, head.meta.is_some(), &self.server, self.generation);
+                });
+                (outcome, is_error)
+            }
+            Answer::Error(error) => {
+                self.reply(|q| {
+                    q.extend_from_slice(b",\"error\":");
+                    q.extend_from_slice(error.get().as_bytes());
+                });
+                (CallOutcome::Failed, false)
+            }
+            Answer::Ended => {
+                let error = self.ended();
+                self.reply(|q| {
+                    q.extend_from_slice(b",\"error\":");
+                    let _ = serde_json::to_writer(&mut *q, &error);
+                });
+                (CallOutcome::Failed, false)
+            }
+            // The client cancelled it: JSON-RPC wants no answer then.
+            Answer::Abandoned => (CallOutcome::Cancelled, false),
+        };
+        self.gateway
+            .metrics
+            .called(&self.server, outcome, self.started.elapsed());
+        let this = *self;
+        let span = this.span;
+        let (server, generation) = (this.server, this.generation);
+        span.end_with(|| match answer {
+            Answer::Result(_) => {
+                let mut result = CallToolResult::default();
+                result.is_error = Some(is_error);
+                result.result_type = Some(ResultType::COMPLETE);
+                Ok(CallToolResponse::Complete(result))
+            }
+            Answer::Error(error) => Err(serde_json::from_str(error.get()).unwrap_or_else(|_| {
+                ErrorData::internal_error("the server's error could not be read", None)
+            })),
+            Answer::Ended => Err(failed(&server, generation, ServiceError::TransportClosed)),
+            Answer::Abandoned => Err(ErrorData::new(
+                ErrorCode::INTERNAL_ERROR,
+                "cancelled by the client",
+                None,
+            )),
+        });
+    }
+
+}
+
+impl Call {
+    /// The error of a call whose server's session ended first, as the long way
+    /// gives it (G4).
+    fn ended(&self) -> ErrorData {
+        failed(&self.server, self.generation, ServiceError::TransportClosed)
+    }
+
+    /// Writes the answer to the client: its id, then what `rest` appends.
+    fn reply(&self, rest: impl FnOnce(&mut Vec<u8>)) {
+        self.out.send_with(|q| {
+            q.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+            let _ = serde_json::to_writer(&mut *q, &self.client_id);
+            rest(q);
+            q.extend_from_slice(b"}\n");
+        });
+    }
+}
+
+/// The server's result with `_meta` naming the server and generation that
+/// answered, as the long way adds them.
+fn with_meta(q: &mut Vec<u8>, result: &RawValue, has_meta: bool, server: &str, generation: Generation) {
+    let text = result.get().trim_start();
+    if !has_meta && let Some(rest) = text.strip_prefix('{') {
+        q.extend_from_slice(b"{\"_meta\":{\"mcpfleet/server\":");
+        push_json_string(q, server);
+        q.extend_from_slice(b",\"mcpfleet/generation\":");
+        q.extend_from_slice(generation.to_string().as_bytes());
+        q.push(b'}');
+        if !rest.trim_start().starts_with('}') {
+            q.push(b',');
+        }
+        q.extend_from_slice(rest.as_bytes());
+        return;
+    }
+    let mut value: serde_json::Map<String, serde_json::Value> =
+        match serde_json::from_str(text) {
+            Ok(v) => v,
+            // Not an object: passed on as the server wrote it.
+            Err(_) => {
+                q.extend_from_slice(text.as_bytes());
+                return;
+            }
+        };
+    let meta = value
+        .entry("_meta")
+        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.insert("mcpfleet/server".into(), server.into());
+        meta.insert("mcpfleet/generation".into(), generation.into());
+    }
+    let _ = serde_json::to_writer(&mut *q, &value);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta_of(result: &str) -> serde_json::Value {
+        let raw = RawValue::from_string(result.to_owned()).unwrap();
+        let head: ResultHead = serde_json::from_str(raw.get()).unwrap();
+        let mut q = Vec::new();
+        with_meta(&mut q, &raw, head.meta.is_some(), "time", 7);
+        serde_json::from_slice(&q).unwrap()
+    }
+
+    #[test]
+    fn the_result_gets_the_server_and_generation_in_its_meta_and_keeps_the_rest() {
+        let meta = serde_json::json!({"mcpfleet/server": "time", "mcpfleet/generation": 7});
+        assert_eq!(meta_of("{}"), serde_json::json!({"_meta": meta}));
+        assert_eq!(
+            meta_of(r#" { "content": [{"type":"text","text":"x"}], "isError": false }"#),
+            serde_json::json!({"_meta": meta, "content": [{"type":"text","text":"x"}], "isError": false})
+        );
+        assert_eq!(
+            meta_of(r#"{"content":[],"_meta":{"own":1}}"#),
+            serde_json::json!({"content": [], "_meta": {"own": 1, "mcpfleet/server": "time", "mcpfleet/generation": 7}})
+        );
+    }
+}
