@@ -4,6 +4,7 @@
 //! lines and ends with `# EOF`.
 
 use std::fmt::Write;
+use std::sync::Mutex;
 
 /// Which text format to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,15 +60,32 @@ pub struct Writer {
     format: Format,
 }
 
+/// The buffer of the last text that was sent and let go of, for the next one
+/// ([`recycle`]).
+static SPARE: Mutex<Option<String>> = Mutex::new(None);
+
+/// The largest buffer kept for the next text.
+const MAX_SPARE: usize = 8 * 1024 * 1024;
+
+/// Keeps `text`'s buffer for the next [`Writer`]. A scrape of a large fleet is
+/// hundreds of KB: freed on one thread and taken anew on another, each thread's
+/// allocator arena would keep a copy of it resident.
+pub fn recycle(mut text: String) {
+    if text.capacity() <= MAX_SPARE {
+        text.clear();
+        *SPARE.lock().unwrap_or_else(|p| p.into_inner()) = Some(text);
+    }
+}
+
 impl Writer {
-    /// A writer whose text will be about `size` bytes: the buffer is taken
-    /// once, not grown by doubling (a scrape of a large fleet is hundreds of
-    /// KB, and each doubling leaves garbage behind).
+    /// A writer whose text will be about `size` bytes: the buffer is the last
+    /// one [`recycle`]d, or taken once at that size, not grown by doubling
+    /// (each doubling leaves garbage behind).
     pub fn new(format: Format, size: usize) -> Writer {
-        Writer {
-            out: String::with_capacity(size),
-            format,
-        }
+        let spare = SPARE.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let mut out = spare.unwrap_or_default();
+        out.reserve(size);
+        Writer { out, format }
     }
 
     /// Begins a family. `name` is the family's name without `_total`; the

@@ -41,12 +41,28 @@ pub fn answer<B>(request: &Request<B>, render: &Render) -> Response<Body> {
     } else {
         render(format)
     };
-    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
+    let body = Bytes::from_owner(Recycled(body));
+    let mut response = Response::new(Full::new(body).boxed());
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         http::HeaderValue::from_static(format.content_type()),
     );
     response
+}
+
+/// A scrape's text while it is sent; its buffer serves the next one once sent.
+struct Recycled(String);
+
+impl AsRef<[u8]> for Recycled {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+impl Drop for Recycled {
+    fn drop(&mut self) {
+        super::exposition::recycle(std::mem::take(&mut self.0));
+    }
 }
 
 /// The answer to any other path.
