@@ -30,7 +30,6 @@ use rmcp::service::{Peer, RoleClient, RoleServer};
 use crate::lifecycle::Generation;
 use crate::lifecycle::authority::{CallOptions, Handle, NotRunning};
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
-use crate::lifecycle::state::Phase;
 use crate::process::notice::{Asked, Listener, Notice};
 
 pub mod http;
@@ -396,9 +395,9 @@ impl Gateway {
     ) {
         let gateway = Arc::downgrade(self);
         tracker.spawn(async move {
-            let mut seen = running_generation(&changes.borrow());
+            let mut seen = changes.borrow().running_generation();
             while changes.changed().await.is_ok() {
-                let now = running_generation(&changes.borrow_and_update());
+                let now = changes.borrow_and_update().running_generation();
                 if now == seen {
                     continue;
                 }
@@ -556,7 +555,7 @@ impl Gateway {
     async fn list_of<T: Listing>(&self, index: usize) -> Option<(usize, Arc<Vec<T>>)> {
         let member = self.member(index)?;
         let snapshot = member.handle.snapshot().await.ok()?;
-        let live = running_generation(&snapshot);
+        let live = snapshot.running_generation();
         let (ever, current, items) = {
             let mut lists = lock(&self.lists);
             let known = T::slot(lists.get_mut(index)?);
@@ -778,13 +777,6 @@ impl Gateway {
                 NotRunning::StoppedAgain => stopped_again(),
             })
     }
-}
-
-/// The generation of a running server, else `None`.
-fn running_generation(s: &crate::lifecycle::authority::Snapshot) -> Option<Generation> {
-    (s.state == Phase::Running)
-        .then_some(s.generation)
-        .flatten()
 }
 
 fn token_key(token: &rmcp::model::ProgressToken) -> String {

@@ -295,7 +295,7 @@ impl Pending for Call {
                 (CallOutcome::Failed, false)
             }
             Answer::Ended => {
-                let error = self.ended();
+                let error = failed(&self.server, self.generation, ServiceError::TransportClosed);
                 self.reply(|q| {
                     q.extend_from_slice(b",\"error\":");
                     let _ = serde_json::to_writer(&mut *q, &error);
@@ -333,12 +333,6 @@ impl Pending for Call {
 }
 
 impl Call {
-    /// The error of a call whose server's session ended first, as the long way
-    /// gives it (G4).
-    fn ended(&self) -> ErrorData {
-        failed(&self.server, self.generation, ServiceError::TransportClosed)
-    }
-
     /// Writes the answer to the client: its id, then what `rest` appends.
     fn reply(&self, rest: impl FnOnce(&mut Vec<u8>)) {
         self.out.send_with(|q| {

@@ -80,10 +80,7 @@ impl Handle {
 
     /// The running generation, else `None`, from the published state, at once.
     pub fn running_generation(&self) -> Option<Generation> {
-        let published = self.published.borrow();
-        (published.state == Phase::Running)
-            .then_some(published.generation)
-            .flatten()
+        self.published.borrow().running_generation()
     }
 
     /// The running generation's peer, starting the server first (a start request,

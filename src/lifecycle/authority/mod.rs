@@ -211,6 +211,15 @@ pub struct Snapshot {
     pub definition: Option<crate::config::Definition>,
 }
 
+impl Snapshot {
+    /// The generation of a running server, else `None`.
+    pub fn running_generation(&self) -> Option<Generation> {
+        (self.state == Phase::Running)
+            .then_some(self.generation)
+            .flatten()
+    }
+}
+
 /// How callers outside the authority reach its running generation (G2).
 #[derive(Clone)]
 pub struct Reach {

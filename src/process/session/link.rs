@@ -148,7 +148,8 @@ impl Link {
     }
 
     /// Requests sent and not yet answered.
-    pub fn waiting(&self) -> usize {
+    #[cfg(test)]
+    fn waiting(&self) -> usize {
         lock(&self.calls).waiting.len()
     }
 }
