@@ -11,7 +11,8 @@
 //! Options: `--calls N` (round trips per measurement, default 2000), `--servers
 //! A,B` (fleet sizes for `tools/list`, default 10,200), `--sessions N` (client
 //! sessions opened to measure memory per session, default 20), `--cold N` (cold
-//! starts, default 5), `--skip-hub` (leave mcp-hub out).
+//! starts, default 5), `--skip-hub` (leave mcp-hub out), `--calls-only` (the round
+//! trips alone: no sessions, lists or cold starts).
 //!
 //! Paths of a `tools/call` round trip to the fixture server's `echo`:
 //! - **direct** (the limit): an rmcp client over stdio to the fixture process;
@@ -72,6 +73,8 @@ const STEP_LIMIT: Duration = Duration::from_secs(120);
 
 struct Args {
     calls: usize,
+    /// Only the round trips (`--calls-only`): no lists, cold starts or sessions.
+    calls_only: bool,
     hub: bool,
     lists: Vec<usize>,
     sessions: usize,
@@ -81,6 +84,7 @@ struct Args {
 fn parse_args() -> Args {
     let mut args = Args {
         calls: 2000,
+        calls_only: false,
         hub: true,
         lists: vec![10, 200],
         sessions: 20,
@@ -98,6 +102,7 @@ fn parse_args() -> Args {
             "--sessions" => args.sessions = number(it.next(), args.sessions),
             "--cold" => args.cold = number(it.next(), args.cold),
             "--skip-hub" => args.hub = false,
+            "--calls-only" => args.calls_only = true,
             "--servers" => {
                 args.lists = it
                     .next()
@@ -115,6 +120,11 @@ fn parse_args() -> Args {
 }
 
 fn main() {
+    // Run as the byte relay of the floor's path (see `relay_trips`).
+    if let Some(server) = std::env::var_os(RELAY_ENV) {
+        byte_relay(Path::new(&server));
+        return;
+    }
     let args = parse_args();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     mcpfleet::process::limits::raise_open_files();
@@ -171,6 +181,9 @@ fn main() {
 
 async fn run(ctx: &Ctx<'_>, figures: &mut Figures) {
     round_trips(ctx, figures).await;
+    if ctx.args.calls_only {
+        return;
+    }
     lists(ctx, figures).await;
     cold_start(ctx, figures).await;
 }
@@ -188,6 +201,7 @@ struct Ctx<'a> {
 #[derive(Default)]
 struct Figures {
     direct: [Option<Trips>; 2],
+    relay: [Option<Trips>; 2],
     connect: [Option<Trips>; 2],
     serve: [Option<Trips>; 2],
     per_session_serve_kb: Option<f64>,
@@ -270,6 +284,13 @@ async fn round_trips(ctx: &Ctx<'_>, figures: &mut Figures) {
     figures.direct = trips_of(&row);
     rows.push(row);
 
+    // The floor of any gateway that is a process between client and server.
+    let row = relay_trips(ctx)
+        .await
+        .unwrap_or_else(|e| failed_row("byte relay (floor)", e));
+    figures.relay = trips_of(&row);
+    rows.push(row);
+
     // One fleet with the fixture server, for both doors.
     let fleet = Fleet::new(ctx, "calls", &["fx".to_string()]);
     match fleet.json(&["up"]) {
@@ -309,7 +330,7 @@ async fn round_trips(ctx: &Ctx<'_>, figures: &mut Figures) {
 
     // Memory per session, each door on a fresh gateway.
     let n = ctx.args.sessions;
-    for row in rows.iter_mut() {
+    for row in rows.iter_mut().filter(|_| !ctx.args.calls_only) {
         let per_session = match row.name {
             "mcpfleet connect" => connect_sessions(ctx, n).await,
             "mcpfleet serve" => serve_sessions(ctx, n).await,
@@ -549,6 +570,63 @@ async fn direct_trips(ctx: &Ctx<'_>) -> Result<PathRow, String> {
     })
 }
 
+/// The environment entry under which this benchmark's binary runs as a byte
+/// relay to the server whose path it holds.
+const RELAY_ENV: &str = "MCPFLEET_BENCH_RELAY";
+
+/// The floor of any gateway that is a process of its own between client and
+/// server: this binary run as [`byte_relay`], which copies bytes and reads
+/// nothing of them. No gateway that routes can cost less than its two extra
+/// hops of every message.
+async fn relay_trips(ctx: &Ctx<'_>) -> Result<PathRow, String> {
+    let me_exe = std::env::current_exe().map_err(|e| format!("this benchmark's path: {e}"))?;
+    let mut cmd = tokio::process::Command::new(me_exe);
+    cmd.env(RELAY_ENV, &ctx.fixture)
+        .env("MCPFLEET_TEST_ID", ctx.scratch.tag("relay"));
+    let (client, child) = stdio_client(cmd).await?;
+    let relay = child.id().map_or(0, |p| p as i32);
+    let server = std::fs::read_to_string(format!("/proc/{relay}/task/{relay}/children"))
+        .ok()
+        .and_then(|c| c.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    let roles = vec![("client", me()), ("gateway", relay), ("server", server)];
+    let measured = measure(client.peer(), TOOL, ctx.args.calls, &roles).await;
+    close_stdio(client, child).await;
+    Ok(PathRow {
+        name: "byte relay (floor)",
+        measured,
+        memory: None,
+    })
+}
+
+/// The relay process of [`relay_trips`]: starts `server` with piped stdin and
+/// stdout and copies, with a plain thread each way, its own stdin to the
+/// server's and the server's stdout to its own, until either ends.
+fn byte_relay(server: &Path) {
+    use std::io::{Read, Write};
+    fn copy(mut from: impl Read, mut to: impl Write) {
+        let mut buf = vec![0u8; 64 * 1024];
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0 || to.write_all(&buf[..n]).and_then(|()| to.flush()).is_err() {
+                break;
+            }
+        }
+    }
+    let Ok(mut child) = Command::new(server)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+    else {
+        return;
+    };
+    let to_server = child.stdin.take().expect("piped stdin");
+    let from_server = child.stdout.take().expect("piped stdout");
+    std::thread::spawn(move || copy(std::io::stdin().lock(), to_server));
+    copy(from_server, std::io::stdout().lock());
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// The running fixture server of a one-server fleet, from `status`.
 fn fleet_server(fleet: &Fleet) -> Option<i32> {
     let doc = fleet.json(&["status"]).ok()?;
@@ -757,6 +835,7 @@ async fn socket_client(fleet: &Fleet) -> Result<Client, String> {
             servers: Vec::new(),
             deadlines: Deadlines::default(),
             fleet: None,
+            handover: false,
         },
     });
     write

@@ -1,11 +1,16 @@
 //! `mcpfleet connect`: the gateway's stdio door (docs/design.md §14). An MCP client
 //! launches it as its server command. It asks the supervisor (starting one if none
-//! runs) for a gateway session over the control socket, then copies bytes: its stdin
-//! to the supervisor, the supervisor to its stdout. All aggregation and routing live
-//! in the supervisor (G1); stdout carries nothing but MCP.
+//! runs) for a gateway session over the control socket. When its stdin and stdout
+//! are pipes or sockets (as every MCP client gives them), it hands them to the
+//! supervisor over that socket and waits: the supervisor speaks with the client
+//! directly, and closes the socket when the session ends. Otherwise (a terminal, a
+//! file) it copies bytes: its stdin to the supervisor, the supervisor to its
+//! stdout. All aggregation and routing live in the supervisor (G1); stdout
+//! carries nothing but MCP.
+
+use std::os::fd::AsFd;
 
 use tokio::io::{AsyncWriteExt, BufReader};
-
 
 use super::client::{self, ClientError};
 use super::fleet_ops::no_report;
@@ -49,6 +54,7 @@ pub async fn connect(t: Target, args: &ConnectArgs, g: &Global) -> Result<Code, 
 }
 
 async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
+    let handover = can_hand_over();
     let stream = client::connect(&t.dir, &t.fleet.file, true).await?;
     let (read, mut write) = stream.into_split();
     let request = protocol::encode(&Request {
@@ -61,6 +67,7 @@ async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
                 cleanup_ms: None,
             },
             fleet: t.source.clone(),
+            handover,
         },
     });
     let unreachable = |e: std::io::Error| ClientError::Unreachable(e.to_string());
@@ -102,11 +109,10 @@ async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
             eprintln!("mcpfleet connect: `{}` is {}: {message}", s.name, s.state);
         }
     }
-    // From here the connection is the client's MCP session. The supervisor ends it
-    // when the client's input ends; a supervisor that goes ends the copy to stdout.
-    // Each way is a plain thread doing blocking reads and writes: tokio's stdin and
-    // stdout would hand every read and write to its blocking pool, a switch between
-    // threads each time, on every message of the session.
+    // From here the connection carries the client's session, or its handover.
+    // Either way this process only does blocking reads and writes, each on a
+    // plain thread: tokio's stdin and stdout would hand every read and write to
+    // its blocking pool, a switch between threads each time.
     let early = reader.buffer().to_vec();
     let stream = reader
         .into_inner()
@@ -115,6 +121,20 @@ async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
         .into_std()
         .map_err(unreachable)?;
     stream.set_nonblocking(false).map_err(unreachable)?;
+    if handover {
+        if !early.is_empty() {
+            return Err(ClientError::Unreachable(
+                "the supervisor spoke before it had the client's stdin and stdout".into(),
+            ));
+        }
+        return tokio::task::spawn_blocking(move || hand_over(stream))
+            .await
+            .map_err(|e| ClientError::Unreachable(e.to_string()))?
+            .map(|()| Code::Ok)
+            .map_err(|e| ClientError::Unreachable(format!("handing over stdin and stdout: {e}")));
+    }
+    // The supervisor ends the session when the client's input ends; a supervisor
+    // that goes ends the copy to stdout.
     let to_supervisor = stream.try_clone().map_err(unreachable)?;
     std::thread::spawn(move || copy_stdin(to_supervisor));
     let copied = tokio::task::spawn_blocking(move || copy_to_stdout(&early, stream))
@@ -127,6 +147,40 @@ async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
         Err(e) => Err(ClientError::Unreachable(format!(
             "lost the supervisor: {e}"
         ))),
+    }
+}
+
+/// Whether stdin and stdout can be handed to the supervisor: both are pipes or
+/// sockets, which it reads and writes without blocking.
+fn can_hand_over() -> bool {
+    use crate::platform::{StreamKind, stream_kind};
+    let fit = |kind: std::io::Result<StreamKind>| {
+        matches!(kind, Ok(StreamKind::Pipe | StreamKind::Socket))
+    };
+    fit(stream_kind(std::io::stdin().as_fd())) && fit(stream_kind(std::io::stdout().as_fd()))
+}
+
+/// Sends stdin and stdout to the supervisor, then waits until it closes the
+/// connection: the session has ended (the client's input ended, or the
+/// supervisor stopped). Were this process killed instead, the connection's end
+/// tells the supervisor to end the session.
+fn hand_over(mut stream: std::os::unix::net::UnixStream) -> std::io::Result<()> {
+    use std::io::Read;
+    crate::platform::send_fds(
+        stream.as_fd(),
+        protocol::HANDOVER,
+        &[std::io::stdin().as_fd(), std::io::stdout().as_fd()],
+    )?;
+    let mut buf = [0u8; 64];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // The supervisor went away mid-session: the session is over all the same.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(()),
+            Err(e) => return Err(e),
+        }
     }
 }
 

@@ -58,6 +58,11 @@ impl ClientSession {
         self.opened.clone()
     }
 
+    /// The gateway this session belongs to.
+    pub fn gateway(&self) -> Arc<Gateway> {
+        self.gateway.clone()
+    }
+
     /// The servers this session sees.
     pub fn scope(&self) -> Scope {
         self.scope.clone()

@@ -115,8 +115,22 @@ impl Writer {
 
     /// One sample: `name` is the sample's full name (`..._total`, `..._bucket`).
     pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        self.sample_with(name, "", labels, None, value);
+    }
+
+    /// One sample named `name` + `suffix`, with `labels` and then `le` when given.
+    /// Writes straight into the text: a scrape allocates nothing per sample.
+    fn sample_with(
+        &mut self,
+        name: &str,
+        suffix: &str,
+        labels: &[(&str, &str)],
+        le: Option<&str>,
+        value: f64,
+    ) {
         self.out.push_str(name);
-        if !labels.is_empty() {
+        self.out.push_str(suffix);
+        if !labels.is_empty() || le.is_some() {
             self.out.push('{');
             for (i, (k, v)) in labels.iter().enumerate() {
                 if i > 0 {
@@ -125,6 +139,14 @@ impl Writer {
                 self.out.push_str(k);
                 self.out.push_str("=\"");
                 escape_label(&mut self.out, v);
+                self.out.push('"');
+            }
+            if let Some(le) = le {
+                if !labels.is_empty() {
+                    self.out.push(',');
+                }
+                self.out.push_str("le=\"");
+                self.out.push_str(le);
                 self.out.push('"');
             }
             self.out.push('}');
@@ -136,20 +158,14 @@ impl Writer {
 
     /// The samples of one histogram series: cumulative buckets, sum and count.
     pub fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &Histogram) {
-        let bucket = format!("{name}_bucket");
         let mut cumulative = 0u64;
-        for (i, bound) in BOUNDS.iter().enumerate() {
+        for (i, le) in LE.iter().enumerate() {
             cumulative += h.counts[i];
-            let le = le_text(*bound);
-            let mut with_le: Vec<(&str, &str)> = labels.to_vec();
-            with_le.push(("le", &le));
-            self.sample(&bucket, &with_le, cumulative as f64);
+            self.sample_with(name, "_bucket", labels, Some(le), cumulative as f64);
         }
-        let mut with_le: Vec<(&str, &str)> = labels.to_vec();
-        with_le.push(("le", "+Inf"));
-        self.sample(&bucket, &with_le, h.count as f64);
-        self.sample(&format!("{name}_sum"), labels, h.sum);
-        self.sample(&format!("{name}_count"), labels, h.count as f64);
+        self.sample_with(name, "_bucket", labels, Some("+Inf"), h.count as f64);
+        self.sample_with(name, "_sum", labels, None, h.sum);
+        self.sample_with(name, "_count", labels, None, h.count as f64);
     }
 
     pub fn finish(mut self) -> String {
@@ -166,6 +182,13 @@ impl Writer {
 /// that a fleet of hundreds stays a small scrape.
 pub const BOUNDS: [f64; 12] = [
     0.0005, 0.0025, 0.01, 0.025, 0.1, 0.25, 1.0, 2.5, 10.0, 30.0, 60.0, 120.0,
+];
+
+/// The [`BOUNDS`] as the `le` label writes them, in both formats (OpenMetrics
+/// wants a float: `1.0`).
+const LE: [&str; BOUNDS.len()] = [
+    "0.0005", "0.0025", "0.01", "0.025", "0.1", "0.25", "1.0", "2.5", "10.0", "30.0", "60.0",
+    "120.0",
 ];
 
 /// A histogram of durations with the [`BOUNDS`] buckets.
@@ -196,25 +219,35 @@ impl Histogram {
     }
 }
 
-/// A bucket bound as both formats accept it (OpenMetrics wants a float: `1.0`).
-fn le_text(bound: f64) -> String {
-    if bound.fract() == 0.0 {
-        format!("{bound:.1}")
-    } else {
-        format!("{bound}")
-    }
-}
-
 fn number(out: &mut String, value: f64) {
     if value.is_nan() {
         out.push_str("NaN");
     } else if value.is_infinite() {
         out.push_str(if value > 0.0 { "+Inf" } else { "-Inf" });
     } else if value.fract() == 0.0 && value.abs() < 1e15 {
-        let _ = write!(out, "{}", value as i64);
+        integer(out, value as i64);
     } else {
         let _ = write!(out, "{value}");
     }
+}
+
+/// An integer in decimal, without the formatting machinery: most samples are counts.
+fn integer(out: &mut String, value: i64) {
+    if value < 0 {
+        out.push('-');
+    }
+    let mut n = value.unsigned_abs();
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or("0"));
 }
 
 fn escape_label(out: &mut String, value: &str) {
@@ -273,6 +306,19 @@ mod tests {
             assert!(text.contains(type_line), "{text}");
             assert!(text.contains("By server"), "{text}");
             assert!(text.ends_with(end), "{text}");
+        }
+    }
+
+    #[test]
+    fn the_le_labels_are_the_bounds_and_integers_read_as_rust_writes_them() {
+        for (le, bound) in LE.iter().zip(BOUNDS) {
+            assert_eq!(le.parse::<f64>().unwrap(), bound);
+            assert!(le.contains('.'), "OpenMetrics wants a float: {le}");
+        }
+        for n in [0i64, 7, -7, 10, 1234567890123, -999_999_999_999_999] {
+            let mut out = String::new();
+            integer(&mut out, n);
+            assert_eq!(out, n.to_string());
         }
     }
 

@@ -336,13 +336,13 @@ pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String 
                     help: &str,
                     label: &str,
                     values: &[&str],
-                    pick: &dyn Fn(&Counts) -> Vec<u64>| {
+                    pick: &dyn Fn(&Counts) -> &[u64]| {
         w.family(name, Kind::Counter, help);
         let sample = format!("{name}_total");
         for server in &names {
             let counts = pick(counts(server));
             for (value, n) in values.iter().zip(counts) {
-                w.sample(&sample, &[("server", server), (label, value)], n as f64);
+                w.sample(&sample, &[("server", server), (label, value)], *n as f64);
             }
         }
     };
@@ -352,7 +352,7 @@ pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String 
         "Starts of a generation, by outcome (ok: it became ready).",
         "outcome",
         &START_OUTCOMES,
-        &|c| c.starts.to_vec(),
+        &|c| &c.starts,
     );
     labelled(
         &mut w,
@@ -360,7 +360,7 @@ pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String 
         "Teardowns of a generation, by outcome: clean, escalated (a signal was needed), failed (something was left: quarantined).",
         "outcome",
         &TEARDOWN_OUTCOMES,
-        &|c| c.teardowns.to_vec(),
+        &|c| &c.teardowns,
     );
     labelled(
         &mut w,
@@ -368,7 +368,7 @@ pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String 
         "New generations started after an earlier one, by cause: exit (the restart policy), health, reconnect, idle (a use after the idle stop), reconcile (the fleet file changed).",
         "cause",
         &RESTART_CAUSES,
-        &|c| c.restarts.to_vec(),
+        &|c| &c.restarts,
     );
     labelled(
         &mut w,
@@ -376,7 +376,7 @@ pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String 
         "Requests refused, by reason: busy (the wait for the authority ran out), fenced (an older generation was named), quarantined, crash_loop.",
         "reason",
         &REFUSAL_REASONS,
-        &|c| c.refused.to_vec(),
+        &|c| &c.refused,
     );
     labelled(
         &mut w,
@@ -384,7 +384,7 @@ pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String 
         "Tool calls through `call` and the gateway, by outcome: ok, error (the tool's own error result), failed (no result), cancelled.",
         "outcome",
         &CALL_OUTCOMES,
-        &|c| c.calls.to_vec(),
+        &|c| &c.calls,
     );
     w.family(
         "mcpfleet_server_crash_loops",

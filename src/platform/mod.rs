@@ -30,7 +30,11 @@
 //!   replacement by another file ([`redirect_stderr`], for the rotation of
 //!   `supervisor.log`), a socket path of any length
 //!   ([`SocketPath`]), whether an error means the descriptors ran out, and the
-//!   open-files limit.
+//!   open-files limit;
+//! - descriptors: whether one is a pipe, a socket or something else
+//!   ([`stream_kind`]), and handing them to another process over a Unix socket
+//!   ([`send_fds`], [`recv_fds`]: how `connect` gives the supervisor its stdin
+//!   and stdout).
 //!
 //! It keeps no state of servers and decides nothing: it answers and carries out.
 //! What a generation's lineage is, when to signal and whom, stays in `process`.
@@ -54,11 +58,25 @@ pub use os::{
     session_id, signal_group, signal_pinned, uid, wait_for_exit,
 };
 
+// Descriptors: what kind of stream one is, and handing them to another process.
+pub use os::{recv_fds, send_fds, stream_kind};
+
 // Files and limits.
 pub use os::{
     O_NOFOLLOW, SocketPath, open_files_limit, redirect_stderr, set_open_files_limit,
     stderr_size, too_many_open_files,
 };
+
+/// What kind of stream a descriptor is ([`stream_kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamKind {
+    /// A pipe or a FIFO.
+    Pipe,
+    /// A socket.
+    Socket,
+    /// Anything else: a terminal, a file, a device.
+    Other,
+}
 
 /// What this process uses, for its metrics ([`own_usage`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -170,7 +170,11 @@ pub enum Op {
         openmetrics: bool,
     },
     /// Start the servers as `up` would, answer with the report, then speak MCP on
-    /// this connection: the gateway, scoped to these servers (`connect`).
+    /// this connection: the gateway, scoped to these servers (`connect`). With
+    /// `handover`, the client's own stdin and stdout come next instead, as
+    /// descriptors with one byte ([`HANDOVER`]), and the session is spoken on
+    /// them; the connection stays open for as long as the session lasts, and
+    /// either side closing it ends the session.
     Gateway {
         #[serde(default)]
         servers: Vec<String>,
@@ -178,6 +182,8 @@ pub enum Op {
         deadlines: Deadlines,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fleet: Option<FleetSource>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        handover: bool,
     },
     /// Start the servers as `up` would and open the gateway's HTTP door (`serve`).
     Serve {
@@ -192,6 +198,10 @@ pub enum Op {
         fleet: Option<FleetSource>,
     },
 }
+
+/// The byte that carries a `connect` client's stdin and stdout to the
+/// supervisor, after the report of an [`Op::Gateway`] with `handover`.
+pub const HANDOVER: u8 = b'H';
 
 /// One line from the supervisor: `E` is an event, `R` the report of the request.
 /// Both sides name the same types (the output model's `EventReport`, and the

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 use tokio::io::{AsyncWriteExt, BufReader};
@@ -20,7 +20,7 @@ use crate::host::Unnamed;
 use crate::lifecycle::authority::Handle;
 use crate::lifecycle::events::rfc3339;
 use crate::process::session::MAX_MESSAGE_BYTES;
-use crate::process::session::wire::{Intercepted, Outbox};
+use crate::process::session::wire::{Intercepted, Outbox, OutboxWriter, Sink};
 use crate::protocol::{self, Deadlines, Op};
 
 /// Where `serve` listens unless told otherwise.
@@ -94,14 +94,17 @@ pub fn attach(gateway: &Arc<Gateway>, fleet: &Fleet, handles: &[Handle], tracker
 }
 
 /// Serves a `connect` client: starts the selected servers as `up` would, answers
-/// with the report, then speaks MCP on the same connection, scoped to those
-/// servers, until either side closes it or the supervisor stops.
+/// with the report, then speaks MCP, scoped to those servers, until either side
+/// ends the session or the supervisor stops: on the client's own stdin and
+/// stdout when `connect` hands them over (`handover.rs`), else on the same
+/// connection.
 pub async fn stdio(
     shared: &Shared,
     reader: BufReader<OwnedReadHalf>,
     mut write: OwnedWriteHalf,
     servers: Vec<String>,
     deadlines: Deadlines,
+    handover: bool,
 ) {
     let scope = match shared.select(&servers, Unnamed::Enabled) {
         Ok(handles) => {
@@ -144,17 +147,68 @@ pub async fn stdio(
         true => session.scoped(scope),
         false => session,
     };
+    let shutdown = shared.shutdown.clone();
+    if !handover {
+        let input = super::handover::Input(Box::new(reader));
+        return serve(shutdown, session, input, Box::new(write), None).await;
+    }
+    let handed = super::handover::receive(reader, write).await;
+    match handed {
+        Ok(h) => serve(shutdown, session, h.input, h.output, Some(h.control)).await,
+        Err(e) => {
+            tracing::warn!(error = %e, "gateway: a client's stdin and stdout were not handed over");
+            let note = format!("a `connect` did not hand over its stdin and stdout: {e}");
+            shared.gateway.note(format_args!("{note}"));
+        }
+    }
+}
+
+/// Speaks MCP with one client on `input` and `output` until either side ends the
+/// session, the supervisor stops, or `control` (the connection of a `connect`
+/// that handed its stdio over) closes. The control connection is let go of only
+/// once what the client was sent is written, so that `connect` exits after its
+/// stdout has closed.
+async fn serve(
+    shutdown: tokio_util::sync::CancellationToken,
+    session: ClientSession,
+    input: super::handover::Input,
+    output: Box<dyn Sink>,
+    control: Option<tokio::net::UnixStream>,
+) {
     // rmcp serves the session; the plain calls pass through beside it, on the
     // same bytes (docs/design.md §14, "Pass-through calls").
-    let out = Outbox::spawn(write);
+    let out = Outbox::spawn(output);
     let pass = PassThrough::new(
-        shared.gateway.clone(),
+        session.gateway(),
         session.scope(),
         session.opened(),
         out.clone(),
     );
-    let reader = Intercepted::new(reader, MAX_MESSAGE_BYTES, Box::new(pass));
-    let running = match rmcp::serve_server(session, (reader, out.writer())).await {
+    let reader = Intercepted::new(input, MAX_MESSAGE_BYTES, Box::new(pass));
+    let session = run(shutdown, session, reader, out.writer());
+    let gone = async {
+        match &control {
+            Some(control) => super::handover::gone(control).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = session => {}
+        () = gone => tracing::info!("gateway: a `connect` went away; its session ends"),
+    }
+    out.close();
+    let _ = tokio::time::timeout(Duration::from_secs(10), out.finished()).await;
+    drop(control);
+}
+
+/// rmcp's side of a client session, until it ends or the supervisor stops.
+async fn run(
+    shutdown: tokio_util::sync::CancellationToken,
+    session: ClientSession,
+    reader: Intercepted<super::handover::Input>,
+    writer: OutboxWriter,
+) {
+    let running = match rmcp::serve_server(session, (reader, writer)).await {
         Ok(r) => r,
         Err(e) => {
             tracing::info!(error = %e, "gateway: a client left before its session began");
@@ -164,7 +218,7 @@ pub async fn stdio(
     let cancel = running.cancellation_token();
     tokio::select! {
         _ = running.waiting() => {}
-        _ = shared.shutdown.cancelled() => cancel.cancel(),
+        _ = shutdown.cancelled() => cancel.cancel(),
     }
 }
 

@@ -17,6 +17,7 @@ pub mod calls;
 pub mod converge;
 pub mod gateway_door;
 pub mod guardian;
+pub mod handover;
 pub mod metrics_door;
 pub mod persist;
 pub mod recovery;

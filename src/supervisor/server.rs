@@ -258,6 +258,7 @@ async fn handle_connection(stream: UnixStream, shared: &Shared) {
         servers,
         deadlines,
         fleet,
+        handover,
     } = request.op
     {
         if let Err(message) = shared.take_up(fleet.as_ref()) {
@@ -266,7 +267,8 @@ async fn handle_connection(stream: UnixStream, shared: &Shared) {
                 .await;
             return;
         }
-        return super::gateway_door::stdio(shared, reader, write, servers, deadlines).await;
+        return super::gateway_door::stdio(shared, reader, write, servers, deadlines, handover)
+            .await;
     }
     // Lines to the client go through one writer task; a client that went away only
     // stops the writing, never the request (L6).

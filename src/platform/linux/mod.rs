@@ -1,16 +1,19 @@
 //! The Linux implementation of `platform`: the process table from `/proc`
 //! (`procfs.rs`), exits seen through pidfds (`exit_watch.rs`), signals, waits,
 //! sessions, the child subreaper and `fork` (`process.rs`), `O_NOFOLLOW` and
-//! socket paths through `/proc/self/fd` (`files.rs`), and the open-files limit
+//! socket paths through `/proc/self/fd` (`files.rs`), descriptors handed over a
+//! Unix socket (`descriptors.rs`), and the open-files limit
 //! (`limits.rs`). Every `unsafe` call into the kernel of the crate is here, with
 //! the one promise that only its caller can make (no thread exists at `fork`).
 
+mod descriptors;
 mod exit_watch;
 mod files;
 mod limits;
 mod procfs;
 mod process;
 
+pub use descriptors::{recv_fds, send_fds, stream_kind};
 pub use exit_watch::ExitWatch;
 pub use files::{O_NOFOLLOW, SocketPath, redirect_stderr, stderr_size, too_many_open_files};
 pub use limits::{open_files_limit, set_open_files_limit};

@@ -290,7 +290,7 @@ mod tests {
 
     #[tokio::test]
     async fn answers_to_our_ids_go_to_their_waiters_and_the_rest_to_rmcp() {
-        let (write, read) = tokio::io::duplex(4096);
+        let (write, read) = tokio::net::UnixStream::pair().unwrap();
         let (link, mut answers) = Link::new(Outbox::spawn(write));
         let log = Arc::new(Mutex::new(Vec::new()));
         let first = link

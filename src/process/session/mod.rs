@@ -33,7 +33,7 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, ServiceExt};
 
 use crate::process::notice::{Asked, Listener, Notice};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::AsyncRead;
 use tokio_util::sync::CancellationToken;
 
 mod link;
@@ -227,15 +227,14 @@ impl Session {
     /// (its stdin). Unbounded by itself: the caller wraps it in the connect deadline,
     /// and dropping the future closes stdin. Once the session is over, stdout is
     /// still read (and discarded) until `drain_until` fires or the server closes it.
-    pub async fn initialize<R, W>(
+    pub async fn initialize<R>(
         output: R,
-        input: W,
+        input: tokio::process::ChildStdin,
         drain_until: CancellationToken,
         listener: Option<Arc<dyn Listener>>,
     ) -> Result<Session, SessionError>
     where
         R: AsyncRead + Send + Unpin + 'static,
-        W: AsyncWrite + Send + Unpin + 'static,
     {
         use rmcp::service::ClientInitializeError as E;
         let violation = Violation::default();
@@ -244,6 +243,12 @@ impl Session {
         let output = StdoutGuard::new(output, MAX_MESSAGE_BYTES, violation.clone());
         // rmcp writes into the same outbox as the link, and reads what the link's
         // hook leaves of the server's stdout (`wire.rs`).
+        // The outbox writes without waiting where it can: the pipe as tokio's
+        // `pipe::Sender`, which writes now or says it would block.
+        let input = input
+            .into_owned_fd()
+            .and_then(tokio::net::unix::pipe::Sender::from_owned_fd)
+            .map_err(|e| SessionError::Closed(format!("the server's stdin: {e}")))?;
         let (link, answers) = Link::new(wire::Outbox::spawn(input));
         let writer = link.writer();
         let output = wire::Intercepted::new(output, MAX_MESSAGE_BYTES, Box::new(answers));

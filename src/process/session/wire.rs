@@ -4,23 +4,30 @@
 //! rmcp keeps the session: it reads every message it is given, writes its own,
 //! and closes it. Under it, on the bytes, sit two things:
 //!
-//! - an [`Outbox`]: one queue of whole lines to the peer, drained by one writer
-//!   task. rmcp writes into it through [`Outbox::writer`], the gateway with
-//!   [`Outbox::send_with`]; lines that are queued together are written together,
-//!   in one write.
+//! - an [`Outbox`]: one queue of whole lines to the peer. rmcp writes into it
+//!   through [`Outbox::writer`], the gateway with [`Outbox::send_with`]. Whoever
+//!   queues a line writes the queue to the stream at once, without waiting and
+//!   without a task in between; only what the stream does not take at once is
+//!   left to the outbox's own task, which waits until the peer reads. While an
+//!   [`Intercepted`] reader hands the lines of one read to its hook, what they
+//!   queue is written once that read is sorted ([`deferred`]): the lines of one
+//!   read go out in one write to each peer.
 //! - [`Intercepted`]: the peer's stream as rmcp reads it, with each whole line
 //!   offered first to a [`Hook`]; a line the hook takes never reaches rmcp.
 //!
 //! Neither parses anything: what a line means is the hook's business.
 
+use std::cell::RefCell;
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use super::stdout::MAX_MESSAGE_BYTES;
 
@@ -29,71 +36,240 @@ use super::stdout::MAX_MESSAGE_BYTES;
 /// supervisor without bound.
 const MAX_QUEUED: usize = 4 * MAX_MESSAGE_BYTES;
 
-/// How long the writer goes on writing what was queued once the outbox is
-/// closed: a peer that no longer reads does not keep its stream open.
+/// How long the outbox goes on writing what was queued once it is closed: a
+/// peer that no longer reads does not keep its stream open.
 const FLUSH_AFTER_CLOSE: Duration = Duration::from_secs(5);
 
-/// Whole lines waiting for one writer task (see the module comment).
-pub struct Outbox {
-    queue: Mutex<Queue>,
-    /// Wakes the writer: something was queued, or the outbox closed.
-    wake: Notify,
+/// The largest buffer kept from one write for the next.
+const MAX_SPARE: usize = 1 << 20;
+
+/// A stream an [`Outbox`] writes to: what it takes now, without waiting, and a
+/// way to wait until it takes more. Dropping it closes the stream (a socket's
+/// write half is shut down).
+pub trait Sink: Send + Sync + 'static {
+    /// Writes what the stream takes now; `WouldBlock` when it takes nothing.
+    fn try_write(&self, buf: &[u8]) -> io::Result<usize>;
+    /// Waits until the stream may take more.
+    fn writable(&self) -> Pin<Box<dyn Future<Output = io::Result<()>> + Send + '_>>;
 }
 
-struct Queue {
-    bytes: Vec<u8>,
+impl Sink for tokio::net::unix::pipe::Sender {
+    fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        tokio::net::unix::pipe::Sender::try_write(self, buf)
+    }
+    fn writable(&self) -> Pin<Box<dyn Future<Output = io::Result<()>> + Send + '_>> {
+        Box::pin(tokio::net::unix::pipe::Sender::writable(self))
+    }
+}
+
+impl Sink for tokio::net::UnixStream {
+    fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        tokio::net::UnixStream::try_write(self, buf)
+    }
+    fn writable(&self) -> Pin<Box<dyn Future<Output = io::Result<()>> + Send + '_>> {
+        Box::pin(tokio::net::UnixStream::writable(self))
+    }
+}
+
+impl Sink for tokio::net::unix::OwnedWriteHalf {
+    fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        tokio::net::unix::OwnedWriteHalf::try_write(self, buf)
+    }
+    fn writable(&self) -> Pin<Box<dyn Future<Output = io::Result<()>> + Send + '_>> {
+        Box::pin(tokio::net::unix::OwnedWriteHalf::writable(self))
+    }
+}
+
+impl Sink for Box<dyn Sink> {
+    fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        (**self).try_write(buf)
+    }
+    fn writable(&self) -> Pin<Box<dyn Future<Output = io::Result<()>> + Send + '_>> {
+        (**self).writable()
+    }
+}
+
+/// Whole lines on their way to one peer (see the module comment).
+pub struct Outbox {
+    state: Mutex<State>,
+    /// Wakes the outbox's task: it has bytes to carry on with, or the outbox closed.
+    wake: Notify,
+    /// Cancelled when the outbox closes: from then on, [`FLUSH_AFTER_CLOSE`] bounds
+    /// the wait for a peer that does not read.
+    closed: CancellationToken,
+    /// Cancelled once the task has let go of the stream ([`Outbox::finished`]).
+    finished: CancellationToken,
+}
+
+struct State {
+    /// Whole lines queued, not yet being written.
+    queued: Vec<u8>,
+    /// What a writer took and the stream did not take at once: the task writes
+    /// it, before anything queued since.
+    stalled: Vec<u8>,
+    /// Someone writes now (whoever queued, or the task): nobody else may.
+    writing: bool,
+    /// Listed already in the current [`deferred`] scope.
+    listed: bool,
     closed: bool,
+    /// The stream, until the outbox is closed and what it held is written or
+    /// given up: then it is dropped, which closes the stream.
+    sink: Option<Arc<dyn Sink>>,
+    /// The buffer of the last write, for the next one.
+    spare: Vec<u8>,
+}
+
+/// How one write to the stream went.
+enum Wrote {
+    All,
+    /// The stream took this much and no more for now.
+    Part(usize),
+    Failed,
+}
+
+fn write_now(sink: &dyn Sink, bytes: &[u8]) -> Wrote {
+    let mut done = 0;
+    while done < bytes.len() {
+        match sink.try_write(&bytes[done..]) {
+            Ok(0) => return Wrote::Failed,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Wrote::Part(done),
+            Err(_) => return Wrote::Failed,
+        }
+    }
+    Wrote::All
 }
 
 impl Outbox {
-    /// An outbox whose lines a task of its own writes to `write`. The task ends
-    /// once the outbox is closed and what was queued is written (or
-    /// [`FLUSH_AFTER_CLOSE`] has passed), or when a write fails; it shuts `write`
-    /// down and drops it then, which closes the stream.
-    pub fn spawn<W>(write: W) -> Arc<Outbox>
-    where
-        W: AsyncWrite + Send + Unpin + 'static,
-    {
+    /// An outbox writing to `sink`, with the task that carries on with what the
+    /// stream does not take at once. The task ends once the outbox is closed and
+    /// what was queued is written (or [`FLUSH_AFTER_CLOSE`] has passed), or when
+    /// a write fails; the sink is dropped then, which closes the stream.
+    pub fn spawn(sink: impl Sink) -> Arc<Outbox> {
         let outbox = Arc::new(Outbox {
-            queue: Mutex::new(Queue {
-                bytes: Vec::new(),
+            state: Mutex::new(State {
+                queued: Vec::new(),
+                stalled: Vec::new(),
+                writing: false,
+                listed: false,
                 closed: false,
+                sink: Some(Arc::new(sink)),
+                spare: Vec::new(),
             }),
             wake: Notify::new(),
+            closed: CancellationToken::new(),
+            finished: CancellationToken::new(),
         });
-        tokio::spawn(drain(outbox.clone(), write));
+        tokio::spawn(carry(outbox.clone()));
         outbox
     }
 
-    /// Queues what `fill` appends to the queue, which must be whole lines; false
-    /// (and nothing queued) once the outbox is closed.
-    pub fn send_with(&self, fill: impl FnOnce(&mut Vec<u8>)) -> bool {
-        let mut queue = lock(&self.queue);
-        if queue.closed {
+    /// Queues what `fill` appends to the queue, which must be whole lines, and
+    /// writes it (at the end of the [`deferred`] scope, within one); false (and
+    /// nothing queued) once the outbox is closed.
+    pub fn send_with(self: &Arc<Self>, fill: impl FnOnce(&mut Vec<u8>)) -> bool {
+        let mut state = lock(&self.state);
+        if state.closed {
             return false;
         }
-        fill(&mut queue.bytes);
-        let over = queue.bytes.len() > MAX_QUEUED;
-        if over {
-            queue.closed = true;
+        fill(&mut state.queued);
+        if state.queued.len() + state.stalled.len() > MAX_QUEUED {
             tracing::warn!(
-                queued = queue.bytes.len(),
+                queued = state.queued.len() + state.stalled.len(),
                 "a peer read nothing while its messages piled up; its stream is closed"
             );
+            state.queued.clear();
+            drop(state);
+            self.close();
+            return false;
         }
-        drop(queue);
-        self.wake.notify_one();
-        !over
+        if state.writing {
+            // Whoever writes now takes it too.
+            return true;
+        }
+        let listed = state.listed;
+        state.listed = true;
+        drop(state);
+        if !DEFERRED.with(|d| match d.borrow_mut().as_mut() {
+            Some(list) => {
+                if !listed {
+                    list.push(self.clone());
+                }
+                true
+            }
+            None => false,
+        }) {
+            self.flush();
+        }
+        true
+    }
+
+    /// Writes what is queued, now, as far as the stream takes it without
+    /// waiting; the rest is left to the task. Nothing when another writer is
+    /// at it (it takes what was queued too).
+    fn flush(&self) {
+        let mut state = lock(&self.state);
+        state.listed = false;
+        while !state.writing && !state.queued.is_empty() {
+            let Some(sink) = state.sink.clone() else {
+                state.queued.clear();
+                return;
+            };
+            state.writing = true;
+            let spare = std::mem::take(&mut state.spare);
+            let mut batch = std::mem::replace(&mut state.queued, spare);
+            drop(state);
+            let wrote = write_now(&*sink, &batch);
+            drop(sink);
+            state = lock(&self.state);
+            match wrote {
+                Wrote::All => {
+                    state.writing = false;
+                    batch.clear();
+                    if batch.capacity() <= MAX_SPARE && state.spare.capacity() < batch.capacity() {
+                        state.spare = batch;
+                    }
+                }
+                Wrote::Part(done) => {
+                    // The task goes on from here, and holds the right to write.
+                    batch.drain(..done);
+                    state.stalled = batch;
+                    drop(state);
+                    self.wake.notify_one();
+                    return;
+                }
+                Wrote::Failed => {
+                    state.writing = false;
+                    state.queued.clear();
+                    drop(state);
+                    self.close();
+                    return;
+                }
+            }
+        }
+        let finished = state.closed && !state.writing;
+        drop(state);
+        if finished {
+            self.wake.notify_one();
+        }
     }
 
     /// Closes the outbox: what was queued is still written, nothing more is taken.
     pub fn close(&self) {
-        lock(&self.queue).closed = true;
+        lock(&self.state).closed = true;
+        self.closed.cancel();
         self.wake.notify_one();
     }
 
     pub fn is_closed(&self) -> bool {
-        lock(&self.queue).closed
+        lock(&self.state).closed
+    }
+
+    /// Resolves once the outbox is closed and its stream let go of: what was
+    /// queued is written, or was given up after [`FLUSH_AFTER_CLOSE`].
+    pub async fn finished(&self) {
+        self.finished.cancelled().await
     }
 
     /// The outbox as an `AsyncWrite`, for rmcp's transport. Dropping it, or
@@ -107,43 +283,105 @@ impl Outbox {
     }
 }
 
-/// The writer task of an outbox.
-async fn drain<W: AsyncWrite + Unpin>(outbox: Arc<Outbox>, mut write: W) {
-    let mut batch = Vec::new();
+/// What the outbox's task does next.
+enum Next {
+    /// Write what stalled: the right to write is the task's.
+    Carry(Vec<u8>, Arc<dyn Sink>),
+    /// Write what was queued while nobody was writing (after a close).
+    Flush,
+    Wait,
+    Finish,
+}
+
+/// The task of an outbox: writes what the stream did not take at once, waiting
+/// until the peer reads, and closes the stream once the outbox is closed and
+/// empty.
+async fn carry(outbox: Arc<Outbox>) {
     loop {
-        let closed = {
-            let mut queue = lock(&outbox.queue);
-            std::mem::swap(&mut queue.bytes, &mut batch);
-            queue.closed
-        };
-        if batch.is_empty() {
-            if closed {
-                break;
+        let next = {
+            let mut state = lock(&outbox.state);
+            if state.writing && !state.stalled.is_empty() {
+                match state.sink.clone() {
+                    Some(sink) => Next::Carry(std::mem::take(&mut state.stalled), sink),
+                    None => Next::Finish,
+                }
+            } else if state.writing {
+                Next::Wait
+            } else if !state.queued.is_empty() {
+                Next::Flush
+            } else if state.closed {
+                Next::Finish
+            } else {
+                Next::Wait
             }
-            outbox.wake.notified().await;
-            continue;
-        }
-        let written = async {
-            write.write_all(&batch).await?;
-            write.flush().await
         };
-        let written = match closed {
-            false => written.await,
-            true => tokio::time::timeout(FLUSH_AFTER_CLOSE, written)
-                .await
-                .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())),
-        };
-        if written.is_err() {
-            outbox.close();
-            break;
-        }
-        batch.clear();
-        // A burst's memory is not kept for the quiet that follows.
-        if batch.capacity() > 1 << 20 {
-            batch = Vec::new();
+        match next {
+            Next::Wait => outbox.wake.notified().await,
+            Next::Flush => outbox.flush(),
+            Next::Finish => break,
+            Next::Carry(mut bytes, sink) => {
+                let mut failed = false;
+                while !bytes.is_empty() && !failed {
+                    let ready = tokio::select! {
+                        ready = sink.writable() => ready.is_ok(),
+                        () = async {
+                            outbox.closed.cancelled().await;
+                            tokio::time::sleep(FLUSH_AFTER_CLOSE).await;
+                        } => false,
+                    };
+                    failed = !ready;
+                    if ready {
+                        match write_now(&*sink, &bytes) {
+                            Wrote::All => bytes.clear(),
+                            Wrote::Part(done) => drop(bytes.drain(..done)),
+                            Wrote::Failed => failed = true,
+                        }
+                    }
+                }
+                drop(sink);
+                lock(&outbox.state).writing = false;
+                if failed {
+                    outbox.close();
+                    break;
+                }
+                outbox.flush();
+            }
         }
     }
-    let _ = tokio::time::timeout(FLUSH_AFTER_CLOSE, write.shutdown()).await;
+    // Closed and written, or given up: the stream closes with its last handle.
+    let mut state = lock(&outbox.state);
+    state.closed = true;
+    state.queued = Vec::new();
+    state.stalled = Vec::new();
+    state.spare = Vec::new();
+    let sink = state.sink.take();
+    drop(state);
+    outbox.closed.cancel();
+    drop(sink);
+    outbox.finished.cancel();
+}
+
+thread_local! {
+    /// The outboxes to write at the end of the current [`deferred`] scope.
+    static DEFERRED: RefCell<Option<Vec<Arc<Outbox>>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f`, and writes what it queued in any outbox once it returns, once per
+/// outbox: the lines that one read brings go out together.
+pub fn deferred<T>(f: impl FnOnce() -> T) -> T {
+    /// Restores the outer scope and writes, also when `f` panics.
+    struct Scope(Option<Vec<Arc<Outbox>>>);
+    impl Drop for Scope {
+        fn drop(&mut self) {
+            let outer = self.0.take();
+            let listed = DEFERRED.with(|d| std::mem::replace(&mut *d.borrow_mut(), outer));
+            for outbox in listed.unwrap_or_default() {
+                outbox.flush();
+            }
+        }
+    }
+    let _scope = Scope(DEFERRED.with(|d| d.borrow_mut().replace(Vec::new())));
+    f()
 }
 
 /// rmcp's side of an [`Outbox`]. Only whole lines are queued: bytes after the
@@ -315,7 +553,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for Intercepted<R> {
                 continue;
             }
             let chunk = std::mem::take(&mut this.chunk);
-            this.sort(&chunk[..n]);
+            deferred(|| this.sort(&chunk[..n]));
             this.chunk = chunk;
             // Everything read may have been taken: read again, rather than report
             // an empty read, which would mean the end of the stream.
@@ -330,7 +568,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncReadExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// Takes the lines that start with `take`, and counts the ends it is told of.
     struct Taker {
@@ -397,7 +635,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_outbox_writes_whole_lines_in_order_and_closing_it_ends_the_stream() {
-        let (write, mut read) = tokio::io::duplex(64);
+        let (write, mut read) = tokio::net::UnixStream::pair().unwrap();
         let outbox = Outbox::spawn(write);
         let mut rmcp = outbox.writer();
         // rmcp's line arrives in two writes, with the gateway's line between them.
@@ -410,5 +648,78 @@ mod tests {
         let mut all = Vec::new();
         read.read_to_end(&mut all).await.unwrap();
         assert_eq!(all, b"{\"gateway\":1}\n{\"rmcp\":1}\n{\"rmcp\":2}\n".to_vec());
+    }
+
+    #[tokio::test]
+    async fn what_the_stream_does_not_take_at_once_is_written_once_the_peer_reads() {
+        let (write, mut read) = tokio::net::UnixStream::pair().unwrap();
+        let outbox = Outbox::spawn(write);
+        // Far more than a socket's buffer: most of it waits for the reader, and
+        // lines queued meanwhile come after it, whole.
+        let line = format!("{{\"x\":\"{}\"}}\n", "y".repeat(1000));
+        for _ in 0..2000 {
+            assert!(outbox.send_with(|q| q.extend_from_slice(line.as_bytes())));
+        }
+        assert!(outbox.send_with(|q| q.extend_from_slice(b"{\"last\":1}\n")));
+        outbox.close();
+        let mut all = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), read.read_to_end(&mut all))
+            .await
+            .expect("the outbox closes the stream once it is written")
+            .unwrap();
+        assert_eq!(all.len(), 2000 * line.len() + b"{\"last\":1}\n".len());
+        assert!(all.ends_with(b"}\n{\"last\":1}\n"));
+        assert!(all.split(|b| *b == b'\n').filter(|l| !l.is_empty()).all(|l| l.len() == line.len() - 1 || l == b"{\"last\":1}"));
+    }
+
+    #[tokio::test]
+    async fn a_peer_that_never_reads_is_cut_off_after_the_close() {
+        tokio::time::pause();
+        let (write, read) = tokio::net::UnixStream::pair().unwrap();
+        let outbox = Outbox::spawn(write);
+        let line = format!("{{\"x\":\"{}\"}}\n", "y".repeat(4000));
+        for _ in 0..200 {
+            outbox.send_with(|q| q.extend_from_slice(line.as_bytes()));
+        }
+        outbox.close();
+        // The task gives up FLUSH_AFTER_CLOSE later and drops the stream: the
+        // peer sees its end once it reads what was written.
+        tokio::time::sleep(FLUSH_AFTER_CLOSE + Duration::from_secs(1)).await;
+        tokio::time::resume();
+        let mut read = read;
+        let mut all = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), read.read_to_end(&mut all))
+            .await
+            .expect("the stream was closed")
+            .unwrap();
+        assert!(all.len() < 200 * line.len(), "what was never taken is dropped");
+    }
+
+    #[tokio::test]
+    async fn lines_queued_within_one_deferred_scope_go_out_in_one_write() {
+        /// Counts the writes it takes.
+        struct Counting(std::os::unix::net::UnixStream, Arc<Mutex<Vec<usize>>>);
+        impl Sink for Counting {
+            fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+                use std::io::Write;
+                lock(&self.1).push(buf.len());
+                (&self.0).write(buf)
+            }
+            fn writable(&self) -> Pin<Box<dyn Future<Output = io::Result<()>> + Send + '_>> {
+                Box::pin(async { Ok(()) })
+            }
+        }
+        let (write, read) = std::os::unix::net::UnixStream::pair().unwrap();
+        let writes = Arc::new(Mutex::new(Vec::new()));
+        let outbox = Outbox::spawn(Counting(write, writes.clone()));
+        deferred(|| {
+            for i in 0..5 {
+                outbox.send_with(|q| q.extend_from_slice(format!("{{\"n\":{i}}}\n").as_bytes()));
+            }
+            assert!(lock(&writes).is_empty(), "nothing is written within the scope");
+        });
+        outbox.send_with(|q| q.extend_from_slice(b"{\"n\":5}\n"));
+        assert_eq!(*lock(&writes), vec![5 * 8, 8], "one write for the scope, one outside it");
+        drop(read);
     }
 }

@@ -1,0 +1,267 @@
+//! `connect` handing its stdin and stdout to the supervisor (docs/design.md §14,
+//! "Doors"), seen from the operating system: with pipes (as MCP clients give
+//! them) the supervisor holds the client's very pipes and `connect` copies
+//! nothing; with a socket the same; a `connect` killed mid-session ends the
+//! session and the client's stdout closes; and a `connect` whose stdout is a
+//! file copies bytes as before.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+const BOUND: Duration = Duration::from_secs(30);
+
+fn initialize() -> String {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "mcpfleet-tests-handover", "version": "1"}}})
+    .to_string()
+}
+
+fn initialized() -> String {
+    json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string()
+}
+
+fn echo(id: u64) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "fx__echo", "arguments": {"id": id}}})
+    .to_string()
+}
+
+/// Reads lines from `read` until the answer to `id`; what comes before it is
+/// dropped.
+fn answer_of(read: &mut impl BufRead, id: u64) -> Value {
+    answers_of(read, &[id]).remove(0)
+}
+
+/// Reads lines from `read` until the answers to every one of `ids`, whatever
+/// their order (calls that take the long way may be answered in any order).
+fn answers_of(read: &mut impl BufRead, ids: &[u64]) -> Vec<Value> {
+    let mut found: Vec<Option<Value>> = vec![None; ids.len()];
+    while found.iter().any(Option::is_none) {
+        let mut line = String::new();
+        let n = read.read_line(&mut line).expect("read connect's output");
+        assert!(
+            n > 0,
+            "connect's output ended before the answers to {ids:?}"
+        );
+        let value: Value = serde_json::from_str(&line).expect("JSON-RPC lines only");
+        if value.get("method").is_none()
+            && let Some(at) = ids.iter().position(|id| value["id"] == *id)
+        {
+            found[at] = Some(value);
+        }
+    }
+    found.into_iter().flatten().collect()
+}
+
+/// The pipe or socket behind descriptor `fd` of process `pid` (`pipe:[N]`).
+fn file_of(pid: u32, fd: u32) -> String {
+    std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Whether process `pid` holds a descriptor of `file` (`pipe:[N]`, `socket:[N]`).
+fn holds(pid: i32, file: &str) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|dir| {
+            dir.filter_map(|e| e.ok())
+                .any(|e| std::fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy() == file))
+        })
+        .unwrap_or(false)
+}
+
+fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + BOUND;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "connect did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Open client sessions, as `status` shows them (no `gateway` at all: none).
+fn sessions(fleet: &TestFleet) -> u64 {
+    let (_, doc) = fleet.run_json(&["status"]);
+    match doc.get("gateway") {
+        None => 0,
+        Some(g) => g["sessions"].as_u64().unwrap_or_else(|| panic!("{doc}")),
+    }
+}
+
+fn until_sessions(fleet: &TestFleet, want: u64) {
+    let deadline = Instant::now() + BOUND;
+    while sessions(fleet) != want {
+        assert!(
+            Instant::now() < deadline,
+            "the gateway did not get to {want} sessions"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_supervisor_takes_the_clients_pipes_and_a_killed_connect_ends_the_session() {
+    let fleet = TestFleet::fixtures("handover-pipes", &[("fx", &[], "")]);
+    assert_code(&fleet.run(&["up"]), 0);
+    let supervisor = fleet.lock_pid().expect("a supervisor after up");
+    let mut child = fleet
+        .command(&["connect"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn connect");
+    let mut input = child.stdin.take().unwrap();
+    let mut output = BufReader::new(child.stdout.take().unwrap());
+    writeln!(input, "{}", initialize()).unwrap();
+    assert_eq!(
+        answer_of(&mut output, 0)["result"]["serverInfo"]["name"],
+        "mcpfleet"
+    );
+    writeln!(input, "{}\n{}", initialized(), echo(1)).unwrap();
+    let answer = answer_of(&mut output, 1);
+    assert_eq!(
+        answer["result"]["_meta"]["mcpfleet/server"], "fx",
+        "{answer}"
+    );
+
+    // The session runs on the client's own pipes, held by the supervisor.
+    let pid = child.id();
+    let (stdin, stdout) = (file_of(pid, 0), file_of(pid, 1));
+    assert!(stdin.starts_with("pipe:") && stdout.starts_with("pipe:"));
+    assert!(
+        holds(supervisor, &stdin),
+        "the supervisor reads the client's stdin pipe"
+    );
+    assert!(
+        holds(supervisor, &stdout),
+        "the supervisor writes the client's stdout pipe"
+    );
+    assert_eq!(sessions(&fleet), 1);
+
+    // connect killed: the supervisor ends the session and lets go of the pipes,
+    // so the client's read of its stdout ends instead of waiting forever.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut rest = Vec::new();
+        let _ = output.read_to_end(&mut rest);
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(BOUND)
+        .expect("the client's stdout closed once connect was gone");
+    until_sessions(&fleet, 0);
+    assert!(!holds(supervisor, &stdin) && !holds(supervisor, &stdout));
+    let events = std::fs::read_to_string(fleet.state_dir().join("events.ndjson")).unwrap();
+    assert!(
+        events.contains("\"gateway\":\"session-closed\""),
+        "the session's end is an event:\n{events}"
+    );
+    drop(input);
+    down_and_no_leftovers(&fleet);
+}
+
+#[test]
+fn a_socket_is_handed_over_too_and_the_clients_end_lets_connect_exit_0() {
+    let fleet = TestFleet::fixtures("handover-socket", &[("fx", &[], "")]);
+    assert_code(&fleet.run(&["up"]), 0);
+    let supervisor = fleet.lock_pid().expect("a supervisor after up");
+    // One socket as both stdin and stdout, as a client built on socketpairs gives.
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    let theirs_out = theirs.try_clone().unwrap();
+    let mut child = fleet
+        .command(&["connect"])
+        .stdin(Stdio::from(OwnedFd::from(theirs)))
+        .stdout(Stdio::from(OwnedFd::from(theirs_out)))
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn connect");
+    let mut input = ours.try_clone().unwrap();
+    let mut output = BufReader::new(ours.try_clone().unwrap());
+    writeln!(input, "{}", initialize()).unwrap();
+    answer_of(&mut output, 0);
+    writeln!(input, "{}\n{}\n{}", initialized(), echo(1), echo(2)).unwrap();
+    let answers = answers_of(&mut output, &[1, 2]);
+    assert!(
+        answers.iter().all(|a| a["result"].is_object()),
+        "{answers:?}"
+    );
+    let socket = file_of(child.id(), 0);
+    assert!(socket.starts_with("socket:"), "{socket}");
+    assert!(
+        holds(supervisor, &socket),
+        "the supervisor holds the client's socket"
+    );
+
+    // The client is done writing: the session ends and connect exits 0.
+    ours.shutdown(std::net::Shutdown::Write).unwrap();
+    let status = wait_exit(&mut child);
+    assert!(status.success(), "{status}");
+    until_sessions(&fleet, 0);
+    down_and_no_leftovers(&fleet);
+}
+
+#[test]
+fn a_connect_whose_stdout_is_a_file_copies_bytes_as_before() {
+    let fleet = TestFleet::fixtures("handover-file", &[("fx", &[], "")]);
+    assert_code(&fleet.run(&["up"]), 0);
+    let supervisor = fleet.lock_pid().expect("a supervisor after up");
+    let out_path = fleet.dir.path().join("connect.out");
+    let out_file = std::fs::File::create(&out_path).unwrap();
+    let mut child = fleet
+        .command(&["connect"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::from(out_file))
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn connect");
+    let mut input = child.stdin.take().unwrap();
+    let stdin = file_of(child.id(), 0);
+    writeln!(input, "{}", initialize()).unwrap();
+    // The file grows as connect copies; read it as a client would read a pipe.
+    let mut reader = BufReader::new(std::fs::File::open(&out_path).unwrap());
+    let mut tail = |id: u64| -> Value {
+        let deadline = Instant::now() + BOUND;
+        let mut line = String::new();
+        loop {
+            let mut piece = String::new();
+            if reader.read_line(&mut piece).unwrap() == 0 {
+                assert!(Instant::now() < deadline, "no answer to {id} in the file");
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            line.push_str(&piece);
+            if !line.ends_with('\n') {
+                continue;
+            }
+            let value: Value = serde_json::from_str(&line).expect("JSON-RPC lines only");
+            line.clear();
+            if value["id"] == id && value.get("method").is_none() {
+                return value;
+            }
+        }
+    };
+    tail(0);
+    writeln!(input, "{}\n{}", initialized(), echo(7)).unwrap();
+    assert!(tail(7)["result"].is_object());
+    assert!(
+        !holds(supervisor, &stdin),
+        "with a file for stdout nothing is handed over"
+    );
+    drop(input);
+    let status = wait_exit(&mut child);
+    assert!(status.success(), "{status}");
+    down_and_no_leftovers(&fleet);
+}
