@@ -251,6 +251,11 @@ fn integer(out: &mut String, value: i64) {
 }
 
 fn escape_label(out: &mut String, value: &str) {
+    // Most values (server names, outcomes) have nothing to escape.
+    if memchr::memchr3(b'\\', b'"', b'\n', value.as_bytes()).is_none() {
+        out.push_str(value);
+        return;
+    }
     for c in value.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
