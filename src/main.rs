@@ -27,7 +27,15 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::from(code);
     }
     mcpfleet::logging::init(cli.verbose, cli.quiet, cli.color);
-    let runtime = match tokio::runtime::Runtime::new() {
+    // `connect` waits for one connection most of its life (after handing its stdin
+    // and stdout to the supervisor): one thread does, and keeps its memory small.
+    let runtime = match &cli.command {
+        mcpfleet::cli::Command::Connect(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        _ => tokio::runtime::Runtime::new(),
+    };
+    let runtime = match runtime {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("mcpfleet: cannot start the async runtime: {e}");

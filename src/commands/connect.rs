@@ -127,9 +127,9 @@ async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
                 "the supervisor spoke before it had the client's stdin and stdout".into(),
             ));
         }
-        return tokio::task::spawn_blocking(move || hand_over(stream))
-            .await
-            .map_err(|e| ClientError::Unreachable(e.to_string()))?
+        // Nothing else runs in this process from here on: the wait blocks its one
+        // runtime thread, and no other thread is started.
+        return hand_over(stream)
             .map(|()| Code::Ok)
             .map_err(|e| ClientError::Unreachable(format!("handing over stdin and stdout: {e}")));
     }
