@@ -157,8 +157,9 @@ pub async fn stdio(
         Ok(h) => serve(shutdown, session, h.input, h.output, Some(h.control)).await,
         Err(e) => {
             tracing::warn!(error = %e, "gateway: a client's stdin and stdout were not handed over");
-            let note = format!("a `connect` did not hand over its stdin and stdout: {e}");
-            shared.gateway.note(format_args!("{note}"));
+            shared.gateway.note(format_args!(
+                "a `connect` did not hand over its stdin and stdout: {e}"
+            ));
         }
     }
 }

@@ -297,6 +297,12 @@ enum Next {
 /// until the peer reads, and closes the stream once the outbox is closed and
 /// empty.
 async fn carry(outbox: Arc<Outbox>) {
+    // One bound for the whole flush after the close, however the peer trickles.
+    let give_up = async {
+        outbox.closed.cancelled().await;
+        tokio::time::sleep(FLUSH_AFTER_CLOSE).await;
+    };
+    tokio::pin!(give_up);
     loop {
         let next = {
             let mut state = lock(&outbox.state);
@@ -324,10 +330,7 @@ async fn carry(outbox: Arc<Outbox>) {
                 while !bytes.is_empty() && !failed {
                     let ready = tokio::select! {
                         ready = sink.writable() => ready.is_ok(),
-                        () = async {
-                            outbox.closed.cancelled().await;
-                            tokio::time::sleep(FLUSH_AFTER_CLOSE).await;
-                        } => false,
+                        () = &mut give_up => false,
                     };
                     failed = !ready;
                     if ready {
