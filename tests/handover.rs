@@ -265,3 +265,38 @@ fn a_connect_whose_stdout_is_a_file_copies_bytes_as_before() {
     assert!(status.success(), "{status}");
     down_and_no_leftovers(&fleet);
 }
+
+#[test]
+fn the_supervisor_takes_nothing_but_a_pipe_or_a_socket_and_says_why() {
+    use std::os::fd::AsFd;
+    let fleet = TestFleet::fixtures("handover-refused", &[("fx", &[], "")]);
+    assert_code(&fleet.run(&["up"]), 0);
+    // A client of the control socket that hands over a file instead of stdio.
+    let mut control =
+        UnixStream::connect(fleet.state_dir().join("control.sock")).expect("the control socket");
+    control.set_read_timeout(Some(BOUND)).unwrap();
+    writeln!(control, r#"{{"v":1,"op":"gateway","handover":true}}"#).unwrap();
+    let mut reader = BufReader::new(control.try_clone().unwrap());
+    let mut report = String::new();
+    reader.read_line(&mut report).unwrap();
+    assert!(report.contains("\"report\""), "{report}");
+    let file = tempfile::tempfile().unwrap();
+    mcpfleet::platform::send_fds(
+        control.as_fd(),
+        mcpfleet::protocol::HANDOVER,
+        &[file.as_fd(), file.as_fd()],
+    )
+    .unwrap();
+    let mut said = String::new();
+    reader
+        .read_to_string(&mut said)
+        .expect("the supervisor closes the connection");
+    assert!(
+        said.contains("neither a pipe nor a socket"),
+        "the refusal says why: {said}"
+    );
+    assert_eq!(sessions(&fleet), 0);
+    let log = std::fs::read_to_string(fleet.state_dir().join("gateway.log")).unwrap();
+    assert!(log.contains("did not hand over"), "{log}");
+    down_and_no_leftovers(&fleet);
+}

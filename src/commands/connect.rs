@@ -110,9 +110,9 @@ async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
         }
     }
     // From here the connection carries the client's session, or its handover.
-    // Either way this process only does blocking reads and writes, each on a
-    // plain thread: tokio's stdin and stdout would hand every read and write to
-    // its blocking pool, a switch between threads each time.
+    // Either way this process only does plain blocking reads and writes: tokio's
+    // stdin and stdout would hand every read and write to its blocking pool, a
+    // switch between threads each time.
     let early = reader.buffer().to_vec();
     let stream = reader
         .into_inner()
@@ -129,9 +129,7 @@ async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
         }
         // Nothing else runs in this process from here on: the wait blocks its one
         // runtime thread, and no other thread is started.
-        return hand_over(stream)
-            .map(|()| Code::Ok)
-            .map_err(|e| ClientError::Unreachable(format!("handing over stdin and stdout: {e}")));
+        return hand_over(stream).map(|()| Code::Ok);
     }
     // The supervisor ends the session when the client's input ends; a supervisor
     // that goes ends the copy to stdout.
@@ -163,25 +161,40 @@ fn can_hand_over() -> bool {
 /// Sends stdin and stdout to the supervisor, then waits until it closes the
 /// connection: the session has ended (the client's input ended, or the
 /// supervisor stopped). Were this process killed instead, the connection's end
-/// tells the supervisor to end the session.
-fn hand_over(mut stream: std::os::unix::net::UnixStream) -> std::io::Result<()> {
+/// tells the supervisor to end the session. A supervisor that could not take
+/// them says why in one line before it closes the connection.
+fn hand_over(mut stream: std::os::unix::net::UnixStream) -> Result<(), ClientError> {
     use std::io::Read;
+    let lost = |e: std::io::Error| {
+        ClientError::Unreachable(format!("handing over stdin and stdout: {e}"))
+    };
     crate::platform::send_fds(
         stream.as_fd(),
         protocol::HANDOVER,
         &[std::io::stdin().as_fd(), std::io::stdout().as_fd()],
-    )?;
-    let mut buf = [0u8; 64];
+    )
+    .map_err(lost)?;
+    let mut said = Vec::new();
+    let mut buf = [0u8; 4096];
     loop {
         match stream.read(&mut buf) {
-            Ok(0) => return Ok(()),
+            Ok(0) => break,
+            Ok(n) if said.len() < 64 * 1024 => said.extend_from_slice(&buf[..n]),
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             // The supervisor went away mid-session: the session is over all the same.
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(()),
-            Err(e) => return Err(e),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => return Err(lost(e)),
         }
     }
+    if said.is_empty() {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&said);
+    Err(match serde_json::from_str::<Response>(text.trim()) {
+        Ok(protocol::Response::Error { message }) => ClientError::Refused(message),
+        _ => ClientError::Unreachable(format!("unreadable answer: {}", text.trim())),
+    })
 }
 
 /// The client's input to the supervisor, until it ends; then the supervisor is

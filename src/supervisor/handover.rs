@@ -42,7 +42,9 @@ pub struct HandedOver {
     pub control: UnixStream,
 }
 
-/// Receives `connect`'s stdin and stdout on its control connection.
+/// Receives `connect`'s stdin and stdout on its control connection. When they
+/// cannot be taken, `connect` is told why, in one line, before the connection
+/// closes.
 pub async fn receive(
     reader: BufReader<OwnedReadHalf>,
     write: OwnedWriteHalf,
@@ -55,11 +57,39 @@ pub async fn receive(
         .into_inner()
         .reunite(write)
         .map_err(|_| invalid("the connection's halves do not match"))?;
+    match take(&control).await {
+        Ok((input, output)) => Ok(HandedOver {
+            input: Input(input),
+            output,
+            control,
+        }),
+        Err(e) => {
+            let message = format!("the supervisor could not take stdin and stdout: {e}");
+            let line = crate::protocol::encode(&crate::protocol::Response::<(), ()>::Error {
+                message,
+            });
+            let _ = tokio::time::timeout(WITHIN, async {
+                let mut at = 0;
+                while at < line.len() && control.writable().await.is_ok() {
+                    match control.try_write(&line.as_bytes()[at..]) {
+                        Ok(n) => at += n,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(_) => break,
+                    }
+                }
+            })
+            .await;
+            Err(e)
+        }
+    }
+}
+
+/// The two descriptors, as what the session reads and where it writes.
+async fn take(control: &UnixStream) -> io::Result<(Box<dyn AsyncRead + Send + Unpin>, Box<dyn Sink>)> {
+    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_owned());
     let received = tokio::time::timeout(
         WITHIN,
-        control.async_io(Interest::READABLE, || {
-            platform::recv_fds(control.as_fd(), 2)
-        }),
+        control.async_io(Interest::READABLE, || platform::recv_fds(control.as_fd(), 2)),
     )
     .await
     .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no descriptors within 10s"))??;
@@ -72,11 +102,7 @@ pub async fn receive(
     if byte != HANDOVER {
         return Err(invalid("not a handover"));
     }
-    Ok(HandedOver {
-        input: Input(reading(input)?),
-        output: writing(output)?,
-        control,
-    })
+    Ok((reading(input)?, writing(output)?))
 }
 
 /// The client's stdin: a pipe or a socket, read without blocking.
