@@ -9,7 +9,7 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, BufReader, Interest};
+use tokio::io::{AsyncRead, AsyncWriteExt, BufReader, Interest};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf, pipe};
 
@@ -49,11 +49,10 @@ pub async fn receive(
     reader: BufReader<OwnedReadHalf>,
     write: OwnedWriteHalf,
 ) -> io::Result<HandedOver> {
-    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_owned());
     if !reader.buffer().is_empty() {
         return Err(invalid("bytes came before the descriptors"));
     }
-    let control = reader
+    let mut control = reader
         .into_inner()
         .reunite(write)
         .map_err(|_| invalid("the connection's halves do not match"))?;
@@ -68,17 +67,7 @@ pub async fn receive(
             let line = crate::protocol::encode(&crate::protocol::Response::<(), ()>::Error {
                 message,
             });
-            let _ = tokio::time::timeout(WITHIN, async {
-                let mut at = 0;
-                while at < line.len() && control.writable().await.is_ok() {
-                    match control.try_write(&line.as_bytes()[at..]) {
-                        Ok(n) => at += n,
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                        Err(_) => break,
-                    }
-                }
-            })
-            .await;
+            let _ = tokio::time::timeout(WITHIN, control.write_all(line.as_bytes())).await;
             Err(e)
         }
     }
@@ -86,7 +75,6 @@ pub async fn receive(
 
 /// The two descriptors, as what the session reads and where it writes.
 async fn take(control: &UnixStream) -> io::Result<(Box<dyn AsyncRead + Send + Unpin>, Box<dyn Sink>)> {
-    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_owned());
     let received = tokio::time::timeout(
         WITHIN,
         control.async_io(Interest::READABLE, || platform::recv_fds(control.as_fd(), 2)),
@@ -121,6 +109,10 @@ fn writing(fd: OwnedFd) -> io::Result<Box<dyn Sink>> {
         StreamKind::Socket => Ok(Box::new(socket(fd)?)),
         StreamKind::Other => Err(neither("stdout")),
     }
+}
+
+fn invalid(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, what.to_owned())
 }
 
 fn socket(fd: OwnedFd) -> io::Result<UnixStream> {

@@ -241,14 +241,14 @@ impl Session {
         let ended = CancellationToken::new();
         let output = EndSignal::new(output, ended.clone(), drain_until);
         let output = StdoutGuard::new(output, MAX_MESSAGE_BYTES, violation.clone());
-        // rmcp writes into the same outbox as the link, and reads what the link's
-        // hook leaves of the server's stdout (`wire.rs`).
-        // The outbox writes without waiting where it can: the pipe as tokio's
-        // `pipe::Sender`, which writes now or says it would block.
+        // The outbox writes without waiting: the pipe as tokio's `pipe::Sender`,
+        // which writes now or says it would block.
         let input = input
             .into_owned_fd()
             .and_then(tokio::net::unix::pipe::Sender::from_owned_fd)
             .map_err(|e| SessionError::Closed(format!("the server's stdin: {e}")))?;
+        // rmcp writes into the same outbox as the link, and reads what the link's
+        // hook leaves of the server's stdout (`wire.rs`).
         let (link, answers) = Link::new(wire::Outbox::spawn(input));
         let writer = link.writer();
         let output = wire::Intercepted::new(output, MAX_MESSAGE_BYTES, Box::new(answers));
