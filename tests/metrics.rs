@@ -285,7 +285,32 @@ fn the_exposition_passes_promtool_and_both_reference_parsers() {
     assert_eq!(status, 200);
     promtool_accepts(&body);
 
+    // Both doors rendered on the supervisor's renderer thread, which the kernel
+    // runs only when a core is free (SCHED_IDLE, policy 5).
+    let supervisor = fleet.lock_pid().expect("the supervisor's pid");
+    let policies = thread_policies(supervisor, "metrics-render");
+    assert_eq!(policies, vec![5], "the renderer threads' policies");
+
     down_and_no_leftovers(&fleet);
+}
+
+/// The scheduling policy (field 41 of `/proc/PID/task/TID/stat`) of each of
+/// `pid`'s threads named `name`.
+fn thread_policies(pid: i32, name: &str) -> Vec<u32> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the supervisor's threads");
+    let mut policies = Vec::new();
+    for task in tasks.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() != name {
+            continue;
+        }
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap();
+        // The fields after the command's closing parenthesis start at field 3.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        let policy = rest.split(' ').nth(41 - 3).unwrap().parse().unwrap();
+        policies.push(policy);
+    }
+    policies
 }
 
 /// A Prometheus server of the test's own on a loopback port, tagged with the

@@ -70,5 +70,5 @@ fn offline(t: &Target, format: Format) -> Result<String, CliError> {
             .collect(),
         ..View::default()
     };
-    Ok(crate::metrics::render(None, &view, format))
+    Ok(crate::metrics::render(None, view, format))
 }

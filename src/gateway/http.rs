@@ -152,7 +152,7 @@ async fn route(
         return unauthorized();
     }
     match scrape {
-        Some(render) if metrics => crate::metrics::http::answer(&request, render),
+        Some(render) if metrics => crate::metrics::http::answer(&request, render).await,
         _ => service.handle(request).await,
     }
 }

@@ -97,17 +97,30 @@ impl Writer {
             Kind::Gauge => "gauge",
             Kind::Histogram => "histogram",
         };
-        let shown = match (self.format, kind) {
-            (Format::Prometheus, Kind::Counter) => format!("{name}_total"),
-            _ => name.to_owned(),
+        let total = match (self.format, kind) {
+            (Format::Prometheus, Kind::Counter) => "_total",
+            _ => "",
         };
-        let help = escape_help(help);
-        let _ = writeln!(self.out, "# HELP {shown} {help}");
-        let _ = writeln!(self.out, "# TYPE {shown} {kind_name}");
+        // Written piece by piece: a scrape allocates nothing here either.
+        for (head, tail) in [("# HELP ", None), ("# TYPE ", Some(kind_name))] {
+            self.out.push_str(head);
+            self.out.push_str(name);
+            self.out.push_str(total);
+            self.out.push(' ');
+            match tail {
+                Some(kind_name) => self.out.push_str(kind_name),
+                None => push_help(&mut self.out, help),
+            }
+            self.out.push('\n');
+        }
         if self.format == Format::OpenMetrics {
             for unit in ["seconds", "bytes"] {
-                if name.ends_with(&format!("_{unit}")) {
-                    let _ = writeln!(self.out, "# UNIT {name} {unit}");
+                if name.strip_suffix(unit).is_some_and(|n| n.ends_with('_')) {
+                    self.out.push_str("# UNIT ");
+                    self.out.push_str(name);
+                    self.out.push(' ');
+                    self.out.push_str(unit);
+                    self.out.push('\n');
                 }
             }
         }
@@ -120,7 +133,7 @@ impl Writer {
 
     /// One sample named `name` + `suffix`, with `labels` and then `le` when given.
     /// Writes straight into the text: a scrape allocates nothing per sample.
-    fn sample_with(
+    pub fn sample_with(
         &mut self,
         name: &str,
         suffix: &str,
@@ -266,8 +279,15 @@ fn escape_label(out: &mut String, value: &str) {
     }
 }
 
-fn escape_help(help: &str) -> String {
-    help.replace('\\', "\\\\").replace('\n', "\\n")
+/// A family's help text, its backslashes and line ends escaped.
+fn push_help(out: &mut String, help: &str) {
+    for c in help.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
 }
 
 #[cfg(test)]

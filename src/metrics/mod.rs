@@ -211,22 +211,76 @@ const PHASES: [Phase; 8] = [
 /// its counters and histograms. Every server of the view has every series, at
 /// zero until something happens, so that `rate()` and `increase()` see the
 /// first one.
-pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String {
+pub fn render(metrics: Option<&Metrics>, view: View, format: Format) -> String {
+    prepare(metrics, view, format).render()
+}
+
+/// A scrape taken and not yet written: the counts copied and the text's buffer
+/// taken on the thread that asked ([`prepare`]), so that writing it
+/// ([`Prepared::write`]) can run on another thread and allocate nothing there
+/// (docs/design.md §17).
+pub struct Prepared {
+    /// The counts of each server; `None` when no supervisor runs.
+    counted: Option<BTreeMap<String, Counts>>,
+    view: View,
+    /// Servers that were counted and have left the fleet (after the view's).
+    departed: Vec<String>,
+    w: Option<Writer>,
+}
+
+/// Copies what the metrics text shows now: the counts under their lock, and
+/// the buffer the text will be written into.
+pub fn prepare(metrics: Option<&Metrics>, view: View, format: Format) -> Prepared {
     // About 6 KB per server (its histograms' buckets are most of it).
-    let mut w = Writer::new(format, 8 * 1024 + 6 * 1024 * view.servers.len());
-    let zero = Counts::default();
+    let w = Writer::new(format, 8 * 1024 + 6 * 1024 * view.servers.len());
     let counted = metrics.map(|m| m.servers.lock().unwrap_or_else(|p| p.into_inner()).clone());
-    // The view's servers, then any that were counted and have left the fleet.
-    let mut names: Vec<&str> = view.servers.iter().map(|s| s.name.as_str()).collect();
-    if let Some(counted) = &counted {
-        for name in counted.keys() {
-            if !names.contains(&name.as_str()) {
-                names.push(name);
-            }
-        }
+    let departed = counted
+        .iter()
+        .flat_map(|c| c.keys())
+        .filter(|name| !view.servers.iter().any(|s| &s.name == *name))
+        .cloned()
+        .collect();
+    Prepared {
+        counted,
+        view,
+        departed,
+        w: Some(w),
     }
-    let counts =
-        |name: &str| -> &Counts { counted.as_ref().and_then(|c| c.get(name)).unwrap_or(&zero) };
+}
+
+impl Prepared {
+    /// Writes the text, once (then empty). The counts and the view stay, to be
+    /// let go of where they were taken.
+    pub fn write(&mut self) -> String {
+        let Some(mut w) = self.w.take() else {
+            return String::new();
+        };
+        write_text(&mut w, self.counted.as_ref(), &self.view, &self.departed);
+        w.finish()
+    }
+
+    /// Writes the text.
+    pub fn render(mut self) -> String {
+        self.write()
+    }
+}
+
+fn write_text(
+    w: &mut Writer,
+    counted: Option<&BTreeMap<String, Counts>>,
+    view: &View,
+    departed: &[String],
+) {
+    let supervised = counted.is_some();
+    let zero = Counts::default();
+    // The view's servers, then any that were counted and have left the fleet.
+    let names = || {
+        view.servers
+            .iter()
+            .map(|s| s.name.as_str())
+            .chain(departed.iter().map(String::as_str))
+    };
+    let counts = |name: &str| -> &Counts { counted.and_then(|c| c.get(name)).unwrap_or(&zero) };
 
     w.family(
         "mcpfleet_supervisor_up",
@@ -236,7 +290,7 @@ pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String 
     w.sample(
         "mcpfleet_supervisor_up",
         &[],
-        if metrics.is_some() { 1.0 } else { 0.0 },
+        if supervised { 1.0 } else { 0.0 },
     );
 
     w.family(
@@ -313,8 +367,8 @@ pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String 
         );
         w.sample("mcpfleet_gateway_sessions", &[], sessions as f64);
     }
-    if metrics.is_none() {
-        return w.finish();
+    if !supervised {
+        return;
     }
 
     w.family(
@@ -338,16 +392,16 @@ pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String 
                     values: &[&str],
                     pick: &dyn Fn(&Counts) -> &[u64]| {
         w.family(name, Kind::Counter, help);
-        let sample = format!("{name}_total");
-        for server in &names {
+        for server in names() {
             let counts = pick(counts(server));
             for (value, n) in values.iter().zip(counts) {
-                w.sample(&sample, &[("server", server), (label, value)], *n as f64);
+                let labels = [("server", server), (label, *value)];
+                w.sample_with(name, "_total", &labels, None, *n as f64);
             }
         }
     };
     labelled(
-        &mut w,
+        w,
         "mcpfleet_server_starts",
         "Starts of a generation, by outcome (ok: it became ready).",
         "outcome",
@@ -355,7 +409,7 @@ pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String 
         &|c| &c.starts,
     );
     labelled(
-        &mut w,
+        w,
         "mcpfleet_server_teardowns",
         "Teardowns of a generation, by outcome: clean, escalated (a signal was needed), failed (something was left: quarantined).",
         "outcome",
@@ -363,7 +417,7 @@ pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String 
         &|c| &c.teardowns,
     );
     labelled(
-        &mut w,
+        w,
         "mcpfleet_server_restarts",
         "New generations started after an earlier one, by cause: exit (the restart policy), health, reconnect, idle (a use after the idle stop), reconcile (the fleet file changed).",
         "cause",
@@ -371,7 +425,7 @@ pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String 
         &|c| &c.restarts,
     );
     labelled(
-        &mut w,
+        w,
         "mcpfleet_requests_refused",
         "Requests refused, by reason: busy (the wait for the authority ran out), fenced (an older generation was named), quarantined, crash_loop.",
         "reason",
@@ -379,7 +433,7 @@ pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String 
         &|c| &c.refused,
     );
     labelled(
-        &mut w,
+        w,
         "mcpfleet_calls",
         "Tool calls through `call` and the gateway, by outcome: ok, error (the tool's own error result), failed (no result), cancelled.",
         "outcome",
@@ -391,7 +445,7 @@ pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String 
         Kind::Counter,
         "Times the server was restarted too often within its window and left down.",
     );
-    for server in &names {
+    for server in names() {
         let n = counts(server).crash_loops as f64;
         w.sample(
             "mcpfleet_server_crash_loops_total",
@@ -425,7 +479,7 @@ pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String 
     ];
     for (name, help, pick) in histograms {
         w.family(name, Kind::Histogram, help);
-        for server in &names {
+        for server in names() {
             w.histogram(name, &[("server", server)], pick(counts(server)));
         }
     }
@@ -469,14 +523,13 @@ pub fn render(metrics: Option<&Metrics>, view: &View, format: Format) -> String 
         ];
         for (name, kind, help, value) in process {
             w.family(name, kind, help);
-            let sample = match kind {
-                Kind::Counter => format!("{name}_total"),
-                _ => name.to_owned(),
+            let total = match kind {
+                Kind::Counter => "_total",
+                _ => "",
             };
-            w.sample(&sample, &[], value);
+            w.sample_with(name, total, &[], None, value);
         }
     }
-    w.finish()
 }
 
 #[cfg(test)]

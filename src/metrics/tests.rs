@@ -29,7 +29,7 @@ fn text(m: &Metrics) -> String {
         gateway_sessions: Some(0),
         ..View::default()
     };
-    render(Some(m), &view, Format::Prometheus)
+    render(Some(m), view.clone(), Format::Prometheus)
 }
 
 fn has(text: &str, line: &str) {
@@ -178,7 +178,7 @@ fn without_a_supervisor_only_gauges_are_shown() {
         }],
         ..View::default()
     };
-    let t = render(None, &view, Format::OpenMetrics);
+    let t = render(None, view.clone(), Format::OpenMetrics);
     has(&t, "mcpfleet_supervisor_up 0");
     has(&t, "mcpfleet_servers_quarantined 1");
     has(&t, r#"mcpfleet_server_generation{server="a"} 4"#);

@@ -63,8 +63,8 @@ pub use os::{recv_fds, send_fds, stream_kind};
 
 // Files and limits.
 pub use os::{
-    O_NOFOLLOW, SocketPath, open_files_limit, redirect_stderr, set_open_files_limit,
-    stderr_size, too_many_open_files,
+    O_NOFOLLOW, SocketPath, open_files_limit, redirect_stderr, run_thread_when_idle,
+    set_open_files_limit, stderr_size, too_many_open_files,
 };
 
 /// What kind of stream a descriptor is ([`stream_kind`]).

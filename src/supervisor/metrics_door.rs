@@ -108,14 +108,17 @@ fn serve(
     door::accept_each(listener, shutdown, tracker, "metrics", move |_peer| {
         let (token, render) = (token.clone(), render.clone());
         hyper::service::service_fn(move |request: Request<Incoming>| {
-            let response = if request.uri().path() != PATH {
-                not_found()
-            } else if !door::authorized(&request, &token) {
-                door::unauthorized()
-            } else {
-                answer(&request, &render)
-            };
-            std::future::ready(Ok::<_, Infallible>(response))
+            let (token, render) = (token.clone(), render.clone());
+            async move {
+                let response = if request.uri().path() != PATH {
+                    not_found()
+                } else if !door::authorized(&request, &token) {
+                    door::unauthorized()
+                } else {
+                    answer(&request, &render).await
+                };
+                Ok::<_, Infallible>(response)
+            }
         })
     });
 }

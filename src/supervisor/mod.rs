@@ -216,6 +216,14 @@ impl Shared {
 
     /// The metrics as a scrape sees them now (docs/design.md §17).
     pub fn metrics(&self, format: crate::metrics::exposition::Format) -> String {
+        self.prepare_metrics(format).render()
+    }
+
+    /// What [`metrics`](Self::metrics) shows, taken now and written later.
+    fn prepare_metrics(
+        &self,
+        format: crate::metrics::exposition::Format,
+    ) -> crate::metrics::Prepared {
         use crate::metrics::{ProcessView, ServerView, View};
         let servers = self
             .handles()
@@ -246,15 +254,14 @@ impl Shared {
                 start_time_seconds: u.start_time_seconds,
             }),
         };
-        crate::metrics::render(Some(&self.events.metrics), &view, format)
+        crate::metrics::prepare(Some(&self.events.metrics), view, format)
     }
 
     /// What renders the metrics for an HTTP door, for as long as this lives.
     pub fn scrape(&self) -> crate::metrics::http::Render {
         let me = self.me.clone();
         Arc::new(move |format| {
-            me.upgrade()
-                .map_or_else(String::new, |shared| shared.metrics(format))
+            me.upgrade().map(|shared| shared.prepare_metrics(format))
         })
     }
 

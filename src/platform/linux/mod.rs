@@ -16,7 +16,7 @@ mod process;
 pub use descriptors::{recv_fds, send_fds, stream_kind};
 pub use exit_watch::ExitWatch;
 pub use files::{O_NOFOLLOW, SocketPath, redirect_stderr, stderr_size, too_many_open_files};
-pub use limits::{open_files_limit, set_open_files_limit};
+pub use limits::{open_files_limit, run_thread_when_idle, set_open_files_limit};
 pub use procfs::{boot_id, env_value, has_children, hostname, own_usage, pids, stat};
 pub use process::{
     Errno, Forked, Signal, become_subreaper, detach_into_new_session, euid, exit_unreaped, fork,
