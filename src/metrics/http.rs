@@ -68,10 +68,12 @@ const QUEUE: usize = 16;
 /// The renderer's thread, started at the first scrape and kept for the life of
 /// the process (scrapes come again); `None` when it could not be started.
 ///
-/// The thread allocates and frees nothing: the job's buffer was taken and its
-/// copies made on the runtime's thread, they go back there to be let go of, and
-/// the queue is a fixed array. A thread that never calls the allocator gets no
-/// arena of its own, which would keep a scrape's garbage resident.
+/// The thread takes nothing from the allocator: the job's buffer was taken and
+/// its copies made on the runtime's thread, they go back there to be let go of,
+/// and the queue is a fixed array. (It lets go of the reply channel's state
+/// when the runtime's side did first, and of a whole job whose scraper left.)
+/// A thread that allocates gets an arena of its own, which would keep a
+/// scrape's garbage resident.
 fn renderer() -> Option<&'static SyncSender<Job>> {
     static RENDERER: OnceLock<Option<SyncSender<Job>>> = OnceLock::new();
     RENDERER
