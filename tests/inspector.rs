@@ -291,7 +291,7 @@ fn names(run: &Run, key: &str) -> Vec<String> {
 /// with lists paged [`PAGE_SIZE`] items a page.
 fn fleet(label: &str) -> TestFleet {
     let body = format!(
-        "version: 1\ngateway:\n  page_size: {PAGE_SIZE}\nservers:\n{}{}{}",
+        "version: 1\ngateway:\n  page_size: {PAGE_SIZE}\n  meta: true\nservers:\n{}{}{}",
         fixture_server("a", &["--tools", "7"], ""),
         fixture_server("b", &[], ""),
         everything("everything"),

@@ -25,7 +25,8 @@ const SETTLE: Duration = Duration::from_secs(30);
 /// The text of a fleet of fixture servers, each named and given its fixture
 /// arguments.
 fn text(_fleet: &TestFleet, servers: &[(&str, &[&str])]) -> String {
-    let mut body = String::from("version: 1\nservers:\n");
+    // Results name the server that answered (`gateway.meta`).
+    let mut body = String::from("version: 1\ngateway:\n  meta: true\nservers:\n");
     for (name, args) in servers {
         body.push_str(&fixture_server(name, args, ""));
     }

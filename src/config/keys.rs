@@ -55,7 +55,7 @@ pub const BACKOFF_KEYS: &[&str] = &["initial", "max"];
 /// Keys of `health:`.
 pub const HEALTH_KEYS: &[&str] = &["interval", "timeout", "failures"];
 /// Keys of `gateway:` (docs/design.md §14).
-pub const GATEWAY_KEYS: &[&str] = &["listen", "token", "origins", "page_size"];
+pub const GATEWAY_KEYS: &[&str] = &["listen", "token", "origins", "page_size", "meta"];
 /// Keys of `metrics:`: where the supervisor serves its metrics without the gateway.
 pub const METRICS_KEYS: &[&str] = &["listen"];
 /// Keys of `supervisor:`: how its own files are rotated (docs/design.md §3).

@@ -97,6 +97,10 @@ pub struct GatewaySpec {
     pub origins: Vec<String>,
     /// Items per page of the gateway's lists.
     pub page_size: Option<usize>,
+    /// `meta: true`: each call's result names, in its `_meta`, the server and
+    /// generation that answered. Off by default: results pass through as the
+    /// server wrote them.
+    pub meta: bool,
 }
 
 /// The fleet file's `metrics:`.

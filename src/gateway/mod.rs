@@ -19,7 +19,7 @@
 //! publishes, in parallel (G2).
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
@@ -189,6 +189,9 @@ pub struct Gateway {
     pub(crate) start_options: CallOptions,
     /// Items per page of an aggregated list.
     page_size: AtomicUsize,
+    /// Whether call results name the server and generation in `_meta`
+    /// (`gateway.meta`).
+    meta: AtomicBool,
     /// Told when a client session opens or closes (G7).
     sessions: Box<dyn Fn(SessionEvent) + Send + Sync>,
     /// The gateway's log.
@@ -253,6 +256,7 @@ impl Gateway {
             in_flight: Mutex::new(Vec::new()),
             start_options,
             page_size: AtomicUsize::new(page_size.max(1)),
+            meta: AtomicBool::new(false),
             sessions,
             journal,
             tool_catalog: Mutex::new(None),
@@ -362,6 +366,16 @@ impl Gateway {
 
     pub(crate) fn page_size(&self) -> usize {
         self.page_size.load(Ordering::Relaxed)
+    }
+
+    /// Whether call results carry the server and generation in `_meta`, from
+    /// now on.
+    pub fn set_meta(&self, meta: bool) {
+        self.meta.store(meta, Ordering::Relaxed);
+    }
+
+    pub(crate) fn meta(&self) -> bool {
+        self.meta.load(Ordering::Relaxed)
     }
 
     fn set(&self, index: usize, member: Option<Member>) {

@@ -6,11 +6,12 @@
 //!
 //! Only the plain case passes through: a session that is initialized, a tool
 //! whose route is known from a catalog that is still current, a stdio server
-//! that is running, no `_meta` (so no progress token) and nothing else in the
-//! parameters. Everything else goes to rmcp and the long way (`session.rs`),
-//! which starts servers, builds catalogs and relays progress. Both ways keep the
-//! same rules: a call never waits in the authority's queue (G2), is answered
-//! when its server's session ends (G4), is counted and traced, and a client's
+//! that is running, and nothing in the parameters but `name`, `arguments` and
+//! `_meta` (whose progress token is replaced by one of the link's). Everything
+//! else goes to rmcp and the long way (`session.rs`), which starts servers,
+//! builds catalogs and relays progress. Both ways keep the same rules: a call
+//! never waits in the authority's queue (G2), is answered when its server's
+//! session ends (G4), is counted and traced, and a client's
 //! `notifications/cancelled` reaches the server.
 
 use std::borrow::Cow;
@@ -283,7 +284,11 @@ impl Pending for Call {
                 };
                 self.reply(|q| {
                     q.extend_from_slice(b",\"result\":");
-                    with_meta(q, result, head.meta.is_some(), &self.server, self.generation);
+                    if self.gateway.meta() {
+                        with_meta(q, result, head.meta.is_some(), &self.server, self.generation);
+                    } else {
+                        q.extend_from_slice(result.get().as_bytes());
+                    }
                 });
                 (outcome, is_error)
             }
@@ -345,7 +350,7 @@ impl Call {
 }
 
 /// The server's result with `_meta` naming the server and generation that
-/// answered, as the long way adds them.
+/// answered, as the long way adds them (`gateway.meta`).
 fn with_meta(q: &mut Vec<u8>, result: &RawValue, has_meta: bool, server: &str, generation: Generation) {
     let text = result.get().trim_start();
     if !has_meta && let Some(rest) = text.strip_prefix('{') {

@@ -214,9 +214,11 @@ impl ClientSession {
             CallOutcome::Ok
         };
         result.result_type = Some(ResultType::COMPLETE);
-        let meta = result.meta.get_or_insert_with(Default::default);
-        meta.insert("mcpfleet/server".into(), json!(server));
-        meta.insert("mcpfleet/generation".into(), json!(generation));
+        if self.gateway.meta() {
+            let meta = result.meta.get_or_insert_with(Default::default);
+            meta.insert("mcpfleet/server".into(), json!(server));
+            meta.insert("mcpfleet/generation".into(), json!(generation));
+        }
         Ok(CallToolResponse::Complete(result))
     }
 }

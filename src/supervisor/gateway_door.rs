@@ -68,14 +68,16 @@ pub fn new(fleet: &Fleet, events: Arc<EventLog>, journal: Journal) -> Arc<Gatewa
             client: e.client,
         });
     });
-    Gateway::new(
+    let gateway = Gateway::new(
         fleet.servers.len(),
         call_options(Deadlines::default(), false),
         fleet.gateway.page_size.unwrap_or(PAGE_SIZE),
         sessions,
         journal,
         metrics,
-    )
+    );
+    gateway.set_meta(fleet.gateway.meta);
+    gateway
 }
 
 /// Gives the gateway the authorities, in fleet order.

@@ -243,6 +243,7 @@ impl Shared {
                 .page_size
                 .unwrap_or(super::gateway_door::PAGE_SIZE),
         );
+        self.gateway.set_meta(file.gateway.meta);
         // The copy that `down`, `status`, `logs` and `events` use if the file
         // goes away is the file the supervisor now runs (docs/design.md §3).
         if let Some(source) = &source

@@ -543,11 +543,16 @@ pub fn everything(name: &str) -> String {
     )
 }
 
-/// A fleet of the servers given as YAML (`fixture_server`, `everything`, ...).
+/// A fleet of the servers given as YAML (`fixture_server`, `everything`, ...),
+/// whose call results name the server and generation that answered
+/// (`gateway.meta: true`).
 pub fn fleet_of(label: &str, servers: &[String]) -> TestFleet {
     TestFleet::raw(
         label,
-        &format!("version: 1\nservers:\n{}", servers.concat()),
+        &format!(
+            "version: 1\ngateway:\n  meta: true\nservers:\n{}",
+            servers.concat()
+        ),
     )
 }
 

@@ -12,6 +12,7 @@ gateway:
   token: "${env:TOKEN}-long-enough"
   origins: [https://app.example.com:443]
   page_size: 50
+  meta: true
 servers:
   time:
     command: x
@@ -36,18 +37,16 @@ servers:
     );
     assert_eq!(g.origins, ["https://app.example.com:443"]);
     assert_eq!(g.page_size, Some(50));
+    assert!(g.meta);
     let time = &fleet.servers[0].expose;
     assert_eq!(time.prefix.as_deref(), Some("clock"));
     assert_eq!(time.allow, ["get_*"]);
     assert_eq!(time.deny, ["*_secret"]);
     assert_eq!(fleet.servers[1].expose.prefix.as_deref(), Some(""));
     assert_eq!(fleet.servers[2].expose, ExposeSpec::default());
-    assert!(
-        ok(&format!("{HEAD}  a:\n    command: x\n"))
-            .gateway
-            .listen
-            .is_none()
-    );
+    let plain = ok(&format!("{HEAD}  a:\n    command: x\n")).gateway;
+    assert!(plain.listen.is_none());
+    assert!(!plain.meta, "results pass through unchanged unless asked");
 }
 
 #[test]
@@ -60,6 +59,9 @@ fn bad_gateway_values_are_reported_where_they_are() {
         one_error("version: 1\ngateway:\n  page_size: 0\nservers:\n  a:\n    command: x\n"),
         "3:14: gateway.page_size: `page_size` must be a whole number from 1 to 10000, not `0`"
     );
+    let meta = one_error("version: 1\ngateway:\n  meta: yes please\nservers:\n  a:\n    command: x\n");
+    assert!(meta.starts_with("3:9: gateway.meta:"), "{meta}");
+    assert!(meta.contains("boolean"), "{meta}");
     assert!(
         one_error("version: 1\ngateway:\n  token: short\nservers:\n  a:\n    command: x\n")
             .contains("at least 16 characters")

@@ -37,6 +37,7 @@ impl Validator<'_> {
                 }
                 "origins" => spec.origins = self.strings(e, "origins"),
                 "page_size" => spec.page_size = self.page_size(e),
+                "meta" => spec.meta = self.boolean(e).unwrap_or(false),
                 _ => {
                     self.unknown_key(e, Level::Gateway);
                 }
