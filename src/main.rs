@@ -11,6 +11,15 @@ fn main() -> std::process::ExitCode {
         let code = mcpfleet::supervisor::guardian::run_from_args(&args).unwrap_or(2);
         return std::process::ExitCode::from(code);
     }
+    // A `connect` that handed its stdin and stdout over, as it execs itself (see
+    // commands::connect).
+    if args
+        .get(1)
+        .is_some_and(|a| a == mcpfleet::commands::connect::HELD_ARG)
+    {
+        let code = mcpfleet::commands::connect::held_from_args(&args).unwrap_or(2);
+        return std::process::ExitCode::from(code);
+    }
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {

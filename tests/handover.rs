@@ -99,6 +99,36 @@ fn sessions(fleet: &TestFleet) -> u64 {
     }
 }
 
+/// Waits until `connect` (process `pid`) runs its own image for the rest of
+/// the session (`mcpfleet __held FD`), and returns its threads and the
+/// descriptors it holds.
+fn held(pid: u32) -> (u64, Vec<String>) {
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let cmdline = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if cmdline.split('\0').nth(1) == Some("__held") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "connect never took its own image after the handover: {cmdline:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let threads = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{status}"));
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|l| l.to_string_lossy().into_owned())
+        .collect();
+    (threads, fds)
+}
+
 fn until_sessions(fleet: &TestFleet, want: u64) {
     let deadline = Instant::now() + BOUND;
     while sessions(fleet) != want {
@@ -148,6 +178,12 @@ fn the_supervisor_takes_the_clients_pipes_and_a_killed_connect_ends_the_session(
         "the supervisor writes the client's stdout pipe"
     );
     assert_eq!(sessions(&fleet), 1);
+    // connect waits in an image of its own: one thread, and no runtime left
+    // (no epoll or eventfd descriptor), only its stdio and the connection.
+    let (threads, fds) = held(pid);
+    assert_eq!(threads, 1);
+    assert!(!fds.iter().any(|f| f.starts_with("anon_inode:")), "{fds:?}");
+    assert!(fds.contains(&stdin) && fds.contains(&stdout), "{fds:?}");
 
     // connect killed: the supervisor ends the session and lets go of the pipes,
     // so the client's read of its stdout ends instead of waiting forever.

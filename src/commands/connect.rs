@@ -9,6 +9,7 @@
 //! carries nothing but MCP.
 
 use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
 
 use tokio::io::{AsyncWriteExt, BufReader};
 
@@ -163,17 +164,88 @@ fn can_hand_over() -> bool {
 /// supervisor stopped). Were this process killed instead, the connection's end
 /// tells the supervisor to end the session. A supervisor that could not take
 /// them says why in one line before it closes the connection.
-fn hand_over(mut stream: std::os::unix::net::UnixStream) -> Result<(), ClientError> {
-    use std::io::Read;
-    let lost = |e: std::io::Error| {
-        ClientError::Unreachable(format!("handing over stdin and stdout: {e}"))
-    };
+///
+/// The wait is done by a new image of this binary (`mcpfleet __held FD`), in the
+/// same process: the client still waits on this pid, and the memory taken to
+/// reach the supervisor (the fleet file, the runtime, the parsers) is given
+/// back, so each client's `connect` holds what a bare process holds. When that
+/// exec fails, this image waits in its place.
+fn hand_over(stream: UnixStream) -> Result<(), ClientError> {
     crate::platform::send_fds(
         stream.as_fd(),
         protocol::HANDOVER,
         &[std::io::stdin().as_fd(), std::io::stdout().as_fd()],
     )
     .map_err(lost)?;
+    let e = exec_held(&stream);
+    tracing::debug!("connect waits in place: cannot exec `{HELD_ARG}`: {e}");
+    wait_closed(stream)
+}
+
+fn lost(e: std::io::Error) -> ClientError {
+    ClientError::Unreachable(format!("handing over stdin and stdout: {e}"))
+}
+
+/// The first argument of `connect`'s own image after the handover (never typed
+/// by people).
+pub const HELD_ARG: &str = "__held";
+
+/// Execs `mcpfleet __held FD` with the connection left open as FD; returns only
+/// when that fails, with the connection as it was.
+fn exec_held(stream: &UnixStream) -> std::io::Error {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return e,
+    };
+    if let Err(e) = crate::platform::set_close_on_exec(stream.as_fd(), false) {
+        return e;
+    }
+    let e = std::process::Command::new(exe)
+        .arg(HELD_ARG)
+        .arg(stream.as_raw_fd().to_string())
+        .exec();
+    let _ = crate::platform::set_close_on_exec(stream.as_fd(), true);
+    e
+}
+
+/// `mcpfleet __held FD`, as `connect` execs itself after the handover: waits
+/// until the supervisor closes connection FD and returns the exit code
+/// `connect` ends with, saying on stderr why when it is not 0. `None` when the
+/// arguments are not these.
+pub fn held_from_args(args: &[std::ffi::OsString]) -> Option<u8> {
+    let [_, mode, fd] = args else {
+        return None;
+    };
+    if mode != HELD_ARG {
+        return None;
+    }
+    let stream = crate::platform::inherited_socket(fd.to_str()?.parse().ok()?)?;
+    let code = match wait_closed(stream) {
+        Ok(()) => Code::Ok,
+        Err(e) => {
+            let text = Global {
+                output: Format::Text,
+                quiet: false,
+                verbose: 0,
+            };
+            match no_report(e, "connect", "mcpfleet connect: interrupted", &text) {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("mcpfleet connect: {e:#}");
+                    e.code()
+                }
+            }
+        }
+    };
+    Some(code.as_i32() as u8)
+}
+
+/// Waits until the supervisor closes the connection: `Ok` when it said nothing,
+/// else its refusal.
+fn wait_closed(mut stream: UnixStream) -> Result<(), ClientError> {
+    use std::io::Read;
     let mut said = Vec::new();
     let mut buf = [0u8; 4096];
     loop {

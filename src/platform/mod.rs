@@ -59,7 +59,7 @@ pub use os::{
 };
 
 // Descriptors: what kind of stream one is, and handing them to another process.
-pub use os::{recv_fds, send_fds, stream_kind};
+pub use os::{inherited_socket, recv_fds, send_fds, set_close_on_exec, stream_kind};
 
 // Files and limits.
 pub use os::{

@@ -24,6 +24,36 @@ pub fn stream_kind(fd: BorrowedFd<'_>) -> io::Result<StreamKind> {
     })
 }
 
+/// Whether `fd` is closed when the process execs another image.
+pub fn set_close_on_exec(fd: BorrowedFd<'_>, close: bool) -> io::Result<()> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    let flags = match close {
+        true => FdFlag::FD_CLOEXEC,
+        false => FdFlag::empty(),
+    };
+    fcntl(fd, FcntlArg::F_SETFD(flags))
+        .map(drop)
+        .map_err(io::Error::from)
+}
+
+/// The Unix socket that descriptor `fd`, inherited across exec, is; `None` when
+/// no descriptor of that number is open or it is not a socket.
+pub fn inherited_socket(fd: i32) -> Option<std::os::unix::net::UnixStream> {
+    // SAFETY: F_GETFD reads the descriptor's flags and nothing else; it fails
+    // with EBADF when no descriptor `fd` is open.
+    if fd < 0 || unsafe { nix::libc::fcntl(fd, nix::libc::F_GETFD) } < 0 {
+        return None;
+    }
+    // SAFETY: `fd` is open (checked above), and only borrowed for the check below.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+    if stream_kind(borrowed).ok()? != StreamKind::Socket {
+        return None;
+    }
+    // SAFETY: `fd` is open (checked above) and owned by nothing else in this
+    // process: it was passed across exec for this process to own.
+    Some(unsafe { std::os::unix::net::UnixStream::from_raw_fd(fd) })
+}
+
 /// Sends `byte` over the connected Unix socket `socket`, with `fds` attached: the
 /// peer receives its own descriptors of the same open files.
 pub fn send_fds(socket: BorrowedFd<'_>, byte: u8, fds: &[BorrowedFd<'_>]) -> io::Result<()> {

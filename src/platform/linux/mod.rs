@@ -13,7 +13,7 @@ mod limits;
 mod procfs;
 mod process;
 
-pub use descriptors::{recv_fds, send_fds, stream_kind};
+pub use descriptors::{inherited_socket, recv_fds, send_fds, set_close_on_exec, stream_kind};
 pub use exit_watch::ExitWatch;
 pub use files::{O_NOFOLLOW, SocketPath, redirect_stderr, stderr_size, too_many_open_files};
 pub use limits::{open_files_limit, run_thread_when_idle, set_open_files_limit};
