@@ -155,33 +155,36 @@ impl PassThrough {
         let session = opened.id;
         let made = link.request("tools/call", |ours| {
             let token = Link::token(ours);
-            let mut sent = Vec::with_capacity(params.arguments.map_or(0, |a| a.get().len()) + 96);
-            sent.extend_from_slice(b"{\"name\":");
-            push_json_string(&mut sent, &route.name);
-            if let Some(arguments) = params.arguments {
-                sent.extend_from_slice(b",\"arguments\":");
-                sent.extend_from_slice(arguments.get().as_bytes());
+            if let Some(meta) = meta.as_mut()
+                && call.client_token.is_some()
+            {
+                meta.insert("progressToken".into(), token.clone().into());
             }
-            if let Some(mut meta) = meta {
-                if call.client_token.is_some() {
-                    let ours = serde_json::from_str(&token).unwrap_or_default();
-                    meta.insert("progressToken".into(), ours);
-                }
-                sent.extend_from_slice(b",\"_meta\":");
-                let _ = serde_json::to_writer(&mut sent, &meta);
-            }
-            sent.push(b'}');
             lock(calls).insert(call.client_id.clone(), (link.clone(), ours));
             // The server's requests of its client during the call go to this client.
             call.asking = Some(gateway.asking(
                 route.server,
-                RequestId::String(token.trim_matches('"').into()),
+                RequestId::String(token.into()),
                 client,
                 call.client_id.clone(),
                 session,
             ));
-            let sent = String::from_utf8(sent).unwrap_or_default();
-            (sent, Box::new(call) as Waiter)
+            // Written straight into the line to the server: the arguments are
+            // copied once, as they came.
+            let write_params = move |q: &mut Vec<u8>| {
+                q.extend_from_slice(b"{\"name\":");
+                push_json_string(q, &route.name);
+                if let Some(arguments) = params.arguments {
+                    q.extend_from_slice(b",\"arguments\":");
+                    q.extend_from_slice(arguments.get().as_bytes());
+                }
+                if let Some(meta) = meta {
+                    q.extend_from_slice(b",\"_meta\":");
+                    let _ = serde_json::to_writer(&mut *q, &meta);
+                }
+                q.push(b'}');
+            };
+            (write_params, Box::new(call) as Waiter)
         });
         made.is_some()
     }

@@ -72,14 +72,15 @@ impl Link {
 
     /// Sends the request `method`. `make` is given the request's id (and the
     /// progress token it may use: [`Link::token`]) before anything is sent, and
-    /// returns its `params` (a JSON object, as text) and what is told of it.
-    /// `None`, with `make` never called and nothing sent, when the session has
-    /// ended. What `make` returns is always told, once: [`Answer::Ended`] when
-    /// the session ends before the request went out.
-    pub fn request(
+    /// returns what writes its `params` (a JSON object, appended to the line on
+    /// its way to the server) and what is told of it. `None`, with `make` never
+    /// called and nothing sent, when the session has ended. What `make` returns
+    /// is always told, once: [`Answer::Ended`] when the session ends before the
+    /// request went out.
+    pub fn request<P: FnOnce(&mut Vec<u8>)>(
         &self,
         method: &str,
-        make: impl FnOnce(u64) -> (String, Waiter),
+        make: impl FnOnce(u64) -> (P, Waiter),
     ) -> Option<u64> {
         let id = {
             let mut calls = lock(&self.calls);
@@ -101,11 +102,11 @@ impl Link {
         }
         let sent = self.out.send_with(|q| {
             q.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-            q.extend_from_slice(Link::token(id).as_bytes());
+            push_token(q, id);
             q.extend_from_slice(b",\"method\":");
             push_json_string(q, method);
             q.extend_from_slice(b",\"params\":");
-            q.extend_from_slice(params.as_bytes());
+            params(q);
             q.extend_from_slice(b"}\n");
         });
         if !sent {
@@ -118,9 +119,9 @@ impl Link {
     }
 
     /// Request `id`'s id on the wire, and the progress token that routes the
-    /// server's progress to it: `"mcpfleet-N"`, as JSON text.
+    /// server's progress to it: the string `mcpfleet-N`.
     pub fn token(id: u64) -> String {
-        format!("\"{ID_PREFIX}{id}\"")
+        format!("{ID_PREFIX}{id}")
     }
 
     /// Nobody waits for request `id` any more: its waiter is told so, and the
@@ -134,7 +135,7 @@ impl Link {
             q.extend_from_slice(
                 b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":",
             );
-            q.extend_from_slice(Link::token(id).as_bytes());
+            push_token(q, id);
             q.extend_from_slice(b",\"reason\":");
             push_json_string(q, reason);
             q.extend_from_slice(b"}}\n");
@@ -250,6 +251,13 @@ impl Hook for Answers {
     }
 }
 
+/// Appends request `id`'s id on the wire, `"mcpfleet-N"`.
+fn push_token(q: &mut Vec<u8>, id: u64) {
+    use std::io::Write;
+    // Writing into a Vec cannot fail.
+    let _ = write!(q, "\"{ID_PREFIX}{id}\"");
+}
+
 /// Appends `text` as a JSON string.
 pub fn push_json_string(q: &mut Vec<u8>, text: &str) {
     // Serializing a string into a Vec cannot fail.
@@ -284,8 +292,9 @@ mod tests {
         }
     }
 
-    fn recorder(log: &Arc<Mutex<Vec<String>>>) -> (String, Waiter) {
-        (r#"{"name":"echo"}"#.into(), Box::new(Recorder(log.clone())))
+    fn recorder(log: &Arc<Mutex<Vec<String>>>) -> (impl FnOnce(&mut Vec<u8>), Waiter) {
+        let params = |q: &mut Vec<u8>| q.extend_from_slice(br#"{"name":"echo"}"#);
+        (params, Box::new(Recorder(log.clone())) as Waiter)
     }
 
     #[tokio::test]
