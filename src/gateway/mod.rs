@@ -730,7 +730,8 @@ impl Gateway {
         &self,
         index: usize,
     ) -> Option<(String, crate::lifecycle::authority::Reach)> {
-        let member = self.member(index)?;
+        let members = read(&self.members);
+        let member = members.get(index)?.as_ref()?;
         let reach = member.handle.reach()?;
         Some((member.handle.name().to_owned(), reach))
     }
