@@ -335,3 +335,58 @@ fn the_supervisor_takes_nothing_but_a_pipe_or_a_socket_and_says_why() {
     assert!(log.contains("did not hand over"), "{log}");
     down_and_no_leftovers(&fleet);
 }
+
+#[test]
+fn the_held_image_exits_0_when_the_supervisor_closes_and_1_with_its_refusal() {
+    // `mcpfleet __held FD` is what `connect` becomes after the handover; here the
+    // test is the supervisor's end of the connection, given to it as fd 0.
+    let held = |said: &str| {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let mut child = std::process::Command::new(mcpfleet_bin())
+            .args(["__held", "0"])
+            .env(TEST_ID_VAR, "handover-held")
+            .stdin(Stdio::from(OwnedFd::from(theirs)))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn the held image");
+        // It waits as long as the connection is open.
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "it waits while the connection is open"
+        );
+        let mut ours = ours;
+        ours.write_all(said.as_bytes()).unwrap();
+        drop(ours);
+        let status = wait_exit(&mut child);
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        (status.code(), stderr)
+    };
+    let (code, stderr) = held("");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    // A refusal, as the supervisor writes it before it closes the connection.
+    let refusal = mcpfleet::protocol::encode(&mcpfleet::protocol::Response::<(), ()>::Error {
+        message: "the supervisor could not take stdin and stdout: no".into(),
+    });
+    let (code, stderr) = held(&refusal);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("mcpfleet connect: the supervisor could not take stdin and stdout: no"),
+        "{stderr}"
+    );
+    // Not a connection: nothing to wait on.
+    let status = std::process::Command::new(mcpfleet_bin())
+        .args(["__held", "99"])
+        .env(TEST_ID_VAR, "handover-held")
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(2));
+}
