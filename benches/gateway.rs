@@ -1304,7 +1304,7 @@ fn print_targets(f: &Figures) {
             .zip(f.direct[1])
             .map(|(g, d)| g.per_sec / d.per_sec);
         let (share, how) = match door {
-            "connect" if rounds.is_some() => (rounds, ", median of the rounds"),
+            "connect" if rounds.is_some() => (rounds, " (rounds)"),
             _ => (single, ""),
         };
         line(
