@@ -614,10 +614,15 @@ fn me() -> i32 {
     std::process::id() as i32
 }
 
-async fn direct_trips(ctx: &Ctx<'_>) -> Result<PathRow, String> {
+/// The fixture server, spoken to directly.
+fn direct_command(ctx: &Ctx<'_>) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(&ctx.fixture);
     cmd.env("MCPFLEET_TEST_ID", ctx.scratch.tag("direct"));
-    let (client, child) = stdio_client(cmd).await?;
+    cmd
+}
+
+async fn direct_trips(ctx: &Ctx<'_>) -> Result<PathRow, String> {
+    let (client, child) = stdio_client(direct_command(ctx)).await?;
     let server = child.id().map_or(0, |p| p as i32);
     let roles = vec![("client", me()), ("server", server)];
     let measured = measure(client.peer(), TOOL, ctx.args.calls, &roles).await;
@@ -638,11 +643,7 @@ const RELAY_ENV: &str = "MCPFLEET_BENCH_RELAY";
 /// nothing of them. No gateway that routes can cost less than its two extra
 /// hops of every message.
 async fn relay_trips(ctx: &Ctx<'_>) -> Result<PathRow, String> {
-    let me_exe = std::env::current_exe().map_err(|e| format!("this benchmark's path: {e}"))?;
-    let mut cmd = tokio::process::Command::new(me_exe);
-    cmd.env(RELAY_ENV, &ctx.fixture)
-        .env("MCPFLEET_TEST_ID", ctx.scratch.tag("relay"));
-    let (client, child) = stdio_client(cmd).await?;
+    let (client, child) = stdio_client(relay_command(ctx)?).await?;
     let relay = child.id().map_or(0, |p| p as i32);
     let server = std::fs::read_to_string(format!("/proc/{relay}/task/{relay}/children"))
         .ok()
@@ -656,6 +657,15 @@ async fn relay_trips(ctx: &Ctx<'_>) -> Result<PathRow, String> {
         measured,
         memory: None,
     })
+}
+
+/// This binary as the byte relay to the fixture server.
+fn relay_command(ctx: &Ctx<'_>) -> Result<tokio::process::Command, String> {
+    let me_exe = std::env::current_exe().map_err(|e| format!("this benchmark's path: {e}"))?;
+    let mut cmd = tokio::process::Command::new(me_exe);
+    cmd.env(RELAY_ENV, &ctx.fixture)
+        .env("MCPFLEET_TEST_ID", ctx.scratch.tag("relay"));
+    Ok(cmd)
 }
 
 /// The relay process of [`relay_trips`]: starts `server` with piped stdin and
@@ -699,15 +709,13 @@ async fn interleaved(
     ctx: &Ctx<'_>,
     fleet: &Fleet,
 ) -> Result<Vec<(&'static str, Spread, f64)>, String> {
-    let mut direct = tokio::process::Command::new(&ctx.fixture);
-    direct.env("MCPFLEET_TEST_ID", ctx.scratch.tag("direct"));
-    let me_exe = std::env::current_exe().map_err(|e| format!("this benchmark's path: {e}"))?;
-    let mut relay = tokio::process::Command::new(me_exe);
-    relay
-        .env(RELAY_ENV, &ctx.fixture)
-        .env("MCPFLEET_TEST_ID", ctx.scratch.tag("relay"));
+    let paths = [
+        (direct_command(ctx), TOOL),
+        (relay_command(ctx)?, TOOL),
+        (fleet.connect(), "fx__echo"),
+    ];
     let mut open = Vec::new();
-    for (cmd, tool) in [(direct, TOOL), (relay, TOOL), (fleet.connect(), "fx__echo")] {
+    for (cmd, tool) in paths {
         match stdio_client(cmd).await {
             Ok((client, child)) => open.push((client, child, tool)),
             Err(e) => {
