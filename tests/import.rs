@@ -334,6 +334,40 @@ fn vscode_mcp_json() {
 }
 
 #[test]
+fn the_fleet_is_named_after_its_directory_or_by_name() {
+    let project = Project::new();
+    let source = project.path(".mcp.json");
+    let dir = project.path("My Tools.v2");
+    std::fs::create_dir(&dir).unwrap();
+    let target = dir.join("mcpfleet.yaml");
+    let args = [
+        "import",
+        source.to_str().unwrap(),
+        "--out",
+        target.to_str().unwrap(),
+    ];
+    assert_code(&mcpfleet(&args, &[]), 0);
+    let written = std::fs::read_to_string(&target).unwrap();
+    assert!(written.contains("\nname: my-tools-v2\n"), "{written}");
+
+    let out = mcpfleet(&["import", source.to_str().unwrap(), "--name", "team"], &[]);
+    assert_code(&out, 0);
+    assert!(stdout(&out).contains("\nname: team\n"), "{}", stdout(&out));
+    assert!(stderr(&out).contains("as fleet `team`"), "{}", stderr(&out));
+
+    let out = mcpfleet(
+        &["import", source.to_str().unwrap(), "--name", "Team X"],
+        &[],
+    );
+    assert_code(&out, 2);
+    assert!(
+        stderr(&out).contains("--name \"Team X\" is not a fleet name"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn out_writes_a_file_and_never_replaces_one_unasked() {
     let project = Project::new();
     let source = project.path(".mcp.json");
@@ -348,7 +382,17 @@ fn out_writes_a_file_and_never_replaces_one_unasked() {
     assert_code(&out, 0);
     assert!(stdout(&out).is_empty());
     let written = std::fs::read_to_string(&target).unwrap();
-    assert!(written.contains("version: 1\nservers:\n"), "{written}");
+    // Named after the directory the file goes to, as docker compose names a
+    // project: its state directory gets a readable name, not a hash.
+    let dir = project.dir.path().file_name().unwrap().to_str().unwrap();
+    let name: String = dir
+        .to_ascii_lowercase()
+        .trim_start_matches(['.', '_', '-'])
+        .replace('.', "-");
+    assert!(
+        written.contains(&format!("version: 1\nname: {name}\nservers:\n")),
+        "{written}"
+    );
 
     std::fs::write(&target, "mine").unwrap();
     let out = mcpfleet(&args, &[]);

@@ -202,6 +202,9 @@ pub struct ImportArgs {
     /// Replace the file named by --out if it exists
     #[arg(long, requires = "out")]
     pub force: bool,
+    /// The fleet's `name:` (default: the name of the directory the fleet file goes to, as with --out, else of the current directory)
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Args)]

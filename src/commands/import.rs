@@ -12,8 +12,9 @@ use crate::output::exit::Code;
 use crate::output::report::write_stdout;
 
 pub fn run(args: &ImportArgs, global: &Global) -> Result<Code, CliError> {
+    let name = fleet_name(args)?;
     let imported = import::read(&args.file).map_err(CliError::Import)?;
-    let text = imported.fleet_file();
+    let text = imported.fleet_file_named(Some(&name));
     match &args.out {
         None => write_stdout(&text).map_err(|e| anyhow::anyhow!("cannot write to stdout: {e}"))?,
         Some(path) => {
@@ -59,11 +60,32 @@ pub fn run(args: &ImportArgs, global: &Global) -> Result<Code, CliError> {
             None => "stdout".to_string(),
         };
         eprintln!(
-            "mcpfleet import: {servers} server(s) imported from {} ({}) to {to}, \
+            "mcpfleet import: {servers} server(s) imported from {} ({}) to {to} as fleet `{name}`, \
              {skipped} not carried over",
             args.file.display(),
             imported.client.name()
         );
     }
     Ok(Code::Ok)
+}
+
+/// The fleet's name: `--name`, else the name of the directory the fleet file
+/// goes to (`--out`'s, else the current one), as docker compose names a project.
+fn fleet_name(args: &ImportArgs) -> Result<String, CliError> {
+    if let Some(name) = &args.name {
+        return match crate::config::is_name(name) {
+            true => Ok(name.clone()),
+            false => Err(CliError::Usage(format!(
+                "--name {name:?} is not a fleet name: lowercase letters, digits, `-` and `_`, \
+                 starting with a letter or digit, at most 63"
+            ))),
+        };
+    }
+    let dir = match args.out.as_deref().and_then(std::path::Path::parent) {
+        Some(parent) if !parent.as_os_str().is_empty() => std::path::absolute(parent),
+        _ => std::env::current_dir(),
+    }
+    .map_err(|e| anyhow::anyhow!("cannot tell the current directory: {e}"))?;
+    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+    Ok(import::name_for_dir(&dir))
 }

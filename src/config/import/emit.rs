@@ -12,9 +12,18 @@ use super::{Imported, Server, Transport};
 impl Imported {
     /// The fleet file, comments included.
     pub fn fleet_file(&self) -> String {
+        self.fleet_file_named(None)
+    }
+
+    /// The fleet file with the fleet's `name:` when given, comments included.
+    pub fn fleet_file_named(&self, name: Option<&str>) -> String {
         let mut out = String::new();
         self.header(&mut out);
-        out.push_str("version: 1\nservers:\n");
+        out.push_str("version: 1\n");
+        if let Some(name) = name {
+            out.push_str(&format!("name: {}\n", scalar(name)));
+        }
+        out.push_str("servers:\n");
         // Servers and the entries left out, in the order of the client's file.
         let mut skipped = self.skipped.iter().peekable();
         for server in &self.servers {
@@ -123,6 +132,9 @@ fn server_entry(out: &mut String, server: &Server) {
             out.push_str(&format!("    url: {}\n", scalar(url)));
             mapping(out, "headers", headers);
         }
+    }
+    if let Some(timeout) = server.connect_timeout {
+        out.push_str(&format!("    connect_timeout: {timeout}\n"));
     }
     if !server.enabled {
         out.push_str("    enabled: false\n");

@@ -84,6 +84,20 @@ struct Entry<'m, 'a> {
     places: Vec<Place>,
 }
 
+/// The `connect_timeout` of a server started by a package runner: its first
+/// start downloads and installs the package (`npx` of a published server takes
+/// about 9 s on a fast network), which the default 10 s does not leave room for.
+pub(super) const PACKAGE_RUNNER_CONNECT_TIMEOUT: &str = "60s";
+
+/// The package runner `command` is (`npx`, `uvx`, ...), by its file name, if it is one.
+pub(super) fn package_runner(command: &str) -> Option<&'static str> {
+    let file = command.rsplit('/').next().unwrap_or(command);
+    let file = file.strip_suffix(".cmd").unwrap_or(file);
+    ["npx", "pnpx", "bunx", "uvx", "pipx"]
+        .into_iter()
+        .find(|runner| *runner == file)
+}
+
 /// How an entry reaches its server.
 enum Kind {
     Stdio,
@@ -151,12 +165,24 @@ impl Entry<'_, '_> {
                 keys.join(", ")
             ));
         }
+        let connect_timeout = match &transport {
+            Transport::Stdio { command, .. } => package_runner(command),
+            Transport::Http { .. } => None,
+        }
+        .map(|runner| {
+            self.notes.push(format!(
+                "started by `{runner}`, whose first start may download the package: \
+                 connect_timeout {PACKAGE_RUNNER_CONNECT_TIMEOUT} (the default is 10s)"
+            ));
+            PACKAGE_RUNNER_CONNECT_TIMEOUT
+        });
         Ok(Server {
             name: self.name.to_string(),
             original: String::new(),
             transport,
             enabled,
             deny_tools,
+            connect_timeout,
             notes: self.notes,
             places: self.places,
         })

@@ -98,6 +98,9 @@ pub struct Server {
     pub enabled: bool,
     /// Tools the client hides (`disabledTools`), for `tools: {deny}`.
     pub deny_tools: Vec<String>,
+    /// A longer `connect_timeout` than the default, for a server started by a
+    /// package runner (`npx`, `uvx`, ...).
+    pub connect_timeout: Option<&'static str>,
     /// What the user should know about the mapping of this entry.
     pub notes: Vec<String>,
     /// Where each key written for the server came from.
@@ -344,6 +347,36 @@ fn fleet_name(original: &str, taken: &HashSet<String>) -> String {
     if is_name(original) && !taken.contains(original) {
         return original.to_string();
     }
+    let mut base = as_name(original);
+    if base.is_empty() {
+        base = "server".into();
+    }
+    if !taken.contains(&base) {
+        return base;
+    }
+    (2..)
+        .map(|n| format!("{base}-{n}"))
+        .find(|name| !taken.contains(name))
+        .expect("an unused numbered name")
+}
+
+/// The fleet's `name:` for an imported file that will live in `dir`, as docker
+/// compose names a project after its directory: the directory's name made a
+/// valid name, else `fleet`.
+pub fn name_for_dir(dir: &Path) -> String {
+    let base = dir
+        .file_name()
+        .map(|n| as_name(&n.to_string_lossy()))
+        .unwrap_or_default();
+    match base.is_empty() {
+        true => "fleet".into(),
+        false => base,
+    }
+}
+
+/// `original` made a valid name: lowercase, other characters `-`, at most 60;
+/// empty when nothing of it is left.
+fn as_name(original: &str) -> String {
     let mut base = String::new();
     for c in original.chars() {
         let c = c.to_ascii_lowercase();
@@ -358,17 +391,7 @@ fn fleet_name(original: &str, taken: &HashSet<String>) -> String {
         base.push(c);
     }
     let base = base.trim_matches(|c| c == '-' || c == '_');
-    let mut base: String = base.chars().take(60).collect();
-    if base.is_empty() {
-        base = "server".into();
-    }
-    if !taken.contains(&base) {
-        return base;
-    }
-    (2..)
-        .map(|n| format!("{base}-{n}"))
-        .find(|name| !taken.contains(name))
-        .expect("an unused numbered name")
+    base.chars().take(60).collect()
 }
 
 impl Imported {

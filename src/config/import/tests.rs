@@ -743,3 +743,58 @@ fn mutated_files_never_panic() {
         }
     }
 }
+
+#[test]
+fn package_runners_get_room_for_their_first_start() {
+    let imported = import(CLAUDE_DESKTOP, "/home/u/.config/Claude/claude_desktop_config.json");
+    let github = server(&imported, "github");
+    assert_eq!(github.connect_timeout, Some("60s"));
+    assert!(
+        github.notes.iter().any(|n| n.contains("`npx`") && n.contains("60s")),
+        "{:?}",
+        github.notes
+    );
+    let text = imported.fleet_file();
+    let fleet = load_str(&text, Path::new("/f.yaml"), &|_| Some("set".into()))
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let github = fleet.servers.iter().find(|s| s.name == "github").unwrap();
+    assert_eq!(github.connect_timeout.to_string(), "1m");
+
+    // A server started otherwise keeps the default.
+    let imported = import(CURSOR, "/p/.cursor/mcp.json");
+    let python = imported
+        .servers
+        .iter()
+        .find(|s| matches!(&s.transport, Transport::Stdio { command, .. } if command == "python"))
+        .expect("a python server");
+    assert_eq!(python.connect_timeout, None);
+
+    for (command, runner) in [
+        ("npx", Some("npx")),
+        ("/usr/local/bin/uvx", Some("uvx")),
+        ("npx.cmd", Some("npx")),
+        ("bunx", Some("bunx")),
+        ("node", None),
+        ("npx-wrapper", None),
+    ] {
+        assert_eq!(super::map::package_runner(command), runner, "{command}");
+    }
+}
+
+#[test]
+fn a_fleet_name_from_a_directory() {
+    for (dir, name) in [
+        ("/home/u/My Project", "my-project"),
+        ("/srv/tools.v2", "tools-v2"),
+        ("/home/u/.hidden", "hidden"),
+        ("/", "fleet"),
+        ("/home/u/ü", "fleet"),
+    ] {
+        assert_eq!(name_for_dir(Path::new(dir)), name, "{dir}");
+    }
+    let imported = import(CLAUDE_CODE, "/p/.mcp.json");
+    let text = imported.fleet_file_named(Some("team"));
+    let fleet = load_str(&text, Path::new("/f.yaml"), &|_| Some("https://x".into()))
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(fleet.name.as_deref(), Some("team"));
+}
