@@ -143,3 +143,40 @@ fn logs_and_events_read_the_state_directory() {
     assert_eq!(stdout(&last).lines().count(), 1);
     fleet.assert_no_leftovers();
 }
+
+#[test]
+fn tools_prints_a_table_whose_columns_line_up() {
+    let long = "a-server-with-a-long-name";
+    let fleet = TestFleet::fixtures("calls-table", &[(long, &[], ""), ("b", &[], "")]);
+    assert_code(&fleet.run(&["up"]), 0);
+    let out = fleet.run(&["tools"]);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("SERVER")
+            && lines[0].contains("TOOL")
+            && lines[0].contains("DESCRIPTION"),
+        "a header first:\n{text}"
+    );
+    let column = lines[0].find("TOOL").unwrap();
+    assert!(
+        column > long.len(),
+        "the server column holds {long}:\n{text}"
+    );
+    let rows = &lines[1..];
+    assert_eq!(rows.len(), 6, "three tools of each server:\n{text}");
+    for row in rows {
+        let (server, rest) = row.split_at(column);
+        assert!(
+            server.trim_end() == long || server.trim_end() == "b",
+            "the tool column starts at the header's:\n{text}"
+        );
+        assert!(
+            rest.starts_with("echo") || rest.starts_with("tool_"),
+            "{text}"
+        );
+    }
+    assert_code(&fleet.run(&["down"]), 0);
+    fleet.assert_no_leftovers();
+}

@@ -34,16 +34,7 @@ pub async fn tools(t: Target, args: &ToolsArgs, g: &Global) -> Result<Code, CliE
         Format::Text => {
             let mut out = String::new();
             if let CallBody::Tools { servers } = &doc.body {
-                for server in servers {
-                    for tool in &server.tools {
-                        let description = tool.description.as_deref().unwrap_or("");
-                        let first = description.lines().next().unwrap_or("");
-                        out.push_str(&format!(
-                            "{:<16} {:<28} {}\n",
-                            server.name, tool.name, first
-                        ));
-                    }
-                }
+                out = tools_table(servers);
             }
             if let Some(e) = doc.error() {
                 eprintln!("mcpfleet tools: {}", e.message);
@@ -54,6 +45,27 @@ pub async fn tools(t: Target, args: &ToolsArgs, g: &Global) -> Result<Code, CliE
     };
     print(&text)?;
     Ok(Code::from_i32(doc.exit_code))
+}
+
+/// The tools of `servers` as a table: a header, a row per tool, the first line
+/// of its description.
+fn tools_table(servers: &[crate::output::calls::ServerTools]) -> String {
+    let mut rows = vec![[
+        "SERVER".to_owned(),
+        "TOOL".to_owned(),
+        "DESCRIPTION".to_owned(),
+    ]];
+    for server in servers {
+        for tool in &server.tools {
+            let description = tool.description.as_deref().unwrap_or("");
+            rows.push([
+                server.name.clone(),
+                tool.name.clone(),
+                description.lines().next().unwrap_or("").to_owned(),
+            ]);
+        }
+    }
+    crate::output::table::render(&rows)
 }
 
 pub async fn call(t: Target, args: &CallArgs, g: &Global) -> Result<Code, CliError> {

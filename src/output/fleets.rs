@@ -64,23 +64,7 @@ fn text(lines: &[FleetLine]) -> String {
             format!("{}/{}", l.servers_running, l.servers_total),
         ]);
     }
-    let mut widths = [0usize; 5];
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for row in &rows {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
+    super::table::render(&rows)
 }
 
 #[cfg(test)]

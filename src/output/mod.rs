@@ -11,3 +11,4 @@ pub mod line;
 pub mod plan;
 pub mod progress;
 pub mod report;
+pub mod table;

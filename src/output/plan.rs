@@ -168,23 +168,7 @@ pub fn plan_table(steps: &[PlanStep]) -> String {
             if note.is_empty() { "-".into() } else { note },
         ]);
     }
-    let mut widths = [0usize; 5];
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for row in &rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
+    super::table::render(&rows)
 }
 
 fn join_note(first: &str, rest: &str) -> String {

@@ -315,21 +315,10 @@ fn render_text(report: &Report) -> String {
             dash(teardown),
         ]);
     }
-    let mut widths = [0usize; 8];
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
+    let widths = super::table::widths(&rows);
     let mut out = String::new();
     for (i, row) in rows.iter().enumerate() {
-        let line: Vec<String> = row
-            .iter()
-            .zip(widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
+        out.push_str(&super::table::line(row, widths));
         if i == 0 {
             continue;
         }
