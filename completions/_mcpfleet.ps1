@@ -51,9 +51,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Check a fleet file and print the resolved fleet (secrets redacted)')
             [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List the fleets under the state root: name, fleet file, state directory, supervisor pid, servers running/total (with --state-dir, that one)')
             [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Print a fleet file made from an MCP client''s configuration: Claude Desktop, Claude Code, Cursor, Windsurf or VS Code (secrets become ${env:NAME})')
-            [CompletionResult]::new('supervise', 'supervise', [CompletionResultType]::ParameterValue, 'Run the supervisor of a fleet (started by `up`; not for direct use)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
-            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page (roff), or write every page into DIR')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -328,6 +326,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
         'mcpfleet;import' {
             [CompletionResult]::new('-O', '-O ', [CompletionResultType]::ParameterName, 'Write the fleet file to PATH instead of stdout (refused if PATH exists, unless --force)')
             [CompletionResult]::new('--out', '--out', [CompletionResultType]::ParameterName, 'Write the fleet file to PATH instead of stdout (refused if PATH exists, unless --force)')
+            [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'The fleet''s `name:` (default: the name of the directory the fleet file goes to, as with --out, else of the current directory)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
@@ -341,38 +340,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
-        'mcpfleet;supervise' {
-            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
-            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
-            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
-            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
-            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
-            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
-            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
-            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
-            break
-        }
         'mcpfleet;completions' {
-            [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
-            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
-            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
-            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
-            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format for the result on stdout')
-            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)')
-            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
-            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
-            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'No progress and no log lines below errors on stderr')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
-            break
-        }
-        'mcpfleet;man' {
-            [CompletionResult]::new('--dir', '--dir', [CompletionResultType]::ParameterName, 'Write mcpfleet.1 and one page per command (mcpfleet-up.1, ...) here')
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)')
@@ -404,9 +372,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
             [CompletionResult]::new('validate', 'validate', [CompletionResultType]::ParameterValue, 'Check a fleet file and print the resolved fleet (secrets redacted)')
             [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List the fleets under the state root: name, fleet file, state directory, supervisor pid, servers running/total (with --state-dir, that one)')
             [CompletionResult]::new('import', 'import', [CompletionResultType]::ParameterValue, 'Print a fleet file made from an MCP client''s configuration: Claude Desktop, Claude Code, Cursor, Windsurf or VS Code (secrets become ${env:NAME})')
-            [CompletionResult]::new('supervise', 'supervise', [CompletionResultType]::ParameterValue, 'Run the supervisor of a fleet (started by `up`; not for direct use)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
-            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page (roff), or write every page into DIR')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -458,13 +424,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
         'mcpfleet;help;import' {
             break
         }
-        'mcpfleet;help;supervise' {
-            break
-        }
         'mcpfleet;help;completions' {
-            break
-        }
-        'mcpfleet;help;man' {
             break
         }
         'mcpfleet;help;help' {

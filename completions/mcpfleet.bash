@@ -46,9 +46,6 @@ _mcpfleet() {
             mcpfleet,ls)
                 cmd="mcpfleet__subcmd__ls"
                 ;;
-            mcpfleet,man)
-                cmd="mcpfleet__subcmd__man"
-                ;;
             mcpfleet,metrics)
                 cmd="mcpfleet__subcmd__metrics"
                 ;;
@@ -63,9 +60,6 @@ _mcpfleet() {
                 ;;
             mcpfleet,status)
                 cmd="mcpfleet__subcmd__status"
-                ;;
-            mcpfleet,supervise)
-                cmd="mcpfleet__subcmd__supervise"
                 ;;
             mcpfleet,tools)
                 cmd="mcpfleet__subcmd__tools"
@@ -106,9 +100,6 @@ _mcpfleet() {
             mcpfleet__subcmd__help,ls)
                 cmd="mcpfleet__subcmd__help__subcmd__ls"
                 ;;
-            mcpfleet__subcmd__help,man)
-                cmd="mcpfleet__subcmd__help__subcmd__man"
-                ;;
             mcpfleet__subcmd__help,metrics)
                 cmd="mcpfleet__subcmd__help__subcmd__metrics"
                 ;;
@@ -123,9 +114,6 @@ _mcpfleet() {
                 ;;
             mcpfleet__subcmd__help,status)
                 cmd="mcpfleet__subcmd__help__subcmd__status"
-                ;;
-            mcpfleet__subcmd__help,supervise)
-                cmd="mcpfleet__subcmd__help__subcmd__supervise"
                 ;;
             mcpfleet__subcmd__help,tools)
                 cmd="mcpfleet__subcmd__help__subcmd__tools"
@@ -143,7 +131,7 @@ _mcpfleet() {
 
     case "${cmd}" in
         mcpfleet)
-            opts="-f -o -v -q -h -V --file --state-dir --output --color --verbose --quiet --help --version check up down status reconnect reset tools call connect serve logs events metrics validate ls import supervise completions man help"
+            opts="-f -o -v -q -h -V --file --state-dir --output --color --verbose --quiet --help --version check up down status reconnect reset tools call connect serve logs events metrics validate ls import completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -473,7 +461,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__help)
-            opts="check up down status reconnect reset tools call connect serve logs events metrics validate ls import supervise completions man help"
+            opts="check up down status reconnect reset tools call connect serve logs events metrics validate ls import completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -626,20 +614,6 @@ _mcpfleet() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcpfleet__subcmd__help__subcmd__man)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         mcpfleet__subcmd__help__subcmd__metrics)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -710,20 +684,6 @@ _mcpfleet() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcpfleet__subcmd__help__subcmd__supervise)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         mcpfleet__subcmd__help__subcmd__tools)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -767,7 +727,7 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__import)
-            opts="-O -o -v -q -h --out --force --state-dir --output --color --verbose --quiet --help"
+            opts="-O -o -v -q -h --out --force --name --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -778,6 +738,10 @@ _mcpfleet() {
                     return 0
                     ;;
                 -O)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --name)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -861,48 +825,6 @@ _mcpfleet() {
                 return 0
             fi
             case "${prev}" in
-                --file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -f)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --state-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --output)
-                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
-                    return 0
-                    ;;
-                -o)
-                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcpfleet__subcmd__man)
-            opts="-f -o -v -q -h --dir --file --state-dir --output --color --verbose --quiet --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1144,44 +1066,6 @@ _mcpfleet() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcpfleet__subcmd__supervise)
-            opts="-f -o -v -q -h --file --state-dir --output --color --verbose --quiet --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -f)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --state-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --output)
-                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
-                    return 0
-                    ;;
-                -o)
-                    COMPREPLY=($(compgen -W "text json ndjson" -- "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         mcpfleet__subcmd__tools)
             opts="-f -o -v -q -h --file --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1308,7 +1192,17 @@ _mcpfleet() {
 }
 
 if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERSINFO[0]}" -gt 4 ]]; then
-    complete -F _mcpfleet -o nosort -o bashdefault -o default mcpfleet
+    complete -F _mcpfleet_with_servers -o nosort -o bashdefault -o default mcpfleet
 else
-    complete -F _mcpfleet -o bashdefault -o default mcpfleet
+    complete -F _mcpfleet_with_servers -o bashdefault -o default mcpfleet
 fi
+
+_mcpfleet_with_servers() {
+    local names
+    names=$("${COMP_WORDS[0]}" __servers "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null)
+    if [[ -n "${names}" ]]; then
+        COMPREPLY=( $(compgen -W "${names}" -- "${COMP_WORDS[COMP_CWORD]}") )
+        return 0
+    fi
+    _mcpfleet "$@"
+}

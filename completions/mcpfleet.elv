@@ -48,9 +48,7 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand validate 'Check a fleet file and print the resolved fleet (secrets redacted)'
             cand ls 'List the fleets under the state root: name, fleet file, state directory, supervisor pid, servers running/total (with --state-dir, that one)'
             cand import 'Print a fleet file made from an MCP client''s configuration: Claude Desktop, Claude Code, Cursor, Windsurf or VS Code (secrets become ${env:NAME})'
-            cand supervise 'Run the supervisor of a fleet (started by `up`; not for direct use)'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
-            cand man 'Print the manual page (roff), or write every page into DIR'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpfleet;check'= {
@@ -309,6 +307,7 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;import'= {
             cand -O 'Write the fleet file to PATH instead of stdout (refused if PATH exists, unless --force)'
             cand --out 'Write the fleet file to PATH instead of stdout (refused if PATH exists, unless --force)'
+            cand --name 'The fleet''s `name:` (default: the name of the directory the fleet file goes to, as with --out, else of the current directory)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
             cand -o 'Output format for the result on stdout'
             cand --output 'Output format for the result on stdout'
@@ -321,36 +320,7 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
-        &'mcpfleet;supervise'= {
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
-            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
-            cand -o 'Output format for the result on stdout'
-            cand --output 'Output format for the result on stdout'
-            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
-            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-            cand -q 'No progress and no log lines below errors on stderr'
-            cand --quiet 'No progress and no log lines below errors on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
-        }
         &'mcpfleet;completions'= {
-            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
-            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
-            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
-            cand -o 'Output format for the result on stdout'
-            cand --output 'Output format for the result on stdout'
-            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
-            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
-            cand -q 'No progress and no log lines below errors on stderr'
-            cand --quiet 'No progress and no log lines below errors on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
-        }
-        &'mcpfleet;man'= {
-            cand --dir 'Write mcpfleet.1 and one page per command (mcpfleet-up.1, ...) here'
             cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
@@ -381,9 +351,7 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand validate 'Check a fleet file and print the resolved fleet (secrets redacted)'
             cand ls 'List the fleets under the state root: name, fleet file, state directory, supervisor pid, servers running/total (with --state-dir, that one)'
             cand import 'Print a fleet file made from an MCP client''s configuration: Claude Desktop, Claude Code, Cursor, Windsurf or VS Code (secrets become ${env:NAME})'
-            cand supervise 'Run the supervisor of a fleet (started by `up`; not for direct use)'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
-            cand man 'Print the manual page (roff), or write every page into DIR'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'mcpfleet;help;check'= {
@@ -418,11 +386,7 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         }
         &'mcpfleet;help;import'= {
         }
-        &'mcpfleet;help;supervise'= {
-        }
         &'mcpfleet;help;completions'= {
-        }
-        &'mcpfleet;help;man'= {
         }
         &'mcpfleet;help;help'= {
         }

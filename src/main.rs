@@ -1,4 +1,3 @@
-use clap::Parser;
 use mcpfleet::cli::Cli;
 
 fn main() -> std::process::ExitCode {
@@ -20,7 +19,18 @@ fn main() -> std::process::ExitCode {
         let code = mcpfleet::commands::connect::held_from_args(&args).unwrap_or(2);
         return std::process::ExitCode::from(code);
     }
-    let cli = match Cli::try_parse_from(&args) {
+    // A completion script asking for the fleet's server names (see cli::complete).
+    if args
+        .get(1)
+        .is_some_and(|a| a == mcpfleet::cli::complete::SERVERS_ARG)
+    {
+        let code = mcpfleet::cli::complete::servers_from_args(&args);
+        return std::process::ExitCode::from(code);
+    }
+    let parsed = mcpfleet::cli::command()
+        .try_get_matches_from(&args)
+        .and_then(|matches| <Cli as clap::FromArgMatches>::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             // Help and version go to stdout with 0; usage errors exit 2.

@@ -118,3 +118,98 @@ fn checked_in_man_pages_are_fresh() {
         "stale manual pages {stale:?}: run MCPFLEET_UPDATE_MAN=1 cargo test --test completions"
     );
 }
+
+/// The bash script, sourced into a real bash, completes the fleet's server
+/// names where a command takes a server (also with a variable of the fleet file
+/// unset), commands without the hidden ones, and options where options go.
+#[test]
+fn bash_completes_server_names_and_no_hidden_command() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("mcpfleet.yaml"),
+        "version: 1\nservers:\n  alpha:\n    command: x\n    env: {K: \"${env:MCPFLEET_TEST_UNSET_SECRET}\"}\n  beta:\n    command: y\n",
+    )
+    .unwrap();
+    let script = Command::new(common::mcpfleet_bin())
+        .args(["completions", "bash"])
+        .output()
+        .unwrap()
+        .stdout;
+    std::fs::write(dir.path().join("mcpfleet.bash"), script).unwrap();
+    let bin = common::mcpfleet_bin();
+    let complete = |words: &[&str]| -> String {
+        let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+        let program = format!(
+            "source ./mcpfleet.bash; COMP_WORDS=(mcpfleet {}); COMP_CWORD={}; \
+             _mcpfleet_with_servers mcpfleet '{}' '{}'; echo \"${{COMPREPLY[*]}}\"",
+            quoted.join(" "),
+            words.len(),
+            words.last().unwrap(),
+            words
+                .get(words.len().wrapping_sub(2))
+                .unwrap_or(&"mcpfleet"),
+        );
+        let out = Command::new("bash")
+            .args(["--norc", "-c", &program])
+            .current_dir(dir.path())
+            .env(
+                "PATH",
+                format!("{}:/usr/bin:/bin", bin.parent().unwrap().display()),
+            )
+            .env_remove("MCPFLEET_FILE")
+            .env_remove("MCPFLEET_TEST_UNSET_SECRET")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    assert_eq!(complete(&["up", ""]), "alpha beta");
+    assert_eq!(complete(&["down", "alpha", "b"]), "beta");
+    assert_eq!(complete(&["call", ""]), "alpha beta");
+    assert_eq!(complete(&["-f", "mcpfleet.yaml", "status", "a"]), "alpha");
+    let commands = complete(&["s"]);
+    assert!(
+        commands.contains("status") && commands.contains("serve"),
+        "{commands}"
+    );
+    assert!(!commands.contains("supervise"), "{commands}");
+    assert!(complete(&["up", "--f"]).contains("--force"));
+}
+
+/// `--help` of the program and of each command, and every manual page, list the
+/// exit codes; `man --dir` makes the directory it is given.
+#[test]
+fn help_and_manual_pages_list_the_exit_codes() {
+    for args in [&["--help"][..], &["down", "--help"], &["import", "--help"]] {
+        let out = Command::new(common::mcpfleet_bin())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("Exit codes"), "{args:?}:\n{text}");
+        for line in [
+            "  0    everything asked for succeeded",
+            "  8    the supervisor is unreachable",
+            "  130  interrupted",
+        ] {
+            assert!(text.contains(line), "{args:?} lacks {line:?}:\n{text}");
+        }
+    }
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("share/man/man1");
+    let out = Command::new(common::mcpfleet_bin())
+        .arg("man")
+        .arg("--dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "man --dir into a new directory: {out:?}"
+    );
+    for page in ["mcpfleet.1", "mcpfleet-down.1", "mcpfleet-check.1"] {
+        let text = std::fs::read_to_string(dir.join(page)).unwrap();
+        assert!(text.contains(".SH \"EXIT STATUS\""), "{page}");
+        assert!(text.contains("\\fB9\\fR"), "{page}");
+    }
+}

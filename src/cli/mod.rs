@@ -2,6 +2,7 @@
 //! commands turn them into the objects they run. Also the source of
 //! `completions/` and `man/`.
 
+pub mod complete;
 pub mod values;
 
 use std::path::PathBuf;
@@ -150,10 +151,22 @@ pub enum Command {
 
 /// The completion script for `shell`, as checked into `completions/`.
 pub fn completion_script(shell: clap_complete::Shell) -> Vec<u8> {
+    complete::script(shell)
+}
+
+/// The command line as `mcpfleet` parses it: [`Cli`], with the exit codes after
+/// the long help (`--help`) of the program and of every command.
+pub fn command() -> clap::Command {
     use clap::CommandFactory;
-    let mut out = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "mcpfleet", &mut out);
-    out
+    let table = crate::output::exit::table();
+    let with_table = |cmd: clap::Command| {
+        let text = match cmd.get_after_help() {
+            Some(after) => format!("{after}\n\n{table}"),
+            None => table.clone(),
+        };
+        cmd.after_long_help(text)
+    };
+    with_table(Cli::command()).mut_subcommands(with_table)
 }
 
 /// The manual pages, as checked into `man/`: `mcpfleet.1`, then one per command
@@ -176,9 +189,19 @@ pub fn man_pages() -> Vec<(String, Vec<u8>)> {
             let mut page = Vec::new();
             man.render(&mut page)
                 .expect("rendering into memory does not fail");
+            page.extend_from_slice(exit_status_section().as_bytes());
             (man.get_filename(), page)
         })
         .collect()
+}
+
+/// The EXIT STATUS section of a manual page (roff).
+fn exit_status_section() -> String {
+    let mut out = String::from(".SH \"EXIT STATUS\"\nWhen servers end differently, the most severe code wins.\n");
+    for code in crate::output::exit::Code::ALL {
+        out.push_str(&format!(".TP\n\\fB{}\\fR\n{}\n", code.as_i32(), code.meaning().replace('-', "\\-")));
+    }
+    out
 }
 
 #[derive(Debug, Args)]

@@ -261,6 +261,8 @@ fn man(dir: Option<&Path>) -> Result<Code, CliError> {
             .map_err(|e| anyhow::anyhow!("cannot write to stdout: {e}"))?;
         return Ok(Code::Ok);
     };
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     for (name, page) in &pages {
         let path = dir.join(name);
         std::fs::write(&path, page)

@@ -68,25 +68,61 @@ impl Code {
         }
     }
 
+    /// Every code, in the order of their numbers.
+    pub const ALL: [Code; 11] = [
+        Code::Ok,
+        Code::Internal,
+        Code::Usage,
+        Code::StartFailed,
+        Code::ConnectTimeout,
+        Code::TeardownNotClean,
+        Code::Refused,
+        Code::Busy,
+        Code::Unreachable,
+        Code::ToolsDiffer,
+        Code::Interrupted,
+    ];
+
     /// The code with number `n`; an unknown number is an internal error.
     pub fn from_i32(n: i32) -> Code {
-        [
-            Code::Ok,
-            Code::Internal,
-            Code::Usage,
-            Code::StartFailed,
-            Code::ConnectTimeout,
-            Code::TeardownNotClean,
-            Code::Refused,
-            Code::Busy,
-            Code::Unreachable,
-            Code::ToolsDiffer,
-            Code::Interrupted,
-        ]
-        .into_iter()
-        .find(|c| c.as_i32() == n)
-        .unwrap_or(Code::Internal)
+        Code::ALL
+            .into_iter()
+            .find(|c| c.as_i32() == n)
+            .unwrap_or(Code::Internal)
     }
+
+    /// What the code means, in a line, for `--help` and the manual pages.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Code::Ok => "everything asked for succeeded",
+            Code::Internal => "internal error: a bug, an I/O error of mcpfleet, a request the supervisor refused",
+            Code::Usage => "usage error, or an invalid fleet file",
+            Code::StartFailed => {
+                "a server failed to start or serve (spawn, handshake, protocol, unauthorized, session lost), a failed call"
+            }
+            Code::ConnectTimeout => "a server's connect deadline passed",
+            Code::TeardownNotClean => {
+                "teardown not clean: a failed teardown, a quarantined server; with --strict an escalated one"
+            }
+            Code::Refused => "refused: quarantined, or fenced (--if-generation named another generation)",
+            Code::Busy => "busy: the wait deadline passed and the request was withdrawn",
+            Code::Unreachable => "the supervisor is unreachable, or was lost during the request",
+            Code::ToolsDiffer => "the tools differ from the snapshot of check --expect-tools",
+            Code::Interrupted => "interrupted (Ctrl-C), or a request answered cancelled",
+        }
+    }
+}
+
+/// The exit-code table as text: a heading, then a line per code.
+pub fn table() -> String {
+    let mut out = String::from("Exit codes (when servers end differently, the most severe wins):\n");
+    for code in Code::ALL {
+        out.push_str(&format!("  {:<4} {}\n", code.as_i32(), code.meaning()));
+    }
+    out
+}
+
+impl Code {
 
     /// The code that wins between two outcomes.
     pub fn max(self, other: Code) -> Code {
