@@ -560,3 +560,84 @@ fn the_inspector_lists_and_calls_through_serve_with_the_token() {
     );
     fleet.assert_no_leftovers();
 }
+
+/// The README's Inspector recipe, run as it is written there: both command lines
+/// of its `sh` block, through `npx` with the versions it names (found installed,
+/// offline, in the Inspector's cache), with `mcpfleet`, the fleet file, the URL and
+/// the token put in. The fleet has the published mcp-server-time as `time`, as
+/// the recipe's call assumes.
+#[test]
+fn the_readmes_inspector_recipe_works_as_written() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let after = readme
+        .split_once("To see the fleet as a client does")
+        .expect("the README's Inspector recipe")
+        .1;
+    let block = after
+        .split_once("```sh\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .expect("the recipe's sh block")
+        .0;
+    assert!(
+        block.contains("@modelcontextprotocol/inspector@2."),
+        "the recipe names the version:\n{block}"
+    );
+    let time = published_servers().join("venv/bin/mcp-server-time");
+    let fleet = TestFleet::raw(
+        "inspector-readme",
+        &format!(
+            "version: 1\nservers:\n  time:\n    command: {}\n    args: [--local-timezone, UTC]\n    connect_timeout: 60s\n",
+            quoted(&time)
+        ),
+    );
+    let http = serve(&fleet, &[]);
+    let script = block
+        // The Inspector gives the `connect` it launches only a few variables:
+        // the state directory is named on the command line instead.
+        .replace(
+            "mcpfleet -f /path/to/fleet.yaml",
+            &format!(
+                "{} --state-dir {} -f {}",
+                mcpfleet_bin().display(),
+                fleet.state_dir().display(),
+                fleet.path.display()
+            ),
+        )
+        .replace("http://127.0.0.1:7077/mcp", &http.url)
+        .replace("Bearer TOKEN", &format!("Bearer {}", http.token));
+    assert!(
+        !script.contains("/path/to") && !script.contains("TOKEN\""),
+        "{script}"
+    );
+    // npx finds the named versions installed where it runs (the Inspector's cache),
+    // and is told not to go to the registry for them.
+    let modules = inspector_dir();
+    let mut cmd = Command::new("bash");
+    cmd.args(["-euo", "pipefail", "-c", &script])
+        .current_dir(modules.parent().unwrap())
+        .env("npm_config_offline", "true")
+        .env("npm_config_update_notifier", "false")
+        .env(TEST_ID_VAR, &fleet.test_id)
+        .env("HOME", inspector_home(&fleet))
+        .env_remove("RUST_LOG")
+        .env_remove("MCPFLEET_FILE")
+        .stdin(Stdio::null());
+    let out = run_bounded(cmd, RUN_LIMIT * 2);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert!(
+        out.status.success(),
+        "the recipe failed ({}):\nstdout:\n{text}\nstderr:\n{err}",
+        out.status
+    );
+    assert!(
+        text.contains("\"time__get_current_time\""),
+        "tools/list lists the tool:\n{text}"
+    );
+    assert!(
+        text.contains("\"timezone\""),
+        "tools/call answered:\n{text}"
+    );
+    assert!(text.contains("UTC"), "with the timezone asked for:\n{text}");
+    down_and_no_leftovers(&fleet);
+}
