@@ -397,3 +397,95 @@ fn find_dir(xdg: &Path, file: &Path) -> PathBuf {
         .map(|d| canonical(&d))
         .expect("a state directory records the file")
 }
+
+/// Stopping needs none of what starting needed: a fleet started with a
+/// `${env:}` secret set is seen (`status`, `logs`, `events`) and stopped
+/// (`down`) from a shell where it is not set, with a warning naming it; `up`
+/// still refuses without it. The secret's value reaches no file of the state
+/// directory.
+#[test]
+fn a_fleet_is_seen_and_stopped_without_the_secret_it_started_with() {
+    const VAR: &str = "MCPFLEET_TEST_STOP_SECRET";
+    const VALUE: &str = "s3cret-value-never-on-disk";
+    let fleet = TestFleet::raw(
+        "statefile-no-secret",
+        &format!(
+            "version: 1\nservers:\n{}{}",
+            fixture_server(
+                "a",
+                &["--stderr-line", "hello from a"],
+                &format!("env: {{TOKEN: \"${{env:{VAR}}}\"}}")
+            ),
+            fixture_server("b", &["--grandchild"], "")
+        ),
+    );
+    let with = |args: &[&str]| {
+        let mut cmd = fleet.command(args);
+        cmd.env(VAR, VALUE);
+        run_bounded(cmd, Duration::from_secs(120))
+    };
+    let without = |args: &[&str]| {
+        let mut cmd = fleet.command(args);
+        cmd.env_remove(VAR);
+        run_bounded(cmd, Duration::from_secs(120))
+    };
+    assert_code(&with(&["up"]), 0);
+    let supervisor = fleet.lock_pid().expect("a supervisor");
+
+    let warned = |out: &Output| {
+        let err = stderr(out);
+        assert!(
+            err.contains(&format!("`${{env:{VAR}}}` not set")) && err.contains("warning"),
+            "{err}"
+        );
+    };
+    let out = without(&["--output", "json", "status"]);
+    assert_code(&out, 0);
+    warned(&out);
+    let doc = parse_doc(&out);
+    assert_eq!(server(&doc, "a")["state"], "running", "{doc}");
+    assert_eq!(server(&doc, "b")["state"], "running", "{doc}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = without(&["logs", "a"]);
+        assert_code(&out, 0);
+        if stdout(&out).contains("hello from a") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no log: {}", stdout(&out));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = without(&["events"]);
+    assert_code(&out, 0);
+    assert!(
+        stdout(&out).contains("\"to\":\"running\""),
+        "{}",
+        stdout(&out)
+    );
+
+    // Starting still needs it.
+    let out = without(&["up"]);
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains(VAR), "{}", stderr(&out));
+    assert_eq!(fleet.lock_pid(), Some(supervisor));
+
+    let out = without(&["--output", "json", "down"]);
+    assert_code(&out, 0);
+    warned(&out);
+    let doc = parse_doc(&out);
+    assert_eq!(server(&doc, "a")["state"], "stopped", "{doc}");
+    assert_eq!(server(&doc, "b")["state"], "stopped", "{doc}");
+    fleet.assert_no_leftovers();
+
+    for entry in std::fs::read_dir(fleet.state_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(VALUE),
+                "the secret is in {}",
+                path.display()
+            );
+        }
+    }
+}
