@@ -1525,3 +1525,51 @@ fn status_during_a_slow_start_answers_at_once_and_shows_starting() {
         fleet.assert_no_leftovers();
     });
 }
+
+/// `down` of the whole fleet returns once nothing of the fleet is left: the
+/// supervisor and its guardian have exited by then, with no lingering, and the
+/// report says so. `down` of some servers leaves the supervisor to the others.
+/// The same holds for a `down` from the copy recorded in the state directory.
+#[test]
+fn down_of_the_whole_fleet_returns_with_nothing_of_it_left() {
+    let fleet = TestFleet::fixtures(
+        "down-nothing-left",
+        &[("a", &[], ""), ("b", &["--grandchild"], "")],
+    );
+    let describe = |pids: &[i32]| -> Vec<String> {
+        pids.iter()
+            .map(|p| format!("{p} {}", cmdline(*p).join(" ")))
+            .collect()
+    };
+    for from_copy in [false, true] {
+        assert_code(&fleet.run(&["up"]), 0);
+        let supervisor = supervisor_pid(&fleet);
+        let guardian = parent_pid(supervisor).expect("the supervisor's parent");
+        assert!(
+            fleet.alive().contains(&guardian),
+            "the guardian carries the test's id"
+        );
+        if !from_copy {
+            assert_code(&fleet.run(&["down", "a"]), 0);
+            assert!(is_alive(supervisor), "b runs: the supervisor stays");
+        } else {
+            std::fs::rename(&fleet.path, fleet.dir.path().join("elsewhere.yaml")).unwrap();
+        }
+        let (out, doc) = json(&fleet, &["down"]);
+        // Looked at at once: nothing is polled for.
+        let left = fleet.alive();
+        assert!(left.is_empty(), "left after down: {:?}", describe(&left));
+        assert_code(&out, 0);
+        assert_eq!(doc["supervisor"]["pid"], supervisor, "{doc}");
+        assert_eq!(doc["supervisor"]["guardian"], guardian, "{doc}");
+        assert_eq!(doc["supervisor"]["exited"], true, "{doc}");
+        if from_copy {
+            assert!(
+                stderr(&out).contains("is gone; using the copy"),
+                "{}",
+                stderr(&out)
+            );
+            std::fs::rename(fleet.dir.path().join("elsewhere.yaml"), &fleet.path).unwrap();
+        }
+    }
+}
