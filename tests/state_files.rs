@@ -489,3 +489,53 @@ fn a_fleet_is_seen_and_stopped_without_the_secret_it_started_with() {
         }
     }
 }
+
+/// One fleet file leads to one supervisor whatever the caller's environment: a
+/// client that launches mcpfleet with a few variables (another `$HOME`, no
+/// `$XDG_STATE_HOME`), or with none at all, reaches the supervisor that runs
+/// under the state root of the shell that started it, and starts no second one.
+#[test]
+fn a_caller_with_another_environment_reaches_the_same_supervisor() {
+    let xdg = tempfile::tempdir().unwrap();
+    let other_home = tempfile::tempdir().unwrap();
+    let fleet = TestFleet::fixtures("statefile-one-supervisor", &[("a", &[], "")]);
+    assert_code(&at_root(&fleet, xdg.path(), &["up"]), 0);
+    let dir = find_dir(xdg.path(), &fleet.path);
+    let supervisor = lock_pid_in(&dir).expect("a supervisor");
+    let before = fleet.alive();
+    let minimal = |home: Option<&Path>, args: &[&str]| {
+        let mut cmd = std::process::Command::new(mcpfleet_bin());
+        cmd.arg("-f")
+            .arg(&fleet.path)
+            .args(args)
+            .env_clear()
+            .env(TEST_ID_VAR, &fleet.test_id)
+            .current_dir(fleet.dir.path())
+            .stdin(std::process::Stdio::null());
+        if let Some(home) = home {
+            cmd.env("HOME", home);
+        }
+        run_bounded(cmd, Duration::from_secs(120))
+    };
+    for home in [Some(other_home.path()), None] {
+        let out = minimal(home, &["--output", "json", "up"]);
+        assert_code(&out, 0);
+        assert_eq!(server(&parse_doc(&out), "a")["state"], "running");
+        let out = minimal(home, &["--output", "json", "status"]);
+        assert_code(&out, 0);
+        assert_eq!(server(&parse_doc(&out), "a")["state"], "running");
+        assert_eq!(lock_pid_in(&dir), Some(supervisor));
+        let mut now = fleet.alive();
+        now.sort();
+        let mut was = before.clone();
+        was.sort();
+        assert_eq!(now, was, "no second supervisor, no second server");
+    }
+    assert!(
+        !other_home.path().join(".local/state/mcpfleet").exists(),
+        "nothing under the other environment's state root"
+    );
+    let out = minimal(Some(other_home.path()), &["down"]);
+    assert_code(&out, 0);
+    fleet.assert_no_leftovers();
+}

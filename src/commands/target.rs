@@ -109,8 +109,14 @@ impl Target {
             None => config::read(&path)?,
         };
         let text = config::recordable(&path, &text);
-        let root =
-            StateDir::locate(&fleet, state_dir).map_err(|e| CliError::Usage(e.to_string()))?;
+        let root = match StateDir::locate(&fleet, state_dir) {
+            Ok(root) if chosen.is_none() => elsewhere(&fleet, root),
+            Ok(root) => root,
+            // No state root in this environment: a supervisor of this file
+            // that runs will still do.
+            Err(e) => state_dir::live_supervisor_of(&fleet.file)
+                .ok_or_else(|| CliError::Usage(e.to_string()))?,
+        };
         let dir = StateDir::open(&root).map_err(|e| anyhow::anyhow!("{e}"))?;
         claim(&fleet, &dir, &text, chosen.is_some())?;
         if !unset.is_empty() {
@@ -122,6 +128,29 @@ impl Target {
             source,
             path,
         })
+    }
+}
+
+/// The default state directory `root` of `fleet`, unless no supervisor runs
+/// there and one runs for this fleet file in another state directory (under
+/// the state root of another environment: a client such as an MCP inspector
+/// launches `connect` with few variables): then that one, so that one fleet file
+/// never gets two supervisors (docs/design.md §3).
+fn elsewhere(fleet: &Fleet, root: PathBuf) -> PathBuf {
+    if state_dir::supervisor_runs(&root).unwrap_or(false) {
+        return root;
+    }
+    match state_dir::live_supervisor_of(&fleet.file) {
+        Some(dir) if std::fs::canonicalize(&root).ok().as_ref() != Some(&dir) => {
+            tracing::info!(
+                "the supervisor of {} runs in {}, not under this environment's state root ({}): using it",
+                fleet.file.display(),
+                dir.display(),
+                root.display()
+            );
+            dir
+        }
+        _ => root,
     }
 }
 
