@@ -1573,3 +1573,57 @@ fn down_of_the_whole_fleet_returns_with_nothing_of_it_left() {
         }
     }
 }
+
+/// A `down` of the whole fleet while a `connect` session is open stops every
+/// server, but the supervisor serves that session on: `down` says so, and
+/// exits 5 rather than 0, since a process of the fleet is left. Once the
+/// session ends, the supervisor goes.
+#[test]
+fn down_says_what_keeps_the_supervisor_and_exits_5() {
+    let fleet = TestFleet::fixtures("down-stays", &[("a", &[], "")]);
+    assert_code(&fleet.run(&["up"]), 0);
+    let supervisor = supervisor_pid(&fleet);
+    let mut connect = fleet
+        .command(&["connect"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn connect");
+    let mut stdin = connect.stdin.take().expect("piped stdin");
+    let stdout = connect.stdout.take().expect("piped stdout");
+    let (tx, lines) = mpsc::channel();
+    thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "down-stays", "version": "1"}}});
+    writeln!(stdin, "{initialize}").unwrap();
+    let answer = lines
+        .recv_timeout(Duration::from_secs(30))
+        .expect("an answer to initialize")
+        .unwrap();
+    assert!(answer.contains("\"id\":1"), "{answer}");
+
+    let (out, doc) = json(&fleet, &["down"]);
+    assert_code(&out, 5);
+    assert_eq!(server(&doc, "a")["state"], "stopped", "{doc}");
+    assert_eq!(doc["supervisor"]["exited"], false, "{doc}");
+    let err = stderr(&out);
+    assert!(
+        err.contains("stays") && err.contains("mcpfleet connect"),
+        "{err}"
+    );
+    assert!(is_alive(supervisor), "it serves the session");
+
+    drop(stdin);
+    let exited = finish(connect, Duration::from_secs(30));
+    assert!(exited.status.code().is_some(), "connect ended");
+    fleet.assert_no_leftovers();
+}
