@@ -735,16 +735,8 @@ fn recovery_also_ends_what_a_leftover_forks_as_it_dies() {
         let (out, _) = json(fleet, &["down"]);
         assert_code(&out, 0);
         assert!(!is_alive(forker));
-        let left: Vec<i32> = fleet
-            .alive()
-            .into_iter()
-            // Supervisors and their guardians (`mcpfleet __guard ...`) linger.
-            .filter(|p| {
-                !cmdline(*p)
-                    .iter()
-                    .any(|a| a == "supervise" || a == "__guard")
-            })
-            .collect();
+        // The supervisor and its guardian included: `down` waited for them.
+        let left = fleet.alive();
         assert!(left.is_empty(), "left after recovery and down: {left:?}");
     });
 }
@@ -1366,9 +1358,9 @@ fn a_request_that_misses_its_wait_timeout_is_withdrawn_and_never_runs() {
 // ---------------------------------------------------------------------------------
 // 10. The idle supervisor's last moments
 
-/// A script's next command usually follows at once (`down; up`, `down; status`):
-/// a command that reaches the socket while the idle supervisor lingers must be
-/// answered, by that supervisor or by the next one, never dropped.
+/// A script's next command usually follows at once (`down NAME; up`, `down
+/// NAME; status`): a command that reaches the socket while the idle supervisor
+/// lingers must be answered, by that supervisor or by the next one, never dropped.
 #[test]
 fn a_command_sent_while_the_idle_supervisor_lingers_is_answered() {
     let fleet = TestFleet::fixtures("sv-linger", &[("solo", &[], "")]);
@@ -1376,7 +1368,9 @@ fn a_command_sent_while_the_idle_supervisor_lingers_is_answered() {
         let (out, _) = json(fleet, &["up"]);
         assert_code(&out, 0);
         let supervisor = supervisor_pid(fleet);
-        let (out, _) = json(fleet, &["down"]);
+        // A `down` that names the server (one of the whole fleet ends the
+        // supervisor at once, and waits for it).
+        let (out, _) = json(fleet, &["down", "solo"]);
         assert_code(&out, 0);
         // Now idle: the supervisor lingers a moment before it exits.
         thread::sleep(Duration::from_millis(700));
