@@ -201,6 +201,20 @@ mod tests {
         assert_eq!(env_value(pid, "MCPFLEET_PLATFORM_PROBE"), None, "reaped: gone");
     }
     #[test]
+    fn reads_the_command_line_of_our_own_process_only() {
+        let me = std::process::id() as i32;
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        assert_eq!(own_cmdline(me), Some(args));
+        assert_eq!(own_cmdline(i32::MAX), None, "no such process");
+        // Another user's process (pid 1, unless the tests run as its user).
+        use std::os::unix::fs::MetadataExt;
+        let init = fs::metadata("/proc/1").map(|m| m.uid()).ok();
+        if init.is_some_and(|uid| uid != super::super::process::uid()) {
+            assert_eq!(own_cmdline(1), None);
+        }
+    }
+
+    #[test]
     fn reads_our_own_usage() {
         let u = own_usage().expect("own usage");
         assert!(u.resident_bytes > 1024 * 1024, "{u:?}");
