@@ -397,3 +397,145 @@ fn find_dir(xdg: &Path, file: &Path) -> PathBuf {
         .map(|d| canonical(&d))
         .expect("a state directory records the file")
 }
+
+/// Stopping needs none of what starting needed: a fleet started with a
+/// `${env:}` secret set is seen (`status`, `logs`, `events`) and stopped
+/// (`down`) from a shell where it is not set, with a warning naming it; `up`
+/// still refuses without it. The secret's value reaches no file of the state
+/// directory.
+#[test]
+fn a_fleet_is_seen_and_stopped_without_the_secret_it_started_with() {
+    const VAR: &str = "MCPFLEET_TEST_STOP_SECRET";
+    const VALUE: &str = "s3cret-value-never-on-disk";
+    let fleet = TestFleet::raw(
+        "statefile-no-secret",
+        &format!(
+            "version: 1\nservers:\n{}{}",
+            fixture_server(
+                "a",
+                &["--stderr-line", "hello from a"],
+                &format!("env: {{TOKEN: \"${{env:{VAR}}}\"}}")
+            ),
+            fixture_server("b", &["--grandchild"], "")
+        ),
+    );
+    let with = |args: &[&str]| {
+        let mut cmd = fleet.command(args);
+        cmd.env(VAR, VALUE);
+        run_bounded(cmd, Duration::from_secs(120))
+    };
+    let without = |args: &[&str]| {
+        let mut cmd = fleet.command(args);
+        cmd.env_remove(VAR);
+        run_bounded(cmd, Duration::from_secs(120))
+    };
+    assert_code(&with(&["up"]), 0);
+    let supervisor = fleet.lock_pid().expect("a supervisor");
+
+    let warned = |out: &Output| {
+        let err = stderr(out);
+        assert!(
+            err.contains(&format!("`${{env:{VAR}}}` not set")) && err.contains("warning"),
+            "{err}"
+        );
+    };
+    let out = without(&["--output", "json", "status"]);
+    assert_code(&out, 0);
+    warned(&out);
+    let doc = parse_doc(&out);
+    assert_eq!(server(&doc, "a")["state"], "running", "{doc}");
+    assert_eq!(server(&doc, "b")["state"], "running", "{doc}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = without(&["logs", "a"]);
+        assert_code(&out, 0);
+        if stdout(&out).contains("hello from a") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no log: {}", stdout(&out));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = without(&["events"]);
+    assert_code(&out, 0);
+    assert!(
+        stdout(&out).contains("\"to\":\"running\""),
+        "{}",
+        stdout(&out)
+    );
+
+    // Starting still needs it.
+    let out = without(&["up"]);
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains(VAR), "{}", stderr(&out));
+    assert_eq!(fleet.lock_pid(), Some(supervisor));
+
+    let out = without(&["--output", "json", "down"]);
+    assert_code(&out, 0);
+    warned(&out);
+    let doc = parse_doc(&out);
+    assert_eq!(server(&doc, "a")["state"], "stopped", "{doc}");
+    assert_eq!(server(&doc, "b")["state"], "stopped", "{doc}");
+    fleet.assert_no_leftovers();
+
+    for entry in std::fs::read_dir(fleet.state_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(VALUE),
+                "the secret is in {}",
+                path.display()
+            );
+        }
+    }
+}
+
+/// One fleet file leads to one supervisor whatever the caller's environment: a
+/// client that launches mcpfleet with a few variables (another `$HOME`, no
+/// `$XDG_STATE_HOME`), or with none at all, reaches the supervisor that runs
+/// under the state root of the shell that started it, and starts no second one.
+#[test]
+fn a_caller_with_another_environment_reaches_the_same_supervisor() {
+    let xdg = tempfile::tempdir().unwrap();
+    let other_home = tempfile::tempdir().unwrap();
+    let fleet = TestFleet::fixtures("statefile-one-supervisor", &[("a", &[], "")]);
+    assert_code(&at_root(&fleet, xdg.path(), &["up"]), 0);
+    let dir = find_dir(xdg.path(), &fleet.path);
+    let supervisor = lock_pid_in(&dir).expect("a supervisor");
+    let before = fleet.alive();
+    let minimal = |home: Option<&Path>, args: &[&str]| {
+        let mut cmd = std::process::Command::new(mcpfleet_bin());
+        cmd.arg("-f")
+            .arg(&fleet.path)
+            .args(args)
+            .env_clear()
+            .env(TEST_ID_VAR, &fleet.test_id)
+            .current_dir(fleet.dir.path())
+            .stdin(std::process::Stdio::null());
+        if let Some(home) = home {
+            cmd.env("HOME", home);
+        }
+        run_bounded(cmd, Duration::from_secs(120))
+    };
+    for home in [Some(other_home.path()), None] {
+        let out = minimal(home, &["--output", "json", "up"]);
+        assert_code(&out, 0);
+        assert_eq!(server(&parse_doc(&out), "a")["state"], "running");
+        let out = minimal(home, &["--output", "json", "status"]);
+        assert_code(&out, 0);
+        assert_eq!(server(&parse_doc(&out), "a")["state"], "running");
+        assert_eq!(lock_pid_in(&dir), Some(supervisor));
+        let mut now = fleet.alive();
+        now.sort();
+        let mut was = before.clone();
+        was.sort();
+        assert_eq!(now, was, "no second supervisor, no second server");
+    }
+    assert!(
+        !other_home.path().join(".local/state/mcpfleet").exists(),
+        "nothing under the other environment's state root"
+    );
+    let out = minimal(Some(other_home.path()), &["down"]);
+    assert_code(&out, 0);
+    fleet.assert_no_leftovers();
+}

@@ -735,16 +735,8 @@ fn recovery_also_ends_what_a_leftover_forks_as_it_dies() {
         let (out, _) = json(fleet, &["down"]);
         assert_code(&out, 0);
         assert!(!is_alive(forker));
-        let left: Vec<i32> = fleet
-            .alive()
-            .into_iter()
-            // Supervisors and their guardians (`mcpfleet __guard ...`) linger.
-            .filter(|p| {
-                !cmdline(*p)
-                    .iter()
-                    .any(|a| a == "supervise" || a == "__guard")
-            })
-            .collect();
+        // The supervisor and its guardian included: `down` waited for them.
+        let left = fleet.alive();
         assert!(left.is_empty(), "left after recovery and down: {left:?}");
     });
 }
@@ -1366,9 +1358,9 @@ fn a_request_that_misses_its_wait_timeout_is_withdrawn_and_never_runs() {
 // ---------------------------------------------------------------------------------
 // 10. The idle supervisor's last moments
 
-/// A script's next command usually follows at once (`down; up`, `down; status`):
-/// a command that reaches the socket while the idle supervisor lingers must be
-/// answered, by that supervisor or by the next one, never dropped.
+/// A script's next command usually follows at once (`down NAME; up`, `down
+/// NAME; status`): a command that reaches the socket while the idle supervisor
+/// lingers must be answered, by that supervisor or by the next one, never dropped.
 #[test]
 fn a_command_sent_while_the_idle_supervisor_lingers_is_answered() {
     let fleet = TestFleet::fixtures("sv-linger", &[("solo", &[], "")]);
@@ -1376,7 +1368,9 @@ fn a_command_sent_while_the_idle_supervisor_lingers_is_answered() {
         let (out, _) = json(fleet, &["up"]);
         assert_code(&out, 0);
         let supervisor = supervisor_pid(fleet);
-        let (out, _) = json(fleet, &["down"]);
+        // A `down` that names the server (one of the whole fleet ends the
+        // supervisor at once, and waits for it).
+        let (out, _) = json(fleet, &["down", "solo"]);
         assert_code(&out, 0);
         // Now idle: the supervisor lingers a moment before it exits.
         thread::sleep(Duration::from_millis(700));
@@ -1524,4 +1518,106 @@ fn status_during_a_slow_start_answers_at_once_and_shows_starting() {
         assert_code(&out, 0);
         fleet.assert_no_leftovers();
     });
+}
+
+/// `down` of the whole fleet returns once nothing of the fleet is left: the
+/// supervisor and its guardian have exited by then, with no lingering, and the
+/// report says so. `down` of some servers leaves the supervisor to the others.
+/// The same holds for a `down` from the copy recorded in the state directory.
+#[test]
+fn down_of_the_whole_fleet_returns_with_nothing_of_it_left() {
+    let fleet = TestFleet::fixtures(
+        "down-nothing-left",
+        &[("a", &[], ""), ("b", &["--grandchild"], "")],
+    );
+    let describe = |pids: &[i32]| -> Vec<String> {
+        pids.iter()
+            .map(|p| format!("{p} {}", cmdline(*p).join(" ")))
+            .collect()
+    };
+    for from_copy in [false, true] {
+        assert_code(&fleet.run(&["up"]), 0);
+        let supervisor = supervisor_pid(&fleet);
+        let guardian = parent_pid(supervisor).expect("the supervisor's parent");
+        assert!(
+            fleet.alive().contains(&guardian),
+            "the guardian carries the test's id"
+        );
+        if !from_copy {
+            assert_code(&fleet.run(&["down", "a"]), 0);
+            assert!(is_alive(supervisor), "b runs: the supervisor stays");
+        } else {
+            std::fs::rename(&fleet.path, fleet.dir.path().join("elsewhere.yaml")).unwrap();
+        }
+        let (out, doc) = json(&fleet, &["down"]);
+        // Looked at at once: nothing is polled for.
+        let left = fleet.alive();
+        assert!(left.is_empty(), "left after down: {:?}", describe(&left));
+        assert_code(&out, 0);
+        assert_eq!(doc["supervisor"]["pid"], supervisor, "{doc}");
+        assert_eq!(doc["supervisor"]["guardian"], guardian, "{doc}");
+        assert_eq!(doc["supervisor"]["exited"], true, "{doc}");
+        if from_copy {
+            assert!(
+                stderr(&out).contains("is gone; using the copy"),
+                "{}",
+                stderr(&out)
+            );
+            std::fs::rename(fleet.dir.path().join("elsewhere.yaml"), &fleet.path).unwrap();
+        }
+    }
+}
+
+/// A `down` of the whole fleet while a `connect` session is open stops every
+/// server, but the supervisor serves that session on: `down` says so, and
+/// exits 5 rather than 0, since a process of the fleet is left. Once the
+/// session ends, the supervisor goes.
+#[test]
+fn down_says_what_keeps_the_supervisor_and_exits_5() {
+    let fleet = TestFleet::fixtures("down-stays", &[("a", &[], "")]);
+    assert_code(&fleet.run(&["up"]), 0);
+    let supervisor = supervisor_pid(&fleet);
+    let mut connect = fleet
+        .command(&["connect"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn connect");
+    let mut stdin = connect.stdin.take().expect("piped stdin");
+    let stdout = connect.stdout.take().expect("piped stdout");
+    let (tx, lines) = mpsc::channel();
+    thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "down-stays", "version": "1"}}});
+    writeln!(stdin, "{initialize}").unwrap();
+    let answer = lines
+        .recv_timeout(Duration::from_secs(30))
+        .expect("an answer to initialize")
+        .unwrap();
+    assert!(answer.contains("\"id\":1"), "{answer}");
+
+    let (out, doc) = json(&fleet, &["down"]);
+    assert_code(&out, 5);
+    assert_eq!(server(&doc, "a")["state"], "stopped", "{doc}");
+    assert_eq!(doc["supervisor"]["exited"], false, "{doc}");
+    let err = stderr(&out);
+    assert!(
+        err.contains("stays") && err.contains("mcpfleet connect"),
+        "{err}"
+    );
+    assert!(is_alive(supervisor), "it serves the session");
+
+    drop(stdin);
+    let exited = finish(connect, Duration::from_secs(30));
+    assert!(exited.status.code().is_some(), "connect ended");
+    fleet.assert_no_leftovers();
 }

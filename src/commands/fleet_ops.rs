@@ -15,6 +15,7 @@ use crate::lifecycle::state::Phase;
 use crate::output::exit::Code;
 use crate::output::progress::Progress;
 use crate::output::report::{self, FailureKind, FailureReport, Format, Report, ServerReport};
+use crate::process::lineage::ProcId;
 use crate::process::table::Table;
 use crate::protocol::{Deadlines, Op};
 use crate::supervisor::persist::Persisted;
@@ -122,7 +123,73 @@ pub async fn down(t: Target, args: &DownArgs, g: &Global) -> Result<Code, CliErr
         let lines = offline_lines(&t, &persisted, &args.servers)?;
         return emit(Report::new("down", lines, false), g);
     }
-    send(&t, op, true, "down", g).await
+    let result = match ask(&t, op, true, "down", g).await {
+        Ok(mut report) => {
+            await_supervisor(&t, &mut report).await;
+            Ok(report)
+        }
+        e => e,
+    };
+    finish(result, "down", g)
+}
+
+/// How long `down` of the whole fleet waits for the supervisor and its guardian
+/// to exit once it has its report (docs/design.md §3). Beyond the moments an
+/// idle supervisor takes, it covers the last export of traces to a collector
+/// that does not answer (10 s by default).
+const SUPERVISOR_EXIT_WAIT: Duration = Duration::from_secs(15);
+
+/// After a `down` of the whole fleet: waits until the supervisor and its
+/// guardian have exited, so that nothing of the fleet is left when `down`
+/// returns, and marks the report `exited`. When the supervisor stays (it says
+/// why) or does not exit in time, says so on stderr and makes the report's
+/// code 5: a process of the fleet is left.
+async fn await_supervisor(t: &Target, report: &mut Report) {
+    let Some(sv) = report.supervisor.as_mut() else {
+        return;
+    };
+    let left = |report: &mut Report| {
+        report.exit_code = Code::from_i32(report.exit_code)
+            .max(Code::TeardownNotClean)
+            .as_i32();
+    };
+    if let Some(why) = &sv.stays {
+        eprintln!(
+            "mcpfleet down: every server is down, but the supervisor (pid {}) stays: {why}",
+            sv.pid
+        );
+        left(report);
+        return;
+    }
+    let ids: Vec<ProcId> = [Some(sv.pid), sv.guardian]
+        .into_iter()
+        .flatten()
+        .filter_map(crate::platform::stat)
+        .filter(|s| s.is_alive())
+        .map(|s| ProcId::of(&s))
+        .collect();
+    let deadline = tokio::time::Instant::now() + SUPERVISOR_EXIT_WAIT;
+    let mut poll = Duration::from_millis(1);
+    loop {
+        let alive: Vec<i32> = ids.iter().filter(|p| p.is_alive()).map(|p| p.pid).collect();
+        if alive.is_empty() {
+            sv.exited = true;
+            return;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let pids: Vec<String> = alive.iter().map(i32::to_string).collect();
+            eprintln!(
+                "mcpfleet down: every server is down, but the supervisor or its guardian (pid {}) did not exit within {}s; see {}",
+                pids.join(", "),
+                SUPERVISOR_EXIT_WAIT.as_secs(),
+                t.dir.supervisor_log().display()
+            );
+            left(report);
+            return;
+        }
+        tokio::time::sleep(poll).await;
+        poll = (poll * 2).min(Duration::from_millis(10));
+    }
 }
 
 pub async fn reconnect(t: Target, args: &ReconnectArgs, g: &Global) -> Result<Code, CliError> {
@@ -265,6 +332,18 @@ pub(super) async fn send(
     command: &'static str,
     g: &Global,
 ) -> Result<Code, CliError> {
+    finish(ask(t, op, start, command, g).await, command, g)
+}
+
+/// Sends `op` (starting a supervisor when `start`), showing its progress and
+/// events as the output format asks, and returns its report.
+async fn ask(
+    t: &Target,
+    op: Op,
+    start: bool,
+    command: &'static str,
+    g: &Global,
+) -> Result<Report, ClientError> {
     let ndjson = g.output == Format::Ndjson;
     let verbose = g.verbose > 0 && g.output == Format::Text;
     let progress = Progress::new(!g.quiet && g.output == Format::Text && g.verbose == 0);
@@ -296,7 +375,7 @@ pub(super) async fn send(
     })
     .await;
     progress.finish();
-    finish(result, command, g)
+    result
 }
 
 pub(super) fn finish(

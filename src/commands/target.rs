@@ -7,7 +7,10 @@
 //! branch), `down`, `status`, `logs` and `events` find the state directory that
 //! recorded the file (`--state-dir`, `$MCPFLEET_STATE_DIR`, else the one under the
 //! state root whose record names the path) and run on the copy recorded there,
-//! saying so on stderr. Every other command needs the file.
+//! saying so on stderr. The same commands go on when the file is there but a
+//! `${env:}` variable it names is not set: stopping must not need what starting
+//! needed (docs/design.md §3, "Stopping without the environment"). Every other
+//! command needs the file, fully expanded.
 
 use std::path::{Path, PathBuf};
 
@@ -93,22 +96,122 @@ impl Target {
             .path;
         let how = how.unwrap_or_else(|| super::how_found(&path, named, &cwd));
         tracing::info!("fleet file {} ({how})", path.display());
-        let (fleet, source) = super::read_fleet(&path)?;
+        let (mut fleet, source, unset) = match super::read_fleet(&path) {
+            Ok((fleet, source)) => (fleet, source, Vec::new()),
+            Err(e) if need == FileNeed::CopyWillDo => {
+                let (fleet, unset) = without_environment(&path, e)?;
+                (fleet, None, unset)
+            }
+            Err(e) => return Err(e.into()),
+        };
         let text = match &source {
             Some(s) => s.text.clone(),
             None => config::read(&path)?,
         };
         let text = config::recordable(&path, &text);
-        let root =
-            StateDir::locate(&fleet, state_dir).map_err(|e| CliError::Usage(e.to_string()))?;
+        let root = match StateDir::locate(&fleet, state_dir) {
+            Ok(root) if chosen.is_none() => elsewhere(&fleet, root),
+            Ok(root) => root,
+            // No state root in this environment: a supervisor of this file
+            // that runs will still do.
+            Err(e) => state_dir::live_supervisor_of(&fleet.file)
+                .ok_or_else(|| CliError::Usage(e.to_string()))?,
+        };
         let dir = StateDir::open(&root).map_err(|e| anyhow::anyhow!("{e}"))?;
         claim(&fleet, &dir, &text, chosen.is_some())?;
+        if !unset.is_empty() {
+            fleet = recorded_definition(fleet, &dir, &unset);
+        }
         Ok(Target {
             fleet,
             dir,
             source,
             path,
         })
+    }
+}
+
+/// The default state directory `root` of `fleet`, unless no supervisor runs
+/// there and one runs for this fleet file in another state directory (under
+/// the state root of another environment: a client such as an MCP inspector
+/// launches `connect` with few variables): then that one, so that one fleet file
+/// never gets two supervisors (docs/design.md §3).
+fn elsewhere(fleet: &Fleet, root: PathBuf) -> PathBuf {
+    if state_dir::supervisor_runs(&root).unwrap_or(false) {
+        return root;
+    }
+    match state_dir::live_supervisor_of(&fleet.file) {
+        Some(dir) if std::fs::canonicalize(&root).ok().as_ref() != Some(&dir) => {
+            tracing::info!(
+                "the supervisor of {} runs in {}, not under this environment's state root ({}): using it",
+                fleet.file.display(),
+                dir.display(),
+                root.display()
+            );
+            dir
+        }
+        _ => root,
+    }
+}
+
+/// The fleet file at `path`, which `errors` say cannot be loaded, for a command
+/// that only looks at or stops what runs (docs/design.md §3, "Stopping without
+/// the environment"): when every `${env:}` it names that is not set is all
+/// that is wrong, the file as `config::load_recorded` reads a recorded copy
+/// (a variable that is not set expands to nothing), and the names of those
+/// variables. Anything else wrong with the file is `errors`, as before.
+fn without_environment(path: &Path, errors: ConfigErrors) -> Result<(Fleet, Vec<String>), CliError> {
+    let Ok(text) = config::read(path) else {
+        return Err(errors.into());
+    };
+    let text = config::recordable(path, &text);
+    let unset = std::cell::RefCell::new(Vec::<String>::new());
+    let lookup = |name: &str| {
+        let value = env(name);
+        let mut unset = unset.borrow_mut();
+        if value.is_none() && !unset.iter().any(|n| n == name) {
+            unset.push(name.to_owned());
+        }
+        value
+    };
+    match config::load_recorded(&text, path, path, &lookup) {
+        Ok(fleet) if !unset.borrow().is_empty() => Ok((fleet, unset.into_inner())),
+        _ => Err(errors.into()),
+    }
+}
+
+/// What a command that cannot expand the fleet file goes on with: the copy that
+/// `dir` recorded of this file (the definition its supervisor runs), else the
+/// file as `fleet` read it without the variables `unset`. Says so on stderr,
+/// naming the variables.
+fn recorded_definition(fleet: Fleet, dir: &StateDir, unset: &[String]) -> Fleet {
+    let names: Vec<String> = unset.iter().map(|n| format!("`${{env:{n}}}`")).collect();
+    let what = format!(
+        "the fleet file {} cannot be fully expanded ({} not set)",
+        fleet.file.display(),
+        names.join(", ")
+    );
+    let recorded = recorded_fleet(dir.root())
+        .ok()
+        .flatten()
+        .filter(|r| r.path == fleet.file)
+        .and_then(|r| {
+            let copy = config::load_recorded(&r.source, &r.path, &r.copy, &env).ok()?;
+            Some((copy, r.recorded_at))
+        });
+    match recorded {
+        Some((copy, at)) => {
+            eprintln!(
+                "mcpfleet: warning: {what}; using the definition recorded in {} at {}",
+                dir.root().display(),
+                rfc3339(at)
+            );
+            copy
+        }
+        None => {
+            eprintln!("mcpfleet: warning: {what}; using it with those left empty");
+            fleet
+        }
     }
 }
 

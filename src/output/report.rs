@@ -185,6 +185,28 @@ pub struct Report {
     /// `--update-tools`), and the servers it has that the fleet file has not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools_contract: Option<ContractSummary>,
+    /// `down` of the whole fleet: the supervisor, and whether it and its
+    /// guardian were gone when `down` returned (docs/design.md §3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supervisor: Option<SupervisorReport>,
+}
+
+/// The supervisor after a `down` of the whole fleet: it exits as soon as it has
+/// answered, unless something still needs it (`stays`), and `down` returns once
+/// it and its guardian are gone (docs/design.md §3).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SupervisorReport {
+    pub pid: i32,
+    /// Its guardian's pid, when it has one (not `up --foreground`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guardian: Option<i32>,
+    /// What keeps it running, when something does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stays: Option<String>,
+    /// Whether the supervisor and its guardian had both exited when `down`
+    /// returned (set by the CLI, which waits for them).
+    #[serde(default)]
+    pub exited: bool,
 }
 
 /// Where the gateway serves and who is connected (docs/design.md §14).
@@ -218,6 +240,7 @@ impl Report {
             plan: None,
             dry_run: false,
             tools_contract: None,
+            supervisor: None,
         }
     }
 

@@ -17,15 +17,17 @@
 //! - the process table: [`stat`] of one process ([`ProcStat`]: parent, group,
 //!   session, whether it still runs, and a start time that with [`boot_id`] tells
 //!   a reused pid apart), [`pids`], [`has_children`], the value of a variable in
-//!   another process's environment ([`env_value`]), the [`hostname`], and what
-//!   this process uses ([`own_usage`], for its metrics);
+//!   another process's environment ([`env_value`]), the command line of a
+//!   process of this user ([`own_cmdline`], to find a running supervisor), the
+//!   [`hostname`], and what this process uses ([`own_usage`], for its metrics);
 //! - processes: noticing an exit without reaping it ([`ExitWatch`],
 //!   [`exit_unreaped`]), signalling a process group ([`signal_group`]) and one
 //!   process pinned against pid reuse ([`signal_pinned`]), reaping by pid
 //!   ([`reap_if_exited`], [`wait_for_exit`]), our own session and group, the child
 //!   subreaper ([`become_subreaper`]: orphans of our servers come back to us),
 //!   [`fork`] for the guardian, a new session for a detached supervisor
-//!   ([`detach_into_new_session`]), our uid;
+//!   ([`detach_into_new_session`]), our uid and its home directory from the
+//!   user database ([`home_dir`]);
 //! - files: `O_NOFOLLOW` for the state directory, stderr's size and its
 //!   replacement by another file ([`redirect_stderr`], for the rotation of
 //!   `supervisor.log`), a socket path of any length
@@ -49,12 +51,12 @@ mod linux;
 use linux as os;
 
 // The process table.
-pub use os::{boot_id, env_value, has_children, hostname, own_usage, pids, stat};
+pub use os::{boot_id, env_value, has_children, hostname, own_cmdline, own_usage, pids, stat};
 
 // Processes: exits, signals, reaping, sessions, the subreaper, who we are.
 pub use os::{
     Errno, ExitWatch, Forked, Signal, become_subreaper, detach_into_new_session, euid,
-    exit_unreaped, fork, ignore_interrupts, parent_pid, process_group_id, reap_if_exited,
+    exit_unreaped, fork, home_dir, ignore_interrupts, parent_pid, process_group_id, reap_if_exited,
     session_id, signal_group, signal_pinned, uid, wait_for_exit,
 };
 

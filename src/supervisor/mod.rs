@@ -28,7 +28,7 @@ pub mod state_dir;
 
 use std::fs::File;
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -44,7 +44,7 @@ use crate::lifecycle::events::{Cause, Event, EventSink, millis, rfc3339};
 use crate::lifecycle::state::Phase;
 use crate::metrics::Metrics;
 use crate::output::calls::CallReport;
-use crate::output::report::{EventReport, Report};
+use crate::output::report::{EventReport, Report, SupervisorReport};
 use crate::platform;
 use crate::protocol;
 use persist::{Persisted, StateFile, SupervisorRecord};
@@ -53,7 +53,8 @@ use state_dir::{StateDir, lock_before, open_rw};
 
 /// How long a new supervisor waits for the lock of one that is exiting.
 const LOCK_WAIT: Duration = Duration::from_secs(5);
-/// How long an idle supervisor (nothing running, no request) stays before it exits.
+/// How long an idle supervisor (nothing running, no request) stays before it
+/// exits; none after a `down` of the whole fleet (`Shared::leave_after_down`).
 const IDLE_LINGER: Duration = Duration::from_secs(2);
 
 /// How long recovery waits for a dead predecessor's guardian to list what it
@@ -193,6 +194,11 @@ pub struct Shared {
     pub authorities: Context,
     /// The metrics' own door (`metrics.listen`), while open.
     pub metrics_door: Mutex<Option<metrics_door::MetricsDoor>>,
+    /// Set by a `down` of the whole fleet that found nothing else needing the
+    /// supervisor: it exits as soon as it is idle, without lingering.
+    pub exit_when_idle: AtomicBool,
+    /// Gateway sessions of `connect` (each on a control connection of its own).
+    pub stdio_sessions: AtomicUsize,
     /// This, for what outlives a request (the metrics a door renders).
     me: std::sync::Weak<Shared>,
 }
@@ -293,6 +299,48 @@ impl Shared {
     /// included (`Unnamed::All`). An unknown name is a usage error.
     pub fn select(&self, names: &[String], unnamed: Unnamed) -> Result<Vec<Handle>, String> {
         self.roster().select(names, unnamed)
+    }
+
+    /// After a `down` of the whole fleet: what keeps this supervisor running, if
+    /// anything; else it is told to exit as soon as it is idle (no lingering), so
+    /// that the `down` waiting for it returns with nothing of the fleet left
+    /// (docs/design.md §3).
+    pub fn leave_after_down(&self) -> SupervisorReport {
+        let running: Vec<String> = self
+            .handles()
+            .iter()
+            .filter(|h| {
+                matches!(
+                    h.published().state,
+                    Phase::Running | Phase::Starting | Phase::Stopping | Phase::Backoff
+                )
+            })
+            .map(|h| h.name().to_owned())
+            .collect();
+        let sessions = self.stdio_sessions.load(Ordering::SeqCst);
+        let stays = if !running.is_empty() {
+            Some(format!(
+                "servers were started again since the `down` began: {}",
+                running.join(", ")
+            ))
+        } else if sessions > 0 {
+            Some(format!(
+                "{sessions} gateway client session(s) of `mcpfleet connect` are open; it exits once they close"
+            ))
+        } else if self.listening().is_some() {
+            Some("the gateway's HTTP door was opened again since the `down` began".to_owned())
+        } else {
+            None
+        };
+        if stays.is_none() {
+            self.exit_when_idle.store(true, Ordering::SeqCst);
+        }
+        SupervisorReport {
+            pid: std::process::id() as i32,
+            guardian: guardian::guardian().map(|g| g.pid),
+            stays,
+            exited: false,
+        }
     }
 }
 
@@ -455,6 +503,8 @@ pub async fn run(
     let shared = Arc::new_cyclic(|me| Shared {
         me: me.clone(),
         metrics_door: Mutex::new(None),
+        exit_when_idle: AtomicBool::new(false),
+        stdio_sessions: AtomicUsize::new(0),
         roster: Mutex::new(roster::Roster {
             fleet: fleet.clone(),
             source: None,

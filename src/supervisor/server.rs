@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncWriteExt, BufReader};
@@ -68,6 +69,12 @@ pub async fn serve(
         let idle =
             *opened_or_closed.borrow_and_update() == 0 && busy.servers.is_empty() && !door_open;
         idle_since = idle.then(|| idle_since.unwrap_or_else(Instant::now));
+        // After a `down` of the whole fleet, whose client waits for this process
+        // to be gone, there is no lingering (docs/design.md §3).
+        let linger = match shared.exit_when_idle.load(Ordering::SeqCst) {
+            true => Duration::ZERO,
+            false => linger,
+        };
         let lingered = async {
             match idle_since {
                 Some(since) => tokio::time::sleep_until((since + linger).into()).await,
@@ -136,6 +143,22 @@ impl Open {
 impl Drop for Open {
     fn drop(&mut self) {
         self.0.send_modify(|n| *n -= 1);
+    }
+}
+
+/// Counts one in `counter` for as long as it lives.
+struct Counted<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Counted<'a> {
+    fn new(counter: &'a std::sync::atomic::AtomicUsize) -> Counted<'a> {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Counted(counter)
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -267,6 +290,7 @@ async fn handle_connection(stream: UnixStream, shared: &Shared) {
                 .await;
             return;
         }
+        let _session = Counted::new(&shared.stdio_sessions);
         return super::gateway_door::stdio(shared, reader, write, servers, deadlines, handover)
             .await;
     }
@@ -464,10 +488,12 @@ pub(super) async fn dispatch(
         host::request_all(&handles, intent, options, |_| {}).await
     })
     .await;
-    if whole_fleet_down {
+    let supervisor = whole_fleet_down.then(|| {
         shared.close_http();
+        let leaving = shared.leave_after_down();
         shared.gateway.hold_starts(false);
-    }
+        leaving
+    });
     if intent == Intent::Stop {
         // An orphan that `down` stopped is forgotten (docs/design.md §16).
         let stopped: Vec<String> = handles.iter().map(|h| h.name().to_owned()).collect();
@@ -478,7 +504,9 @@ pub(super) async fn dispatch(
         .zip(replies)
         .map(|(h, r)| ServerReport::of_reply(h.name(), r, intent, strict))
         .collect();
-    reply(Report::new(command, lines, false))
+    let mut report = Report::new(command, lines, false);
+    report.supervisor = supervisor;
+    reply(report)
 }
 
 /// Runs `work` on `handles` while streaming their events to the client: every

@@ -148,20 +148,62 @@ pub fn chosen(explicit: Option<&Path>) -> Option<PathBuf> {
 }
 
 /// Where the default state directories are: `$XDG_STATE_HOME/mcpfleet`, else
-/// `~/.local/state/mcpfleet`.
+/// `~/.local/state/mcpfleet`, `~` being `$HOME`, or without it the user's home
+/// directory from the user database (a caller with an empty environment).
 pub fn state_root() -> io::Result<PathBuf> {
     let base = match std::env::var_os("XDG_STATE_HOME").filter(|p| !p.is_empty()) {
         Some(p) => PathBuf::from(p),
         None => {
             let home = std::env::var_os("HOME")
                 .filter(|h| !h.is_empty())
+                .map(PathBuf::from)
+                .or_else(crate::platform::home_dir)
                 .ok_or_else(|| {
-                    io::Error::other("neither XDG_STATE_HOME nor HOME is set; use --state-dir")
+                    io::Error::other(
+                        "neither XDG_STATE_HOME nor HOME is set, and this user has no home directory; use --state-dir",
+                    )
                 })?;
-            PathBuf::from(home).join(".local/state")
+            home.join(".local/state")
         }
     };
     Ok(base.join("mcpfleet"))
+}
+
+/// The state directory, wherever it is, of a detached supervisor that runs now
+/// for the fleet file `file` (canonical): the same fleet file leads to the same
+/// supervisor whatever environment a caller has (docs/design.md §3, "One
+/// supervisor per fleet file"). Found by the command lines of this user's
+/// processes (`mcpfleet ... --state-dir DIR supervise`), each directory then
+/// held to what it says itself: a directory of this user, whose record names
+/// `file` and whose lock a process holds.
+pub fn live_supervisor_of(file: &Path) -> Option<PathBuf> {
+    let mut seen: Vec<PathBuf> = Vec::new();
+    for pid in crate::platform::pids() {
+        let Some(args) = crate::platform::own_cmdline(pid) else {
+            continue;
+        };
+        if args.last().is_none_or(|a| a != "supervise") {
+            continue;
+        }
+        let Some(dir) = args
+            .windows(2)
+            .find(|w| w[0] == "--state-dir")
+            .map(|w| PathBuf::from(&w[1]))
+        else {
+            continue;
+        };
+        if !dir.is_absolute() || seen.contains(&dir) {
+            continue;
+        }
+        seen.push(dir.clone());
+        let serves = is_own_dir(&dir)
+            && matches!(recorded_fleet(&dir), Ok(Some(r)) if r.path == file)
+            && supervisor_runs(&dir).unwrap_or(false);
+        if serves {
+            return Some(dir);
+        }
+    }
+    None
 }
 
 /// Whether `path` is a directory of this user, not reached through a symlink:

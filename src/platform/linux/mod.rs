@@ -17,9 +17,9 @@ pub use descriptors::{inherited_socket, recv_fds, send_fds, set_close_on_exec, s
 pub use exit_watch::ExitWatch;
 pub use files::{O_NOFOLLOW, SocketPath, redirect_stderr, stderr_size, too_many_open_files};
 pub use limits::{open_files_limit, run_thread_when_idle, set_open_files_limit};
-pub use procfs::{boot_id, env_value, has_children, hostname, own_usage, pids, stat};
+pub use procfs::{boot_id, env_value, has_children, hostname, own_cmdline, own_usage, pids, stat};
 pub use process::{
-    Errno, Forked, Signal, become_subreaper, detach_into_new_session, euid, exit_unreaped, fork,
+    Errno, Forked, Signal, become_subreaper, detach_into_new_session, euid, exit_unreaped, fork, home_dir,
     ignore_interrupts, parent_pid, process_group_id, reap_if_exited, session_id, signal_group,
     signal_pinned, uid, wait_for_exit,
 };

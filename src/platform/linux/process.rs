@@ -160,6 +160,13 @@ pub fn euid() -> u32 {
     nix::unistd::geteuid().as_raw()
 }
 
+/// The home directory of this process's user, from the user database (not
+/// `$HOME`): the same whatever environment the process was given.
+pub fn home_dir() -> Option<std::path::PathBuf> {
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid()).ok()??;
+    Some(user.dir).filter(|d| d.is_absolute())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -72,6 +72,25 @@ pub fn env_value(pid: i32, name: &str) -> Option<Arc<str>> {
         .map(|v| Arc::from(String::from_utf8_lossy(v).as_ref()))
 }
 
+/// The command line of `pid`, from `/proc/PID/cmdline`, when the process
+/// belongs to this user (`None` for another user's, or one that is gone).
+pub fn own_cmdline(pid: i32) -> Option<Vec<std::ffi::OsString>> {
+    use std::os::unix::ffi::OsStringExt;
+    use std::os::unix::fs::MetadataExt;
+    let dir = format!("/proc/{pid}");
+    if fs::metadata(&dir).ok()?.uid() != super::process::uid() {
+        return None;
+    }
+    let bytes = fs::read(format!("{dir}/cmdline")).ok()?;
+    let bytes = bytes.strip_suffix(b"\0").unwrap_or(&bytes);
+    Some(
+        bytes
+            .split(|b| *b == 0)
+            .map(|a| std::ffi::OsString::from_vec(a.to_vec()))
+            .collect(),
+    )
+}
+
 /// The kernel's boot id: start times are only comparable within one boot.
 /// Read once per process: it cannot change while we run.
 pub fn boot_id() -> Option<String> {
@@ -181,6 +200,20 @@ mod tests {
         assert_eq!(value.as_deref(), Some("a=b c"));
         assert_eq!(env_value(pid, "MCPFLEET_PLATFORM_PROBE"), None, "reaped: gone");
     }
+    #[test]
+    fn reads_the_command_line_of_our_own_process_only() {
+        let me = std::process::id() as i32;
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        assert_eq!(own_cmdline(me), Some(args));
+        assert_eq!(own_cmdline(i32::MAX), None, "no such process");
+        // Another user's process (pid 1, unless the tests run as its user).
+        use std::os::unix::fs::MetadataExt;
+        let init = fs::metadata("/proc/1").map(|m| m.uid()).ok();
+        if init.is_some_and(|uid| uid != super::super::process::uid()) {
+            assert_eq!(own_cmdline(1), None);
+        }
+    }
+
     #[test]
     fn reads_our_own_usage() {
         let u = own_usage().expect("own usage");
