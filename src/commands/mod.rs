@@ -408,3 +408,35 @@ pub fn file_version(path: &Path) -> Option<FileVersion> {
         changed_ns: ns(meta.ctime(), meta.ctime_nsec()),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fleet_file_is_sent_with_the_version_it_was_read_at() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mcpfleet.yaml");
+        let text = "version: 1\nservers:\n  a:\n    command: x\n";
+        std::fs::write(&path, text).unwrap();
+        let (_, source) = read_fleet(&path).unwrap();
+        let version = source.unwrap().version.expect("a version");
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(version.ino, meta.ino());
+        assert_eq!(version.dev, meta.dev());
+        assert_eq!(version.size, text.len() as u64);
+        assert_eq!(
+            version.changed_ns,
+            meta.ctime() * 1_000_000_000 + meta.ctime_nsec()
+        );
+        // Replaced by another file: another identity, and not an older version.
+        let tmp = dir.path().join("new.yaml");
+        std::fs::write(&tmp, format!("{text}# edited\n")).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+        let (_, source) = read_fleet(&path).unwrap();
+        let newer = source.unwrap().version.unwrap();
+        assert_ne!(newer.ino, version.ino);
+        assert!(!newer.is_older_than(&version));
+    }
+}
