@@ -180,3 +180,44 @@ fn tools_prints_a_table_whose_columns_line_up() {
     assert_code(&fleet.run(&["down"]), 0);
     fleet.assert_no_leftovers();
 }
+
+#[test]
+fn a_call_or_tools_of_a_server_that_cannot_start_says_why_on_stderr() {
+    let fleet = TestFleet::fixtures(
+        "calls-nostart",
+        &[(
+            "broken",
+            &[
+                "--stderr-line",
+                "broken: missing API key",
+                "--exit-during-init",
+                "1",
+            ],
+            "",
+        )],
+    );
+    // Text: stdout has no result, and stderr says which server did not start,
+    // its error and its last stderr lines.
+    for args in [&["call", "broken", "echo"][..], &["tools", "broken"][..]] {
+        let out = fleet.run(args);
+        assert_code(&out, 3);
+        assert_eq!(stdout(&out), "", "{args:?}");
+        let said = stderr(&out);
+        assert!(
+            said.contains(&format!("mcpfleet {}: `broken` did not start", args[0])),
+            "{args:?}: {said}"
+        );
+        assert!(said.contains("error ["), "{args:?}: {said}");
+        assert!(
+            said.contains("| broken: missing API key"),
+            "{args:?}: {said}"
+        );
+    }
+    // JSON says the same, with the start's line.
+    let (out, doc) = fleet.run_json(&["call", "broken", "echo"]);
+    assert_code(&out, 3);
+    assert_eq!(doc["exit_code"], 3, "{doc}");
+    assert_eq!(doc["servers"][0]["name"], "broken", "{doc}");
+    assert!(doc["servers"][0]["error"]["kind"].is_string(), "{doc}");
+    down_and_no_leftovers(&fleet);
+}

@@ -337,7 +337,7 @@ fn the_supervisor_takes_nothing_but_a_pipe_or_a_socket_and_says_why() {
 }
 
 #[test]
-fn the_held_image_exits_0_when_the_supervisor_closes_and_1_with_its_refusal() {
+fn the_held_image_exits_0_when_the_supervisor_ends_8_when_it_is_lost_and_1_with_its_refusal() {
     // `mcpfleet __held FD` is what `connect` becomes after the handover; here the
     // test is the supervisor's end of the connection, given to it as fd 0.
     let held = |said: &str| {
@@ -369,9 +369,17 @@ fn the_held_image_exits_0_when_the_supervisor_closes_and_1_with_its_refusal() {
             .unwrap();
         (status.code(), stderr)
     };
-    let (code, stderr) = held("");
+    // The supervisor ended the session: one byte, then the close.
+    let (code, stderr) = held(std::str::from_utf8(&[mcpfleet::protocol::SESSION_ENDED]).unwrap());
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.is_empty(), "{stderr}");
+    // Closed with nothing said: the supervisor was lost under the session (8).
+    let (code, stderr) = held("");
+    assert_eq!(code, Some(8), "{stderr}");
+    assert!(
+        stderr.contains("mcpfleet connect: the supervisor is unreachable"),
+        "{stderr}"
+    );
     // A refusal, as the supervisor writes it before it closes the connection.
     let refusal = mcpfleet::protocol::encode(&mcpfleet::protocol::Response::<(), ()>::Error {
         message: "the supervisor could not take stdin and stdout: no".into(),
@@ -389,4 +397,58 @@ fn the_held_image_exits_0_when_the_supervisor_closes_and_1_with_its_refusal() {
         .status()
         .unwrap();
     assert_eq!(status.code(), Some(2));
+}
+
+#[test]
+fn connect_exits_0_quietly_when_its_session_ends_and_8_when_the_supervisor_dies_under_it() {
+    let fleet = TestFleet::fixtures("handover-lost", &[("fx", &[], "")]);
+    assert_code(&fleet.run(&["up"]), 0);
+    let spawn = || {
+        let mut child = fleet
+            .command(&["connect"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn connect");
+        let mut input = child.stdin.take().unwrap();
+        let mut output = BufReader::new(child.stdout.take().unwrap());
+        writeln!(input, "{}", initialize()).unwrap();
+        answer_of(&mut output, 0);
+        writeln!(input, "{}\n{}", initialized(), echo(1)).unwrap();
+        answer_of(&mut output, 1);
+        held(child.id());
+        (child, input, output)
+    };
+    let finish = |mut child: Child| {
+        let status = wait_exit(&mut child);
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        (status.code(), stderr)
+    };
+
+    // The client's input ends: the session ends as it should, exit 0, nothing said.
+    let (child, input, _output) = spawn();
+    drop(input);
+    let (code, stderr) = finish(child);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "a normal end says nothing: {stderr}");
+
+    // The supervisor killed under a session: 8, and a line on stderr.
+    let (child, _input, _output) = spawn();
+    let supervisor = fleet.lock_pid().expect("a supervisor");
+    kill_all(&[supervisor]);
+    let (code, stderr) = finish(child);
+    assert_eq!(code, Some(8), "{stderr}");
+    assert!(
+        stderr.contains("mcpfleet connect: the supervisor is unreachable"),
+        "{stderr}"
+    );
+    // A new supervisor recovers what the killed one left, and ends it.
+    down_and_no_leftovers(&fleet);
 }

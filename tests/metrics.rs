@@ -503,3 +503,35 @@ fn a_real_prometheus_scrapes_restarts_escalations_and_quarantine() {
     }
     down_and_no_leftovers(&fleet);
 }
+
+#[test]
+fn up_opens_and_closes_a_metrics_listen_edited_while_the_supervisor_runs() {
+    let servers = fixture_server("a", &[], "");
+    let fleet = TestFleet::raw(
+        "metrics-follow",
+        &format!("version: 1\nservers:\n{servers}"),
+    );
+    assert_code(&fleet.run(&["up"]), 0);
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    // `metrics.listen` added to the file: the next `up` opens the door.
+    std::fs::write(
+        &fleet.path,
+        format!("version: 1\nmetrics:\n  listen: 127.0.0.1:{port}\nservers:\n{servers}"),
+    )
+    .unwrap();
+    assert_code(&fleet.run(&["up"]), 0);
+    let bearer = format!("Bearer {}", token(&fleet));
+    let (status, _, body) = get(addr, "/metrics", &[("Authorization", &bearer)]);
+    assert_eq!(status, 200);
+    assert!(body.contains("mcpfleet_supervisor_up 1"), "{body}");
+    // Taken out of the file again: the next `up` closes it.
+    std::fs::write(&fleet.path, format!("version: 1\nservers:\n{servers}")).unwrap();
+    assert_code(&fleet.run(&["up"]), 0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok() {
+        assert!(Instant::now() < deadline, "the door at {addr} stayed open");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    down_and_no_leftovers(&fleet);
+}

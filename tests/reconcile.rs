@@ -660,3 +660,115 @@ fn a_value_from_the_callers_environment_counts() {
     write_fleet(&fleet, &[("a", &[])]);
     down_and_no_leftovers(&fleet);
 }
+
+/// The fleet file's version as the CLI sends it (`FileVersion` of the
+/// protocol): identity, size, modification and change times.
+fn version_of(path: &std::path::Path) -> Value {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).unwrap();
+    json!({
+        "dev": m.dev(),
+        "ino": m.ino(),
+        "size": m.size(),
+        "modified_ns": m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+        "changed_ns": m.ctime() * 1_000_000_000 + m.ctime_nsec(),
+    })
+}
+
+/// Writes the fleet file again until its change time differs from `than`
+/// (some file systems count changes in ticks of a few milliseconds).
+fn write_changed(fleet: &TestFleet, servers: &[(&str, &[&str])], than: &Value) {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        write_fleet(fleet, servers);
+        if version_of(&fleet.path)["changed_ns"] != than["changed_ns"] {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the file's change time stood still"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Sends one request line on the control socket and returns the report of its
+/// reply (events skipped).
+fn ask_raw(fleet: &TestFleet, request: &Value) -> Value {
+    let mut socket =
+        std::os::unix::net::UnixStream::connect(fleet.state_dir().join("control.sock"))
+            .expect("the control socket");
+    socket.set_read_timeout(Some(SETTLE)).unwrap();
+    writeln!(socket, "{request}").unwrap();
+    for line in BufReader::new(socket).lines() {
+        let line: Value = serde_json::from_str(&line.unwrap()).expect("JSON lines");
+        match line["type"].as_str() {
+            Some("event") => continue,
+            Some("reply") => return line["report"].clone(),
+            _ => panic!("not a reply: {line}"),
+        }
+    }
+    panic!("the supervisor closed the connection without a reply");
+}
+
+#[test]
+fn an_up_that_read_an_older_file_never_replaces_the_newer_one() {
+    let fleet = new_fleet("rc-older", &[("a", &[])]);
+    assert_code(&fleet.run(&["up"]), 0);
+    // What a slow `up` read before the edit: the text and its version.
+    let old_text = std::fs::read_to_string(&fleet.path).unwrap();
+    let old_version = version_of(&fleet.path);
+    write_changed(&fleet, &[("a", &[]), ("b", &[])], &old_version);
+    let new_version = version_of(&fleet.path);
+    let (out, doc) = fleet.run_json(&["up"]);
+    assert_code(&out, 0);
+    assert!(running(&doc, "b", 1), "{doc}");
+    assert!(doc.get("older_file").is_none(), "{doc}");
+
+    // The slow `up` arrives last, with the older file: the supervisor keeps the
+    // newer one, converges on it, and says which it kept.
+    let path = fleet.path.to_str().unwrap();
+    let report = ask_raw(
+        &fleet,
+        &json!({"v": 1, "op": "up", "fleet": {
+            "path": path, "text": old_text, "env": {}, "version": old_version}}),
+    );
+    assert_eq!(report["exit_code"], 0, "{report}");
+    assert!(running(&report, "b", 1), "{report}");
+    assert_eq!(step(&report, "b").0, "keep", "{report}");
+    let older = &report["older_file"];
+    assert!(older["read_changed"].is_string(), "{report}");
+    assert!(
+        older["read_changed"].as_str() < older["kept_changed"].as_str(),
+        "{report}"
+    );
+    // Any other request with the older file keeps the newer one too.
+    let status = ask_raw(
+        &fleet,
+        &json!({"v": 1, "op": "tools", "fleet": {
+            "path": path, "text": old_text, "env": {}, "version": old_version}}),
+    );
+    assert_eq!(status["exit_code"], 0, "{status}");
+    let doc = wait_status(&fleet, "b held, without drift", |doc| {
+        running(doc, "b", 1) && server(doc, "b")["drift"]["kind"] == "none"
+    });
+    assert_eq!(server(&doc, "a")["drift"]["kind"], "none", "{doc}");
+    assert_eq!(new_version, version_of(&fleet.path));
+
+    // An older copy put back with its old modification time (`cp -p`, `mv`) is
+    // a new change of the file: it is taken up.
+    std::fs::write(&fleet.path, &old_text).unwrap();
+    let modified =
+        std::time::UNIX_EPOCH + Duration::from_nanos(old_version["modified_ns"].as_u64().unwrap());
+    std::fs::File::options()
+        .write(true)
+        .open(&fleet.path)
+        .unwrap()
+        .set_modified(modified)
+        .unwrap();
+    let (out, doc) = fleet.run_json(&["up"]);
+    assert_code(&out, 0);
+    assert!(doc.get("older_file").is_none(), "{doc}");
+    assert_eq!(step(&doc, "b").0, "orphaned", "{doc}");
+    down_and_no_leftovers(&fleet);
+}

@@ -1621,3 +1621,40 @@ fn down_says_what_keeps_the_supervisor_and_exits_5() {
     assert!(exited.status.code().is_some(), "connect ended");
     fleet.assert_no_leftovers();
 }
+
+#[test]
+fn status_counts_a_failed_server_as_not_ok_in_text_and_json() {
+    let fleet = TestFleet::fixtures(
+        "sup-status-failed",
+        &[
+            ("keeper", &[], ""),
+            ("broken", &["--exit-during-init", "1"], ""),
+        ],
+    );
+    within(Duration::from_secs(60), fleet, |fleet| {
+        let (out, _) = json(fleet, &["up"]);
+        assert_code(&out, 3);
+        // The failed server is not ok, and the command says so: the summary, the
+        // server's own code and the command's code agree.
+        let out = fleet.run(&["status"]);
+        assert_code(&out, 3);
+        let text = stdout(&out);
+        assert!(
+            text.contains("status: 2 server(s), 1 ok, 1 not ok; exit 3"),
+            "{text}"
+        );
+        let (out, doc) = json(fleet, &["status"]);
+        assert_code(&out, 3);
+        assert_eq!(doc["exit_code"], 3, "{doc}");
+        let broken = server(&doc, "broken");
+        assert_eq!(broken["state"], "failed", "{broken}");
+        assert_eq!(broken["exit_code"], 3, "{broken}");
+        assert_eq!(server(&doc, "keeper")["exit_code"], 0, "{doc}");
+        // Asked about the running server alone, `status` is ok.
+        let (out, _) = json(fleet, &["status", "keeper"]);
+        assert_code(&out, 0);
+        let (out, _) = json(fleet, &["down"]);
+        assert_code(&out, 0);
+        fleet.assert_no_leftovers();
+    });
+}

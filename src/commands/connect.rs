@@ -242,8 +242,10 @@ pub fn held_from_args(args: &[std::ffi::OsString]) -> Option<u8> {
     Some(code.as_i32() as u8)
 }
 
-/// Waits until the supervisor closes the connection: `Ok` when it said nothing,
-/// else its refusal.
+/// Waits until the supervisor closes the connection: `Ok` when it ended the
+/// session ([`protocol::SESSION_ENDED`]), its refusal when it could not take
+/// stdin and stdout, and a lost supervisor (exit 8) when the connection closed
+/// with nothing said: the supervisor died under the session.
 fn wait_closed(mut stream: UnixStream) -> Result<(), ClientError> {
     use std::io::Read;
     let mut said = Vec::new();
@@ -254,13 +256,19 @@ fn wait_closed(mut stream: UnixStream) -> Result<(), ClientError> {
             Ok(n) if said.len() < 64 * 1024 => said.extend_from_slice(&buf[..n]),
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            // The supervisor went away mid-session: the session is over all the same.
+            // The supervisor went away mid-session: said below.
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
             Err(e) => return Err(lost(e)),
         }
     }
-    if said.is_empty() {
+    if said == [protocol::SESSION_ENDED] {
         return Ok(());
+    }
+    if said.is_empty() {
+        return Err(ClientError::Unreachable(
+            "it was lost during the session (the connection closed before the session ended)"
+                .into(),
+        ));
     }
     let text = String::from_utf8_lossy(&said);
     Err(match serde_json::from_str::<Response>(text.trim()) {

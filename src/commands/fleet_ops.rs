@@ -480,7 +480,8 @@ async fn foreground(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliErr
         tokio::spawn(super::watch::alongside(watched, args.clone(), g.clone()))
     });
     let text = t.text();
-    let teardown = crate::supervisor::run(t.fleet, t.dir, text, Some(fg)).await;
+    let version = t.source.as_ref().and_then(|s| s.version);
+    let teardown = crate::supervisor::run(t.fleet, t.dir, text, version, Some(fg)).await;
     if let Some(task) = watching {
         task.abort();
     }
@@ -492,7 +493,8 @@ async fn foreground(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliErr
 /// `mcpfleet supervise`: the supervisor process itself.
 pub async fn supervise(t: Target) -> Result<Code, CliError> {
     let text = t.text();
-    crate::supervisor::run(t.fleet, t.dir, text, None).await?;
+    let version = t.source.as_ref().and_then(|s| s.version);
+    crate::supervisor::run(t.fleet, t.dir, text, version, None).await?;
     // Give a last log line a chance to reach supervisor.log.
     tokio::time::sleep(Duration::from_millis(1)).await;
     Ok(Code::Ok)

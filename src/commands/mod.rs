@@ -24,7 +24,7 @@ use crate::output::exit::Code;
 use crate::output::report::{
     FailureKind, FailureReport, Format, SCHEMA_VERSION, ServerReport, json_line, write_stdout,
 };
-use crate::protocol::FleetSource;
+use crate::protocol::{FileVersion, FleetSource};
 use target::{FileNeed, Target};
 
 /// Options every command gets.
@@ -355,7 +355,7 @@ pub(crate) fn how_found(path: &Path, named: config::Named, cwd: &Path) -> String
 /// validate the same (docs/design.md §16). No source when the path is not UTF-8
 /// (the supervisor then keeps the file it has).
 pub fn read_fleet(path: &Path) -> Result<(Fleet, Option<FleetSource>), ConfigErrors> {
-    let text = config::read(path)?;
+    let (text, version) = read_versioned(path)?;
     let seen = std::cell::RefCell::new(std::collections::BTreeMap::new());
     let lookup = |name: &str| {
         let value = std::env::var(name).ok();
@@ -374,6 +374,71 @@ pub fn read_fleet(path: &Path) -> Result<(Fleet, Option<FleetSource>), ConfigErr
         path: p.to_owned(),
         text,
         env: seen.into_inner(),
+        version,
     });
     Ok((fleet, source))
+}
+
+/// The fleet file's text and the version it is (docs/design.md §16, R6): the
+/// file is looked at before and after it is read, and read again while the two
+/// differ (it was being written). A file that never holds still for a read, or
+/// that cannot be looked at, has no version: the supervisor then takes it
+/// without comparing.
+fn read_versioned(path: &Path) -> Result<(String, Option<FileVersion>), ConfigErrors> {
+    let mut tries = 0;
+    loop {
+        let before = file_version(path);
+        let text = config::read(path)?;
+        let after = file_version(path);
+        tries += 1;
+        if before == after || tries == 3 {
+            return Ok((text, after.filter(|_| before == after)));
+        }
+    }
+}
+
+/// The version of the file at `path` now, if it can be looked at.
+pub fn file_version(path: &Path) -> Option<FileVersion> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    let ns = |secs: i64, nanos: i64| secs.saturating_mul(1_000_000_000).saturating_add(nanos);
+    Some(FileVersion {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        size: meta.size(),
+        modified_ns: ns(meta.mtime(), meta.mtime_nsec()),
+        changed_ns: ns(meta.ctime(), meta.ctime_nsec()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fleet_file_is_sent_with_the_version_it_was_read_at() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mcpfleet.yaml");
+        let text = "version: 1\nservers:\n  a:\n    command: x\n";
+        std::fs::write(&path, text).unwrap();
+        let (_, source) = read_fleet(&path).unwrap();
+        let version = source.unwrap().version.expect("a version");
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(version.ino, meta.ino());
+        assert_eq!(version.dev, meta.dev());
+        assert_eq!(version.size, text.len() as u64);
+        assert_eq!(
+            version.changed_ns,
+            meta.ctime() * 1_000_000_000 + meta.ctime_nsec()
+        );
+        // Replaced by another file: another identity, and not an older version.
+        let tmp = dir.path().join("new.yaml");
+        std::fs::write(&tmp, format!("{text}# edited\n")).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+        let (_, source) = read_fleet(&path).unwrap();
+        let newer = source.unwrap().version.unwrap();
+        assert_ne!(newer.ino, version.ino);
+        assert!(!newer.is_older_than(&version));
+    }
 }

@@ -16,7 +16,7 @@ use crate::host::{self, Unnamed};
 use crate::lifecycle::events::rfc3339;
 use crate::output::calls::{CallBody, CallReport};
 use crate::output::exit::Code;
-use crate::output::report::{Format, json_line, write_stdout};
+use crate::output::report::{Format, json_line, serde_plain, write_stdout};
 use crate::process::stderr::unstamp;
 use crate::protocol::{Deadlines, Op};
 
@@ -36,9 +36,7 @@ pub async fn tools(t: Target, args: &ToolsArgs, g: &Global) -> Result<Code, CliE
             if let CallBody::Tools { servers } = &doc.body {
                 out = tools_table(servers);
             }
-            if let Some(e) = doc.error() {
-                eprintln!("mcpfleet tools: {}", e.message);
-            }
+            say_failure("tools", &doc);
             out
         }
         _ => json_line(&doc),
@@ -97,9 +95,7 @@ pub async fn call(t: Target, args: &CallArgs, g: &Global) -> Result<Code, CliErr
     };
     let text = match g.output {
         Format::Text => {
-            if let Some(e) = doc.error() {
-                eprintln!("mcpfleet call: {}", e.message);
-            }
+            say_failure("call", &doc);
             let mut out = String::new();
             if let CallBody::Result { result, .. } = &doc.body {
                 // The tool's result is the server's MCP answer: its text blocks
@@ -118,6 +114,51 @@ pub async fn call(t: Target, args: &CallArgs, g: &Global) -> Result<Code, CliErr
     };
     print(&text)?;
     Ok(Code::from_i32(doc.exit_code))
+}
+
+/// Says on stderr why a `tools` or `call` failed, when it did: the error on the
+/// server's session, or the start that did not succeed (each server's state,
+/// error and last stderr lines), so that the text output of a failure is never
+/// silent (docs/design.md §6).
+fn say_failure(command: &str, doc: &CallReport) {
+    let text = failure_text(command, doc);
+    if !text.is_empty() {
+        eprint!("{text}");
+    }
+}
+
+fn failure_text(command: &str, doc: &CallReport) -> String {
+    let mut out = String::new();
+    match &doc.body {
+        CallBody::Failed { error, .. } => {
+            out.push_str(&format!("mcpfleet {command}: {}\n", error.message));
+        }
+        CallBody::NotStarted { servers } => {
+            for s in servers {
+                out.push_str(&format!(
+                    "mcpfleet {command}: `{}` did not start: it is {}",
+                    s.name,
+                    s.state.as_str()
+                ));
+                match &s.error {
+                    Some(e) => out.push_str(&format!(
+                        ", error [{}] {}: {}\n",
+                        serde_plain(&e.kind),
+                        serde_plain(&e.phase),
+                        e.message
+                    )),
+                    None => out.push_str(&format!(" (exit {})\n", s.exit_code)),
+                }
+                if let Some(e) = &s.error {
+                    for line in &e.stderr_tail {
+                        out.push_str(&format!("  | {line}\n"));
+                    }
+                }
+            }
+        }
+        CallBody::Tools { .. } | CallBody::Result { .. } => {}
+    }
+    out
 }
 
 /// Sends `op`; `Err(code)` when the supervisor could not be reached or the

@@ -16,6 +16,7 @@ use crate::cli::UpArgs;
 use crate::host::Signals;
 use crate::output::exit::Code;
 use crate::output::report::{Format, write_stdout};
+use crate::protocol::FleetSource;
 
 /// How often the file is looked at.
 const POLL: Duration = Duration::from_millis(250);
@@ -156,7 +157,12 @@ async fn apply(
             return Ok(None);
         }
     };
-    if source.is_some() && source == current.source {
+    // The same text with the same values is no change, whatever its version
+    // (a file touched, or saved unchanged).
+    let same = |a: &FleetSource, b: &FleetSource| a.text == b.text && a.env == b.env;
+    if let (Some(new), Some(old)) = (&source, &current.source)
+        && same(new, old)
+    {
         return Ok(None);
     }
     eprintln!("mcpfleet up --watch: {} changed; applying", path.display());

@@ -110,11 +110,21 @@ impl ServerReport {
     }
 
     /// A server as its authority last published it (`status`): the error that
-    /// put it in its state and its last teardown. Only a quarantine is not clean
-    /// (L7); a failed server is a fact `status` shows, not a failure of `status`.
+    /// put it in its state and its last teardown, and the line's code
+    /// (docs/design.md §5): a quarantine is not clean (5, L7); a server that
+    /// failed (`failed`, `crash-loop`) is not ok, with the code of the error that
+    /// put it there (3 when none is known, e.g. 4 for a connect deadline). Every
+    /// other state is ok: `stopped` was asked for, and `starting`, `stopping`
+    /// and `backoff` are on their way.
     pub fn of_state(snapshot: &Snapshot) -> ServerReport {
         let code = match snapshot.state {
             Phase::Quarantined => Code::TeardownNotClean,
+            Phase::Failed | Phase::CrashLoop => {
+                match snapshot.error.as_ref().map(|e| Code::of_error(e.kind)) {
+                    Some(Code::ConnectTimeout) => Code::ConnectTimeout,
+                    _ => Code::StartFailed,
+                }
+            }
             _ => Code::Ok,
         };
         let parts = RequestParts {

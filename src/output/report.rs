@@ -189,6 +189,11 @@ pub struct Report {
     /// guardian were gone when `down` returned (docs/design.md §3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supervisor: Option<SupervisorReport>,
+    /// `up` read an older version of the fleet file than the one the supervisor
+    /// runs: the supervisor kept the newer one and converged on it
+    /// (docs/design.md §16, R6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub older_file: Option<OlderFile>,
 }
 
 /// The supervisor after a `down` of the whole fleet: it exits as soon as it has
@@ -207,6 +212,25 @@ pub struct SupervisorReport {
     /// returned (set by the CLI, which waits for them).
     #[serde(default)]
     pub exited: bool,
+}
+
+/// The two versions of the fleet file when a request carried the older one.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct OlderFile {
+    /// When the file the command read last changed (RFC 3339, UTC, nanoseconds).
+    pub read_changed: String,
+    /// When the file the supervisor kept, and runs, last changed.
+    pub kept_changed: String,
+}
+
+impl OlderFile {
+    /// The line of the text output.
+    pub fn text(&self) -> String {
+        format!(
+            "fleet file: this command read a version changed at {}, older than the one the supervisor runs (changed at {}); the supervisor kept the newer one",
+            self.read_changed, self.kept_changed
+        )
+    }
 }
 
 /// Where the gateway serves and who is connected (docs/design.md §14).
@@ -241,6 +265,7 @@ impl Report {
             dry_run: false,
             tools_contract: None,
             supervisor: None,
+            older_file: None,
         }
     }
 
@@ -421,6 +446,10 @@ fn render_text(report: &Report) -> String {
             out.push_str(&format!("tools: written to {updated}\n"));
         }
     }
+    if let Some(older) = &report.older_file {
+        out.push_str(&older.text());
+        out.push('\n');
+    }
     let failed = report.servers.iter().filter(|s| s.exit_code != 0).count();
     out.push_str(&format!(
         "{}: {} server(s), {} ok, {} not ok{}; exit {}\n",
@@ -541,6 +570,30 @@ mod tests {
             let read: EventReport = serde_json::from_str(&line).unwrap();
             assert_eq!(read, report);
         }
+    }
+
+    #[test]
+    fn an_older_file_is_said_before_the_summary() {
+        let mut report = Report::new("up", Vec::new(), false);
+        report.older_file = Some(OlderFile {
+            read_changed: "2026-05-04T10:21:07.000000001Z".into(),
+            kept_changed: "2026-05-04T10:21:07.000000002Z".into(),
+        });
+        let text = render_text(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[lines.len() - 2],
+            "fleet file: this command read a version changed at 2026-05-04T10:21:07.000000001Z, older than the one the supervisor runs (changed at 2026-05-04T10:21:07.000000002Z); the supervisor kept the newer one"
+        );
+        assert_eq!(lines[lines.len() - 1], "up: 0 server(s), 0 ok, 0 not ok; exit 0");
+        let json: serde_json::Value = serde_json::from_str(&render(&report, Format::Json)).unwrap();
+        assert_eq!(
+            json["older_file"]["kept_changed"],
+            "2026-05-04T10:21:07.000000002Z"
+        );
+        let plain = Report::new("up", Vec::new(), false);
+        let json: serde_json::Value = serde_json::from_str(&render(&plain, Format::Json)).unwrap();
+        assert!(json.get("older_file").is_none());
     }
 
     #[test]

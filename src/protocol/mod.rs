@@ -72,6 +72,42 @@ pub struct FleetSource {
     pub text: String,
     #[serde(default)]
     pub env: std::collections::BTreeMap<String, String>,
+    /// Which version of the file the text is, when the CLI could tell
+    /// (docs/design.md §16, R6): the supervisor never replaces the file it
+    /// runs with an older one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<FileVersion>,
+}
+
+/// A version of the fleet file, as the CLI saw it when it read the text: the
+/// file's identity (device, inode), its size, and its modification and status
+/// change times in nanoseconds since the epoch. Versions are ordered by the
+/// status change time, which only the kernel sets (a write, a rename over the
+/// file, `touch`): a copy put back with `cp -p` or `mv` keeps an old
+/// modification time, yet its change is new, and it is the newer version.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct FileVersion {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub modified_ns: i64,
+    pub changed_ns: i64,
+}
+
+impl FileVersion {
+    /// Whether this version changed before `other`: then it is the older file.
+    /// Two versions changed at the same moment are not ordered.
+    pub fn is_older_than(&self, other: &FileVersion) -> bool {
+        self.changed_ns < other.changed_ns
+    }
+
+    /// When the file last changed, as RFC 3339 with nanoseconds (UTC).
+    pub fn changed(&self) -> String {
+        let t = u64::try_from(self.changed_ns).unwrap_or(0);
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(t);
+        humantime::format_rfc3339_nanos(t).to_string()
+    }
 }
 
 impl std::fmt::Debug for FleetSource {
@@ -80,6 +116,7 @@ impl std::fmt::Debug for FleetSource {
             .field("path", &self.path)
             .field("text_bytes", &self.text.len())
             .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("version", &self.version)
             .finish()
     }
 }
@@ -202,6 +239,12 @@ pub enum Op {
 /// The byte that carries a `connect` client's stdin and stdout to the
 /// supervisor, after the report of an [`Op::Gateway`] with `handover`.
 pub const HANDOVER: u8 = b'H';
+
+/// The byte the supervisor sends on a handed-over `connect`'s connection when
+/// it ends the session itself (the client's input ended, or the supervisor is
+/// stopping), just before it closes the connection. A connection that closes
+/// without it was lost with the supervisor: `connect` then exits 8.
+pub const SESSION_ENDED: u8 = b'E';
 
 /// One line from the supervisor: `E` is an event, `R` the report of the request.
 /// Both sides name the same types (the output model's `EventReport`, and the
@@ -458,6 +501,13 @@ mod tests {
             path: "/srv/fleet.yaml".into(),
             text: "version: 1\n".into(),
             env: [("TOKEN".to_owned(), "s3cr3t".to_owned())].into(),
+            version: Some(FileVersion {
+                dev: 2049,
+                ino: 77,
+                size: 11,
+                modified_ns: 1_795_941_714_123_456_789,
+                changed_ns: 1_795_941_714_123_456_789,
+            }),
         };
         let req = Request {
             v: PROTOCOL_VERSION,
@@ -479,6 +529,26 @@ mod tests {
         let err = parse_request(r#"{"v":1,"op":"up","fleet":{"path":"p","text":"t","bogus":1}}"#)
             .unwrap_err();
         assert!(err.contains("bogus"), "{err}");
+    }
+
+    #[test]
+    fn file_versions_are_ordered_by_their_change() {
+        let at = |changed_ns: i64, modified_ns: i64| FileVersion {
+            dev: 1,
+            ino: 2,
+            size: 3,
+            modified_ns,
+            changed_ns,
+        };
+        // A copy put back with its old modification time is still the newer file.
+        assert!(at(10, 50).is_older_than(&at(20, 5)));
+        assert!(!at(20, 5).is_older_than(&at(10, 50)));
+        // Changed at the same moment: neither is older.
+        assert!(!at(10, 1).is_older_than(&at(10, 2)));
+        assert_eq!(
+            at(1_795_941_714_123_456_789, 0).changed(),
+            "2026-11-29T08:41:54.123456789Z"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::host::{self, Unnamed};
 use crate::lifecycle::authority::{CallOptions, Handle, Snapshot};
 use crate::lifecycle::state::{Intent, Phase};
 use crate::output::exit::Code;
-use crate::output::report::{Report, ServerReport};
+use crate::output::report::{OlderFile, Report, ServerReport};
 use crate::protocol::FleetSource;
 use crate::reconcile::{self, Known};
 
@@ -56,9 +56,25 @@ pub async fn up(shared: &Shared, up: Up, tx: &mpsc::UnboundedSender<String>) -> 
         Ok(file) => file,
         Err(message) => return Response::Error { message },
     };
-    let (steps, starts, orphans) = {
+    let (steps, starts, orphans, older_file) = {
         let mut roster = shared.roster();
-        let file = file.unwrap_or_else(|| roster.fleet.clone());
+        // A file older than the one the supervisor runs does not replace it: the
+        // newer one stays, and `up` converges on it (R6).
+        let kept = up.fleet.as_ref().and_then(|f| roster.newer_than(f));
+        let older_file = kept.map(|kept| {
+            let read = up.fleet.as_ref().and_then(|f| f.version);
+            if let Some(f) = &up.fleet {
+                roster::kept_newer(f, &kept);
+            }
+            OlderFile {
+                read_changed: read.map(|v| v.changed()).unwrap_or_default(),
+                kept_changed: kept.changed(),
+            }
+        });
+        let file = match (file, &older_file) {
+            (Some(file), None) => file,
+            _ => roster.fleet.clone(),
+        };
         let selected = match host::select(&file, &up.servers, Unnamed::Enabled) {
             Ok(s) => s,
             Err(e) => {
@@ -100,10 +116,13 @@ pub async fn up(shared: &Shared, up: Up, tx: &mpsc::UnboundedSender<String>) -> 
             let mut report = Report::new("up", lines, false);
             report.plan = Some(steps);
             report.dry_run = true;
+            report.older_file = older_file;
             return reply(report);
         }
         let names: Vec<String> = selected.iter().map(|s| s.name.clone()).collect();
-        shared.sync(&mut roster, file, up.fleet.clone());
+        if older_file.is_none() {
+            shared.sync(&mut roster, file, up.fleet.clone());
+        }
         let starts: Vec<Handle> = names
             .iter()
             .filter_map(|n| roster.held(n).map(|h| h.handle.clone()))
@@ -114,8 +133,11 @@ pub async fn up(shared: &Shared, up: Up, tx: &mpsc::UnboundedSender<String>) -> 
             .filter(|h| h.orphaned)
             .map(|h| h.handle.clone())
             .collect();
-        (steps, starts, orphans)
+        (steps, starts, orphans, older_file)
     };
+    // The metrics' door follows the file taken up, as after any request's
+    // (`Shared::take_up`): opened, moved or closed (docs/design.md §17).
+    shared.follow_metrics_listen();
     let remove = up.remove_orphans;
     let options = up.options;
     let mut watched = starts.clone();
@@ -158,6 +180,7 @@ pub async fn up(shared: &Shared, up: Up, tx: &mpsc::UnboundedSender<String>) -> 
     }
     let mut report = Report::new("up", lines, false);
     report.plan = Some(steps);
+    report.older_file = older_file;
     reply(report)
 }
 

@@ -201,6 +201,9 @@ async fn serve(
     }
     out.close();
     let _ = tokio::time::timeout(Duration::from_secs(10), out.finished()).await;
+    if let Some(control) = &control {
+        super::handover::ended(control);
+    }
     drop(control);
 }
 

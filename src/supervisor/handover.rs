@@ -15,7 +15,7 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf, pipe};
 
 use crate::platform::{self, StreamKind};
 use crate::process::session::wire::Sink;
-use crate::protocol::HANDOVER;
+use crate::protocol::{HANDOVER, SESSION_ENDED};
 
 /// How long the descriptors may take to come after the report.
 const WITHIN: Duration = Duration::from_secs(10);
@@ -126,6 +126,14 @@ fn neither(which: &str) -> io::Error {
         io::ErrorKind::InvalidInput,
         format!("the client's {which} is neither a pipe nor a socket"),
     )
+}
+
+/// Tells `connect` that the session ended here, as it should ([`SESSION_ENDED`]),
+/// before the connection closes: a connection closed without it means the
+/// supervisor was lost. One byte always fits in the socket's buffer; a
+/// `connect` that is gone already does not need it.
+pub fn ended(control: &UnixStream) {
+    let _ = control.try_write(&[SESSION_ENDED]);
 }
 
 /// Resolves when `connect` has closed its control connection (or it failed).

@@ -370,13 +370,16 @@ pub struct Foreground {
 /// Runs the supervisor of `fleet` until it is idle or told to stop, and returns the
 /// code of its final teardown (5 when something was left). `source` is the fleet
 /// file's text as read, recorded in the state directory once the lock is held
-/// (`None`: the fleet comes from that record, its file being gone). A first SIGINT
+/// (`None`: the fleet comes from that record, its file being gone); `version`
+/// is the version of the file that text is, when known (docs/design.md §16,
+/// R6). A first SIGINT
 /// or SIGTERM tears every server down; a second SIGKILLs what is left of every live
 /// generation; a third exits at once.
 pub async fn run(
     fleet: Fleet,
     dir: StateDir,
     source: Option<String>,
+    version: Option<protocol::FileVersion>,
     foreground: Option<Foreground>,
 ) -> anyhow::Result<crate::output::exit::Code> {
     let Some(mut lock) = take_lock(&dir).await? else {
@@ -508,6 +511,7 @@ pub async fn run(
         roster: Mutex::new(roster::Roster {
             fleet: fleet.clone(),
             source: None,
+            version,
             servers: held,
         }),
         events,

@@ -17,7 +17,7 @@ use crate::host::{UnknownServers, Unnamed};
 use crate::lifecycle::authority::{self, Context, Handle, Initial, ServerConfig};
 use crate::lifecycle::ledger::Ledger;
 use crate::lifecycle::state::Phase;
-use crate::protocol::FleetSource;
+use crate::protocol::{FileVersion, FleetSource};
 
 /// The fleet file as last taken up, and every server held.
 pub struct Roster {
@@ -26,8 +26,21 @@ pub struct Roster {
     /// supervisor itself at its start): the same file again is not validated
     /// again.
     pub source: Option<FleetSource>,
+    /// The version of the file it runs, when known: a request that carries an
+    /// older one does not replace it (docs/design.md §16, R6).
+    pub version: Option<FileVersion>,
     /// The file's servers in its order, then the orphans.
     pub servers: Vec<Held>,
+}
+
+impl Roster {
+    /// The version the roster runs, when `source` is an older version of the
+    /// file than it: then the roster keeps its own (R6). `None` when either
+    /// version is unknown, or `source` is not older.
+    pub fn newer_than(&self, source: &FleetSource) -> Option<FileVersion> {
+        let (sent, held) = (source.version?, self.version?);
+        sent.is_older_than(&held).then_some(held)
+    }
 }
 
 /// A server the supervisor holds.
@@ -130,6 +143,17 @@ impl Roster {
     }
 }
 
+/// Says in the supervisor's log that a request carried an older version of
+/// the fleet file than the one it runs, which it kept (R6).
+pub fn kept_newer(source: &FleetSource, kept: &FileVersion) {
+    let read = source.version.map(|v| v.changed()).unwrap_or_default();
+    tracing::info!(
+        read_changed = %read,
+        kept_changed = %kept.changed(),
+        "a request carried an older version of the fleet file: the newer one is kept"
+    );
+}
+
 /// Validates the fleet file a request carries, as the caller read it: its text,
 /// with `${env:NAME}` looked up in the values the caller found (an MCP client's
 /// JSON file is read as `-f` reads it). An invalid one
@@ -154,6 +178,10 @@ impl Shared {
         let file = load(source)?;
         {
             let mut roster = self.roster();
+            if let Some(kept) = roster.newer_than(source) {
+                kept_newer(source, &kept);
+                return Ok(());
+            }
             self.sync(&mut roster, file, Some(source.clone()));
         }
         self.follow_metrics_listen();
@@ -257,8 +285,9 @@ impl Shared {
         }
         roster.servers = servers;
         roster.fleet = file;
-        if source.is_some() {
-            roster.source = source;
+        if let Some(source) = source {
+            roster.version = source.version;
+            roster.source = Some(source);
         }
     }
 
