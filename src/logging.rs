@@ -39,12 +39,15 @@ pub fn init(verbose: u8, quiet: bool, color: ColorChoice) {
 }
 
 /// Stderr, for tracing's lines: before each one, a detached supervisor rotates
-/// `supervisor.log` (its stderr) when the line would take it past its size.
+/// `supervisor.log` (its stderr) when the line would take it past its size, and
+/// drops the line when the log is at its size and cannot be rotated.
 struct StderrWriter;
 
 impl std::io::Write for StderrWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        crate::supervisor::rotation::before_stderr_write(buf.len());
+        if !crate::supervisor::rotation::before_stderr_write(buf.len()) {
+            return Ok(buf.len());
+        }
         std::io::stderr().write(buf)
     }
 

@@ -239,3 +239,124 @@ fn values_from_env_files_never_reach_output_or_logs() {
         panic!("the secret leaked:\n{context}");
     }
 }
+
+/// A server that prints its secrets on stderr, one from `${env:}` and one from
+/// an env file, each whole and then cut in two writes 300 ms apart: no output of
+/// `up`, `status`, `events` or `logs`, and no file of the state directory
+/// (`events.ndjson`, `logs/NAME.log`), shows them or any piece of them; the
+/// server's log and its stderr tail show `[redacted]` where they were.
+#[test]
+fn secrets_a_server_prints_on_stderr_are_redacted_everywhere() {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    // What is unique in each: a piece of either left over would show it.
+    let env_mark = format!("{nanos}e");
+    let file_mark = format!("{nanos}f");
+    let env_secret = format!("from-env-{env_mark}-end");
+    let file_secret = format!("from-file-{file_mark}-end");
+    let fleet = TestFleet::raw("stderr-secrets", "");
+    let dir = fleet.dir.path();
+    write(dir, "secrets.env", &format!("FILE_KEY={file_secret}\n"));
+    let print = ["--stderr-env", "ENV_KEY", "--stderr-env", "FILE_KEY"];
+    let extra = "env: {ENV_KEY: \"${env:STDERR_SECRET}\"}\nenv_file: secrets.env";
+    let mut body = String::from("version: 1\nservers:\n");
+    body.push_str(&fixture_server("talker", &print, extra));
+    let mut crash = print.to_vec();
+    crash.extend(["--exit-during-init", "3"]);
+    body.push_str(&fixture_server("crasher", &crash, extra));
+    std::fs::write(&fleet.path, body).unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = fleet.command(args);
+        cmd.env("STDERR_SECRET", &env_secret);
+        run_bounded(cmd, std::time::Duration::from_secs(60))
+    };
+    let mut seen = String::new();
+    let mut record = |what: &str, out: &Output| {
+        seen.push_str(&format!(
+            "== {what} (exit {:?})\n{}{}",
+            out.status.code(),
+            stdout(out),
+            stderr(out)
+        ));
+    };
+
+    let out = run(&["up", "talker"]);
+    record("up talker", &out);
+    assert_code(&out, 0);
+    // The crasher fails with its stderr tail in the error.
+    let out = run(&["up", "crasher"]);
+    record("up crasher", &out);
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (out, status) = {
+        let out = run(&["--output", "json", "status"]);
+        let doc = parse_doc(&out);
+        (out, doc)
+    };
+    record("status (json)", &out);
+    let tail = server(&status, "crasher").to_string();
+    assert!(
+        tail.contains("FILE_KEY=[redacted]") && tail.contains("ENV_KEY=[redacted]"),
+        "the stderr tail, redacted: {tail}"
+    );
+    // Both halves of the cut writes have reached the talker's log.
+    let log = fleet.state_dir().join("logs").join("talker.log");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("FILE_KEY again: [redacted]\n") {
+            assert!(text.contains("ENV_KEY again: [redacted]\n"), "{text}");
+            assert!(text.contains("\tENV_KEY=[redacted]\n"), "{text}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the talker's log: {text:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for args in [
+        &["up"][..],
+        &["--output", "json", "up"],
+        &["status"],
+        &["--output", "ndjson", "status"],
+        &["events"],
+        &["--output", "json", "events"],
+        &["logs"],
+        &["logs", "crasher"],
+        &["logs", "--timestamps", "talker"],
+        &["--output", "json", "down"],
+    ] {
+        let out = run(args);
+        record(&args.join(" "), &out);
+    }
+    fleet.assert_no_leftovers();
+    let state = std::fs::canonicalize(fleet.state_dir()).unwrap();
+    for d in [state.clone(), state.join("logs")] {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_file()) {
+                let bytes = std::fs::read(entry.path()).unwrap_or_default();
+                seen.push_str(&format!("== {}\n", entry.path().display()));
+                seen.push_str(&String::from_utf8_lossy(&bytes));
+            }
+        }
+    }
+    for (file, must) in [
+        ("events.ndjson", "FILE_KEY=[redacted]"),
+        ("talker.log", "ENV_KEY again: [redacted]"),
+        ("crasher.log", "FILE_KEY again: [redacted]"),
+    ] {
+        let at = seen
+            .find(&format!("/{file}\n"))
+            .unwrap_or_else(|| panic!("no {file} in the state directory"));
+        assert!(seen[at..].contains(must), "{file} shows {must}");
+    }
+    for mark in [&env_mark, &file_mark] {
+        if let Some(at) = seen.find(mark.as_str()) {
+            let from = seen[..at].rfind("== ").unwrap_or(0);
+            let context = &seen[at.saturating_sub(300).max(from)..(at + 100).min(seen.len())];
+            panic!("a secret leaked:\n{context}");
+        }
+    }
+}

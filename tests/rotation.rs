@@ -2,7 +2,8 @@
 //! file), through the real binary: `events` and `events -f` read across the
 //! rotations, every line once and in order; `supervisor.log` is rotated while
 //! the supervisor writes to it, and when a supervisor starts with it past its
-//! size. The soak test (`tests/soak.rs`) runs the same for minutes.
+//! size, and keeps its size when the supervisor has no descriptor left. The soak
+//! test (`tests/soak.rs`) runs the same for minutes.
 
 mod common;
 
@@ -281,6 +282,130 @@ fn keep_files_bounds_how_many_are_kept() {
         events[0]["generation"].as_u64().unwrap() > 1,
         "the oldest were dropped"
     );
+    assert_code(&fleet.run(&["down"]), 0);
+    fleet.assert_no_leftovers();
+}
+
+/// The open-files limit `(soft, hard)` of process `pid`; with `soft`, sets it
+/// first (the hard limit kept) and returns the one it had.
+fn nofile_limit(pid: i32, soft: Option<u64>) -> (u64, u64) {
+    use nix::libc;
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: prlimit reads `new` and writes `old`, both valid for the call.
+    let got = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, std::ptr::null(), &mut old) };
+    assert_eq!(got, 0, "prlimit: {}", std::io::Error::last_os_error());
+    if let Some(soft) = soft {
+        let new = libc::rlimit {
+            rlim_cur: soft,
+            rlim_max: old.rlim_max,
+        };
+        // SAFETY: as above.
+        let set = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &new, std::ptr::null_mut()) };
+        assert_eq!(set, 0, "prlimit: {}", std::io::Error::last_os_error());
+    }
+    (old.rlim_cur, old.rlim_max)
+}
+
+/// The lowest descriptor number process `pid` does not use: with its limit
+/// there, it can open nothing more.
+fn lowest_free_fd(pid: i32) -> u64 {
+    let used: std::collections::HashSet<u64> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    (0..).find(|n| !used.contains(n)).unwrap()
+}
+
+/// A supervisor with no descriptor left (its limit lowered to what it holds)
+/// while a connection it cannot accept makes it log without pause: it goes on
+/// rotating `supervisor.log` (with its spare descriptor), no file grows past its
+/// size, fd 2 stays on `supervisor.log` itself, and once descriptors are free
+/// again rotation goes on. (What happens when even the spare is gone, lines
+/// dropped and counted, is tested in `rotation.rs` with a failing open.)
+#[test]
+fn supervisor_log_keeps_its_size_without_a_free_descriptor() {
+    let fleet = TestFleet::raw(
+        "rotation-emfile",
+        &format!(
+            "version: 1\nsupervisor: {{max_file_size: 1KiB, keep_files: 2}}\nservers:\n{}",
+            fixture_server("a", &[], "")
+        ),
+    );
+    let mut up = fleet.command(&["up"]);
+    up.env("RUST_LOG", "mcpfleet=debug");
+    assert_code(&run_bounded(up, Duration::from_secs(60)), 0);
+    let state = std::fs::canonicalize(fleet.state_dir()).unwrap();
+    let pid = fleet.lock_pid().expect("a supervisor");
+    let live = state.join("supervisor.log");
+    // fd 2 is the live file, but for the instant between a rotation's renames
+    // and its dup2.
+    let fd2_is_live = || {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let fd2 = std::fs::read_link(format!("/proc/{pid}/fd/2")).unwrap();
+            if fd2 == live {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "fd 2 is left on {}",
+                fd2.display()
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    fd2_is_live();
+    // Read while the supervisor rotates: a file listed may be gone a moment later.
+    let text = || {
+        chain(&state, "supervisor.log")
+            .iter()
+            .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+            .collect::<String>()
+    };
+    let check_sizes = || {
+        for f in chain(&state, "supervisor.log") {
+            let len = std::fs::metadata(&f).map_or(0, |m| m.len());
+            assert!(len <= 1024, "{}: {len} bytes", f.display());
+        }
+    };
+
+    let (soft, _) = nofile_limit(pid, Some(lowest_free_fd(pid)));
+    // Never accepted: every attempt fails, and is logged.
+    let pending = std::os::unix::net::UnixStream::connect(state.join("control.sock")).unwrap();
+    let flood = Instant::now();
+    while flood.elapsed() < Duration::from_secs(3) {
+        check_sizes();
+        fd2_is_live();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Rotated during the flood: the line it could not open a file for found
+    // the spare descriptor.
+    let rotated_during = chain(&state, "supervisor.log")
+        .iter()
+        .filter(|p| {
+            std::fs::read_to_string(p)
+                .unwrap_or_default()
+                .contains("accept failed")
+        })
+        .count();
+    assert!(
+        rotated_during >= 2,
+        "{rotated_during} file(s) of the flood:\n{}",
+        text()
+    );
+    nofile_limit(pid, Some(soft));
+    drop(pending);
+    // Descriptors are free again: rotation goes on, on the live file.
+    for _ in 0..20 {
+        assert_code(&fleet.run(&["reconnect", "a"]), 0);
+    }
+    assert!(text().contains("generation=20 "), "{}", text());
+    check_sizes();
+    fd2_is_live();
+    assert!(!state.join("supervisor.log.next").exists());
     assert_code(&fleet.run(&["down"]), 0);
     fleet.assert_no_leftovers();
 }

@@ -18,6 +18,10 @@ pub struct Text {
     pub value: String,
     /// The string as written, kept only when something was expanded into it.
     pub template: Option<String>,
+    /// What was expanded into `value`, each piece on its own (one per
+    /// `${env:}`; the whole value for one from an env file): the secrets a
+    /// server's own output must not show (`process::redact`).
+    pub expanded: Vec<String>,
 }
 
 impl Text {
@@ -32,11 +36,30 @@ impl Text {
         Text {
             value: s.into(),
             template: None,
+            expanded: Vec::new(),
+        }
+    }
+
+    /// A value that is a secret as a whole, shown only as `shown`.
+    pub fn secret(value: String, shown: String) -> Text {
+        Text {
+            expanded: vec![value.clone()],
+            value,
+            template: Some(shown),
         }
     }
 
     pub fn is_expanded(&self) -> bool {
         self.template.is_some()
+    }
+
+    /// The values that must never be shown: the whole value when anything was
+    /// expanded into it, and each piece that was. Nothing for a literal.
+    pub fn secrets(&self) -> impl Iterator<Item = &str> {
+        let whole = self.is_expanded().then_some(self.value.as_str());
+        whole
+            .into_iter()
+            .chain(self.expanded.iter().map(String::as_str))
     }
 }
 
@@ -87,6 +110,7 @@ pub(crate) fn expand(
         return Ok(Text::literal(template));
     }
     let mut value = String::with_capacity(template.len());
+    let mut expanded = Vec::new();
     let mut errors = Vec::new();
     let mut rest = template;
     while let Some(start) = rest.find(OPEN) {
@@ -102,6 +126,7 @@ pub(crate) fn expand(
             errors.push(ExpandError::InvalidName(name.to_string()));
         } else if let Some(v) = env(name) {
             value.push_str(&v);
+            expanded.push(v);
         } else if !errors.contains(&ExpandError::Missing(name.to_string())) {
             errors.push(ExpandError::Missing(name.to_string()));
         }
@@ -112,6 +137,7 @@ pub(crate) fn expand(
         Ok(Text {
             value,
             template: Some(template.to_string()),
+            expanded,
         })
     } else {
         Err(errors)
@@ -151,6 +177,12 @@ mod tests {
         let t = expand("Bearer ${env:TOKEN}@${env:HOST}:${env:TOKEN}!", &env).unwrap();
         assert_eq!(t.value, "Bearer s3cr3t@example.org:s3cr3t!");
         assert_eq!(t.display(), "Bearer ${env:TOKEN}@${env:HOST}:${env:TOKEN}!");
+        assert_eq!(t.expanded, ["s3cr3t", "example.org", "s3cr3t"]);
+        assert_eq!(
+            t.secrets().collect::<Vec<_>>(),
+            [t.value.as_str(), "s3cr3t", "example.org", "s3cr3t"]
+        );
+        assert_eq!(Text::literal("plain").secrets().count(), 0);
         assert_eq!(t.to_string(), t.display());
         let t = expand("${env:TOKEN}", &env).unwrap();
         assert_eq!(t.value, "s3cr3t");

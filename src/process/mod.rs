@@ -13,6 +13,7 @@
 pub mod limits;
 pub mod lineage;
 pub mod notice;
+pub mod redact;
 pub mod remote;
 pub mod session;
 pub mod spawn;

@@ -9,6 +9,7 @@ use std::process::Stdio;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::task::JoinHandle;
 
+use super::redact::Redactor;
 use super::stderr::{LogFile, StderrTail};
 use crate::platform;
 // The tag is spawn's to give; it lives in its own module so that `table`, which
@@ -22,6 +23,8 @@ pub struct Launch {
     pub args: Vec<OsString>,
     pub env: Vec<(OsString, OsString)>,
     pub cwd: PathBuf,
+    /// Values the server's stderr must not show: replaced as it is read.
+    pub secrets: Vec<String>,
 }
 
 impl Launch {
@@ -44,6 +47,7 @@ impl Launch {
                 args: sh_args,
                 env,
                 cwd,
+                secrets: Vec::new(),
             }
         } else {
             Launch {
@@ -51,8 +55,16 @@ impl Launch {
                 args: args.iter().map(OsString::from).collect(),
                 env,
                 cwd,
+                secrets: Vec::new(),
             }
         }
+    }
+
+    /// This launch, with `secrets` kept out of the server's stderr (those too
+    /// short to look for are dropped: `process::redact`).
+    pub fn with_secrets<'a>(mut self, secrets: impl IntoIterator<Item = &'a str>) -> Launch {
+        self.secrets = super::redact::secrets(secrets);
+        self
     }
 }
 
@@ -93,8 +105,8 @@ impl std::fmt::Display for LogOpenError {
 
 impl std::error::Error for LogOpenError {}
 
-/// Spawns `launch` as the leader of a new process group. Its stderr is kept as a
-/// tail and, with `stderr_log`, also appended to that file.
+/// Spawns `launch` as the leader of a new process group. Its stderr, its secrets
+/// redacted, is kept as a tail and, with `stderr_log`, also appended to that file.
 pub fn spawn(
     launch: &Launch,
     tag: Tag,
@@ -129,7 +141,8 @@ pub fn spawn(
         .ok_or_else(|| std::io::Error::other("child exited before its pid was read"))?;
     let stderr = StderrTail::default();
     let pipe = child.stderr.take().expect("stderr was piped");
-    let stderr_task = tokio::spawn(stderr.clone().drain(pipe, server.to_owned(), log));
+    let redactor = Redactor::new(launch.secrets.iter().map(String::as_str));
+    let stderr_task = tokio::spawn(stderr.clone().drain(pipe, server.to_owned(), log, redactor));
     Ok(Spawned {
         stdin: child.stdin.take(),
         stdout: child.stdout.take(),

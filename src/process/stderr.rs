@@ -9,6 +9,13 @@
 //! `--since`, and removes it otherwise ([`unstamp`]). The line itself is written
 //! as the server wrote it, whatever its length, as it arrives (a line that is not
 //! finished yet is in the file already, after its time).
+//!
+//! The server's secrets (what `${env:}` and `env_file:` gave it) are replaced
+//! by `[redacted]` as the bytes are read, before the tail or the log sees them
+//! (`process::redact`): neither ever holds one, so neither does what is made
+//! from them (errors, events, `status`, `logs`). A line whose end may be the
+//! beginning of a secret is written up to that beginning until the next bytes
+//! come or the pipe closes.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -18,6 +25,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::redact::Redactor;
 
 /// How many of the last stderr lines are kept for error messages.
 pub const TAIL_LINES: usize = 20;
@@ -43,7 +52,6 @@ struct TailBuffer {
 
 impl TailBuffer {
     fn push_bytes(&mut self, mut chunk: &[u8]) {
-        self.total_bytes += chunk.len() as u64;
         while let Some(nl) = chunk.iter().position(|b| *b == b'\n') {
             self.extend_partial(&chunk[..nl]);
             self.finish_line();
@@ -99,31 +107,40 @@ impl StderrTail {
     }
 
     /// Reads `pipe` to its end, keeping the tail and appending everything to `log`
-    /// when given. Returns when every holder of the pipe's write end (the server and
-    /// any descendant) has closed it.
+    /// when given, both with `redactor`'s secrets replaced. Returns when every
+    /// holder of the pipe's write end (the server and any descendant) has closed it.
     pub async fn drain(
         self,
         mut pipe: impl AsyncRead + Unpin,
         server: String,
         mut log: Option<LogFile>,
+        mut redactor: Redactor,
     ) {
         let mut buf = vec![0u8; 16 * 1024];
         let mut stamper = Stamper::default();
+        let mut write = |text: &[u8], log: &mut Option<LogFile>| {
+            if text.is_empty() {
+                return;
+            }
+            self.lock().push_bytes(text);
+            if let Some(l) = log
+                && let Err(e) = l.append(&stamper.stamp(text, SystemTime::now()))
+            {
+                tracing::warn!(server = %server, error = %e, "cannot write the stderr log; it stops here");
+                *log = None;
+            }
+        };
         loop {
             match pipe.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
                     tracing::trace!(server = %server, bytes = n, "stderr");
-                    self.lock().push_bytes(&buf[..n]);
-                    if let Some(l) = &mut log
-                        && let Err(e) = l.append(&stamper.stamp(&buf[..n], SystemTime::now()))
-                    {
-                        tracing::warn!(server = %server, error = %e, "cannot write the stderr log; it stops here");
-                        log = None;
-                    }
+                    self.lock().total_bytes += n as u64;
+                    write(&redactor.push(&buf[..n]), &mut log);
                 }
             }
         }
+        write(&redactor.finish(), &mut log);
         // A line left unfinished is ended, so that the next generation's first
         // line begins a line of its own, with its time.
         if let Some(l) = &mut log
@@ -261,10 +278,6 @@ mod tests {
         assert_eq!(lines.last().unwrap(), "last");
         assert_eq!(lines[lines.len() - 2].len(), MAX_LINE_BYTES);
         assert_eq!(lines[0], "line 82");
-        assert_eq!(
-            t.total_bytes,
-            100 * 8 - 10 + (MAX_LINE_BYTES * 3) as u64 + 5
-        );
     }
 
     #[test]
@@ -323,7 +336,7 @@ mod tests {
         for data in [&b"first\nunfinished"[..], b"next generation\n"] {
             let log = LogFile::open(&path).unwrap();
             StderrTail::default()
-                .drain(data, "t".into(), Some(log))
+                .drain(data, "t".into(), Some(log), Redactor::default())
                 .await;
         }
         let text = std::fs::read_to_string(&path).unwrap();
@@ -358,8 +371,46 @@ mod tests {
     async fn drain_reads_to_the_end() {
         let data = b"a\nb\nc".to_vec();
         let tail = StderrTail::default();
-        tail.clone().drain(&data[..], "t".into(), None).await;
+        tail.clone()
+            .drain(&data[..], "t".into(), None, Redactor::default())
+            .await;
         assert_eq!(tail.lines(), vec!["a", "b", "c"]);
         assert_eq!(tail.total_bytes(), 5);
+    }
+
+    #[tokio::test]
+    async fn the_tail_and_the_log_see_only_redacted_text() {
+        use tokio::io::AsyncWriteExt;
+        const SECRET: &str = "sk-live-0123456789";
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.log");
+        let (mut server, pipe) = tokio::io::duplex(64);
+        let tail = StderrTail::default();
+        let drain = tokio::spawn(tail.clone().drain(
+            pipe,
+            "t".into(),
+            Some(LogFile::open(&path).unwrap()),
+            Redactor::new([SECRET]),
+        ));
+        server.write_all(b"token: sk-live-01").await.unwrap();
+        // What cannot be the secret is written at once; its beginning waits.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while tail.lines() != ["token: "] {
+            assert!(std::time::Instant::now() < deadline, "{:?}", tail.lines());
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let log = std::fs::read_to_string(&path).unwrap();
+        assert!(log.ends_with("\ttoken: ") && !log.contains("sk-"), "{log:?}");
+        server.write_all(b"23456789 ok\nagain ").await.unwrap();
+        server.write_all(SECRET.as_bytes()).await.unwrap();
+        server.write_all(b"\nbye sk-li").await.unwrap();
+        drop(server);
+        drain.await.unwrap();
+        // Held bytes that did not become the secret are written at the end.
+        assert_eq!(tail.lines(), ["token: [redacted] ok", "again [redacted]", "bye sk-li"]);
+        assert_eq!(tail.total_bytes(), 17 + 18 + 18 + 10);
+        let log = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = log.lines().map(|l| unstamp(l).1).collect();
+        assert_eq!(lines, ["token: [redacted] ok", "again [redacted]", "bye sk-li"]);
     }
 }

@@ -43,6 +43,7 @@ servers:
                     Text {
                         value: format!("Bearer {SECRET}"),
                         template: Some("Bearer ${env:TOKEN}".into()),
+                        expanded: vec![SECRET.into()],
                     }
                 ),
                 ("X-Api-Version".to_string(), Text::literal("2")),

@@ -64,7 +64,8 @@ servers:
                 "API_KEY".to_string(),
                 Text {
                     value: SECRET.into(),
-                    template: Some("${env:API_KEY}".into())
+                    template: Some("${env:API_KEY}".into()),
+                    expanded: vec![SECRET.into()],
                 }
             ),
             ("PY".to_string(), Text::literal("3.10")),

@@ -64,11 +64,7 @@ impl Validator<'_> {
                     .into_iter()
                     .map(|(name, value)| {
                         let template = format!("<{name} from {shown}>");
-                        let value = Text {
-                            value,
-                            template: Some(template),
-                        };
-                        (name, value)
+                        (name, Text::secret(value, template))
                     })
                     .collect();
                 Some(EnvFile { path, shown, vars })

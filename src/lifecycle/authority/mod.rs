@@ -112,6 +112,12 @@ impl ServerConfig {
                     .into_iter()
                     .map(|(k, v)| (k.to_owned(), v.value.clone()))
                     .collect();
+                // Whatever `${env:}` or an env file put into the launch line.
+                let secrets = std::iter::once(&stdio.command)
+                    .chain(&stdio.args)
+                    .chain(stdio.env.iter().map(|(_, v)| v))
+                    .chain(stdio.env_files.iter().flat_map(|f| f.vars.iter().map(|(_, v)| v)))
+                    .flat_map(|t| t.secrets());
                 let launch = Launch::new(
                     &stdio.command.value,
                     &args,
@@ -119,7 +125,8 @@ impl ServerConfig {
                     env,
                     stdio.cwd.clone(),
                     &spec.name,
-                );
+                )
+                .with_secrets(secrets);
                 (Endpoint::Stdio(launch), stdio.command.display().to_owned())
             }
             crate::config::Transport::Http(http) => {

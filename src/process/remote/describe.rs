@@ -211,20 +211,11 @@ pub(super) fn secrets_of(remote: &Remote) -> Vec<String> {
             );
         }
     }
-    // Short values ("1", "Bearer") are not secrets and would blot out words.
-    secrets.retain(|s| s.len() >= 8);
-    // Longer first, so that a value is replaced whole before its parts.
-    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-    secrets.dedup();
-    secrets
+    // Short values ("1", "Bearer") are not looked for; longer first, so that a
+    // value is replaced whole before its parts.
+    crate::process::redact::secrets(secrets.iter().map(String::as_str))
 }
 
 pub(super) fn redact(text: &str, secrets: &[String]) -> String {
-    let mut text: Cow<'_, str> = Cow::Borrowed(text);
-    for secret in secrets {
-        if text.contains(secret.as_str()) {
-            text = Cow::Owned(text.replace(secret.as_str(), "[redacted]"));
-        }
-    }
-    text.into_owned()
+    crate::process::redact::redact(text, secrets)
 }

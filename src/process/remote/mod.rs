@@ -21,7 +21,6 @@
 //! These reach the session layer as an [`HttpFailure`] inside the transport error
 //! (see [`failure_in`]).
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
