@@ -193,6 +193,8 @@ pub struct Shared {
     pub authorities: Context,
     /// The metrics' own door (`metrics.listen`), while open.
     pub metrics_door: Mutex<Option<metrics_door::MetricsDoor>>,
+    /// The open-files limit, which the HTTP doors' caps are fitted within.
+    pub files: crate::process::limits::OpenFiles,
     /// This, for what outlives a request (the metrics a door renders).
     me: std::sync::Weak<Shared>,
 }
@@ -454,6 +456,7 @@ pub async fn run(
     gateway_door::attach(&gateway, &fleet, &handles, &tracker);
     let shared = Arc::new_cyclic(|me| Shared {
         me: me.clone(),
+        files,
         metrics_door: Mutex::new(None),
         roster: Mutex::new(roster::Roster {
             fleet: fleet.clone(),
