@@ -29,9 +29,9 @@ pub const NEW_SESSION_BODY: usize = 64 * 1024;
 pub const CLIENT_WORDS: usize = 64;
 /// Refused connections that are given a moment to read their 503 before the
 /// connection closes; beyond these, a refused connection is closed at once.
-pub const LINGERING: usize = 16;
+pub const LINGERING: usize = 64;
 /// How long a refused connection is given to read its 503.
-pub const LINGER: Duration = Duration::from_secs(1);
+pub const LINGER: Duration = Duration::from_millis(500);
 /// The least time between two lines that count the same kind of trouble.
 pub const REPORT_EVERY: Duration = Duration::from_secs(5);
 /// The first pause after a failed `accept`; each further failure doubles it.

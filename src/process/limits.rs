@@ -12,10 +12,11 @@ pub const PER_SERVER: u64 = 6;
 /// Descriptors of the manager itself: runtime, control socket, logs, state files.
 pub const BASE: u64 = 64;
 
-/// Descriptors kept for the control socket, the state files and the logs,
-/// whatever the HTTP doors hold: `status` and `down` are answered during a flood
-/// of connections (docs/design.md §10).
-pub const RESERVE: u64 = 128;
+/// Descriptors kept for the control socket, the state files and the logs (and
+/// the refused connections that linger a moment to read their 503), whatever
+/// the HTTP doors hold: `status` and `down` are answered during a flood of
+/// connections (docs/design.md §10).
+pub const RESERVE: u64 = 192;
 
 /// The open-files limit after raising it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
