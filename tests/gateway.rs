@@ -1634,7 +1634,10 @@ fn raw_session(http: &Http, name: &str, version: &str, handshake: bool) -> Strin
 
 /// The headers of a request in session `id`.
 fn of(id: &str) -> [(&str, &str); 2] {
-    [("Mcp-Session-Id", id), ("MCP-Protocol-Version", "2025-06-18")]
+    [
+        ("Mcp-Session-Id", id),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ]
 }
 
 /// A ping in session `id`: its HTTP status.
@@ -1645,7 +1648,8 @@ fn ping(http: &Http, id: &str) -> u16 {
 
 /// DELETE as the SDKs expect it: 200 for a session it ends, 404 for an id the
 /// gateway does not know. A call in flight in the ended session is not left
-/// waiting: its stream ends at once, and the server hears the call cancelled.
+/// waiting: its stream ends at once, and the call is cancelled (the server is
+/// told), not left to run until the server answers.
 #[test]
 fn delete_ends_a_session_and_its_calls_at_once() {
     let fleet = fleet_of(
@@ -1683,6 +1687,18 @@ fn delete_ends_a_session_and_its_calls_at_once() {
         took < Duration::from_secs(3),
         "the call's stream stayed open {took:?} after DELETE ({read:?}): {rest}"
     );
+    // The gateway no longer waits for the server's answer: the call is counted
+    // cancelled (and the server told so), not left to the server's minute.
+    let cancelled = r#"mcpfleet_calls_total{server="slow",outcome="cancelled"} 1"#;
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let out = fleet.run(&["metrics"]);
+        if stdout(&out).contains(cancelled) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{}", stdout(&out));
+        std::thread::sleep(Duration::from_millis(100));
+    }
     assert_eq!(ping(&http, &session), 404, "the ended session is unknown");
     let again = Exchange::send(&http, "DELETE", &of(&session), "");
     assert_eq!(again.status, 404, "a session ended already");
@@ -1720,9 +1736,18 @@ fn a_clients_name_is_cut_and_cannot_forge_a_line() {
     for file in ["gateway.log", "events.ndjson", "supervisor.log"] {
         let text = std::fs::read_to_string(root.join(file)).unwrap_or_default();
         assert!(!text.contains('\u{1b}'), "{file}: {text}");
-        assert!(!text.contains(&"long".repeat(100)), "{file} keeps a long name whole");
-        assert!(!text.contains(&"v".repeat(100)), "{file} keeps a long version whole");
-        assert!(!text.contains(&"x".repeat(100)), "{file} took the refused body");
+        assert!(
+            !text.contains(&"long".repeat(100)),
+            "{file} keeps a long name whole"
+        );
+        assert!(
+            !text.contains(&"v".repeat(100)),
+            "{file} keeps a long version whole"
+        );
+        assert!(
+            !text.contains(&"x".repeat(100)),
+            "{file} took the refused body"
+        );
         for line in text.lines().filter(|l| l.contains("session 99")) {
             assert!(line.contains("evil"), "{file}: a forged line: {line}");
         }
@@ -1734,7 +1759,10 @@ fn a_clients_name_is_cut_and_cannot_forge_a_line() {
         .filter_map(|e| e["client"].as_str().map(str::to_owned))
         .collect();
     assert_eq!(names.len(), 2, "{names:?}");
-    assert!(names.iter().all(|n| n.chars().count() <= 2 * 65 + 1), "{names:?}");
+    assert!(
+        names.iter().all(|n| n.chars().count() <= 2 * 65 + 1),
+        "{names:?}"
+    );
     down_and_no_leftovers(&fleet);
 }
 
@@ -1764,17 +1792,26 @@ fn http_sessions_are_capped_and_a_half_open_one_expires() {
         assert_eq!(third.header("retry-after"), Some("1"));
     }
     let log = std::fs::read_to_string(fleet.state_dir().join("gateway.log")).unwrap();
-    let lines = log.lines().filter(|l| l.contains("new HTTP session")).count();
+    let lines = log
+        .lines()
+        .filter(|l| l.contains("new HTTP session"))
+        .count();
     assert_eq!(lines, 1, "one line for the burst: {log}");
     assert!(log.contains("(gateway.max_sessions)"), "{log}");
 
     // The half-open session is closed within seconds, not minutes.
     let deadline = opened + Duration::from_secs(20);
     while ping(&http, &half) != 404 {
-        assert!(Instant::now() < deadline, "a half-open session outlived 20 s");
+        assert!(
+            Instant::now() < deadline,
+            "a half-open session outlived 20 s"
+        );
         std::thread::sleep(Duration::from_millis(250));
     }
-    assert!(opened.elapsed() >= Duration::from_secs(9), "closed too soon");
+    assert!(
+        opened.elapsed() >= Duration::from_secs(9),
+        "closed too soon"
+    );
     assert_eq!(ping(&http, &whole), 200, "a whole session stays");
     let log = std::fs::read_to_string(fleet.state_dir().join("gateway.log")).unwrap();
     assert!(log.contains("sent no `notifications/initialized`"), "{log}");

@@ -734,7 +734,10 @@ fn a_flood_of_idle_or_slow_connections_is_capped_and_status_keeps_answering() {
     // Headers a byte every half second: cut off after the header timeout.
     let slow = std::thread::spawn(move || {
         let mut stream = std::net::TcpStream::connect(gateway).unwrap();
-        let request = format!("POST /mcp HTTP/1.1\r\nHost: {gateway}\r\nX-Slow: {}", "a".repeat(100));
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {gateway}\r\nX-Slow: {}",
+            "a".repeat(100)
+        );
         let began = Instant::now();
         for byte in request.bytes().cycle() {
             if stream.write_all(&[byte]).is_err() || began.elapsed() > Duration::from_secs(30) {
@@ -784,12 +787,20 @@ fn a_flood_of_idle_or_slow_connections_is_capped_and_status_keeps_answering() {
             }
         }
     }
-    assert_eq!(refused, [30, 30], "the last of each flood are beyond the cap");
+    assert_eq!(
+        refused,
+        [30, 30],
+        "the last of each flood are beyond the cap"
+    );
     // A client with the token is refused alike while the door is full.
     let mut late = std::net::TcpStream::connect(gateway).unwrap();
     // The answer may come before the request is sent: a failed write is no matter.
     let _ = late.write_all(
-        format!("GET /metrics HTTP/1.0\r\nAuthorization: Bearer {}\r\n\r\n", http.token).as_bytes(),
+        format!(
+            "GET /metrics HTTP/1.0\r\nAuthorization: Bearer {}\r\n\r\n",
+            http.token
+        )
+        .as_bytes(),
     );
     let answer = read_for(&mut late, Duration::from_secs(5));
     assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
@@ -810,7 +821,11 @@ fn a_flood_of_idle_or_slow_connections_is_capped_and_status_keeps_answering() {
     let served = loop {
         let mut s = std::net::TcpStream::connect(gateway).unwrap();
         let _ = s.write_all(
-            format!("GET /metrics HTTP/1.0\r\nAuthorization: Bearer {}\r\n\r\n", http.token).as_bytes(),
+            format!(
+                "GET /metrics HTTP/1.0\r\nAuthorization: Bearer {}\r\n\r\n",
+                http.token
+            )
+            .as_bytes(),
         );
         let answer = read_for(&mut s, Duration::from_secs(5));
         if answer.starts_with("HTTP/1.0 200 ") || Instant::now() > deadline {
@@ -824,7 +839,10 @@ fn a_flood_of_idle_or_slow_connections_is_capped_and_status_keeps_answering() {
 
     // Hundreds of refusals, a few lines: one per door and burst.
     let log = std::fs::read_to_string(fleet.state_dir().join("gateway.log")).unwrap();
-    let lines: Vec<&str> = log.lines().filter(|l| l.contains("connection(s) (503)")).collect();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("connection(s) (503)"))
+        .collect();
     assert!(
         lines.iter().any(|l| l.contains("gateway door: refused")
             && l.contains("(gateway.max_connections)")),

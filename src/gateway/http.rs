@@ -81,7 +81,12 @@ pub fn serve(
             let session = ClientSession::new(factory.clone(), "http");
             // The request that creates the session learns how to tell whether
             // the client finished its handshake.
-            let _ = CREATED.try_with(|slot| slot.replace(Some(session.opened())));
+            let _ = CREATED.try_with(|slot| {
+                slot.replace(Some(Created {
+                    opened: session.opened(),
+                    ended: session.ended(),
+                }))
+            });
             Ok(session)
         },
         manager.clone(),
@@ -92,6 +97,7 @@ pub fn serve(
         manager,
         cap: caps.sessions,
         refused: Mutex::new(Tally::default()),
+        ends: Mutex::default(),
         gateway: gateway.clone(),
         tracker: tracker.clone(),
         shutdown: shutdown.clone(),
@@ -136,7 +142,15 @@ pub fn serve(
 tokio::task_local! {
     /// Where the session factory leaves the handshake state of the session it
     /// made, for the request that made it.
-    static CREATED: std::cell::RefCell<Option<Arc<std::sync::OnceLock<super::Opened>>>>;
+    static CREATED: std::cell::RefCell<Option<Created>>;
+}
+
+/// What the request that made a session keeps of it.
+struct Created {
+    /// Set once the client finished its handshake.
+    opened: Arc<std::sync::OnceLock<super::Opened>>,
+    /// Ends the session's calls in flight.
+    ended: CancellationToken,
 }
 
 /// The gateway's HTTP sessions: rmcp's service and session manager, and the
@@ -147,6 +161,8 @@ struct Sessions {
     cap: usize,
     /// `initialize`s refused at the cap, for one line per burst.
     refused: Mutex<Tally>,
+    /// What ends the calls in flight of each session, by id.
+    ends: Mutex<std::collections::HashMap<SessionId, CancellationToken>>,
     gateway: Arc<Gateway>,
     tracker: TaskTracker,
     shutdown: CancellationToken,
@@ -157,7 +173,7 @@ impl Sessions {
     /// opens a session is held to [`bounds::NEW_SESSION_BODY`] and to the cap
     /// on sessions, and its session is closed if the client does not finish the
     /// handshake within [`bounds::INITIALIZED_TIMEOUT`].
-    async fn post(&self, request: Request<Incoming>) -> Response<Body> {
+    async fn post(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
         let new = !request.headers().contains_key(SESSION_ID);
         if new && self.open().await >= self.cap {
             return self.at_cap();
@@ -205,26 +221,46 @@ impl Sessions {
             .get(SESSION_ID)
             .and_then(|v| v.to_str().ok())
             .map(|id| SessionId::from(id.to_owned()));
-        if let (Some(id), Some(opened)) = (id, created) {
-            self.expect_initialized(id, opened);
+        if let (Some(id), Some(created)) = (id, created) {
+            // Forget the sessions that ended on their own (idle, or gone).
+            let open: Vec<SessionId> = self.manager.sessions.read().await.keys().cloned().collect();
+            let mut ends = lock(&self.ends);
+            ends.retain(|id, _| open.contains(id));
+            ends.insert(id.clone(), created.ended);
+            drop(ends);
+            self.expect_initialized(id, created.opened);
         }
         response
     }
 
+    /// Ends session `id` and, first, its calls in flight.
+    async fn end(&self, id: &SessionId) -> Result<(), String> {
+        if let Some(ended) = lock(&self.ends).remove(id) {
+            ended.cancel();
+        }
+        self.manager
+            .close_session(id)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
     /// Closes session `id` unless its client sends `notifications/initialized`
     /// within [`bounds::INITIALIZED_TIMEOUT`].
-    fn expect_initialized(&self, id: SessionId, opened: Arc<std::sync::OnceLock<super::Opened>>) {
-        let manager = self.manager.clone();
-        let gateway = self.gateway.clone();
+    fn expect_initialized(
+        self: &Arc<Self>,
+        id: SessionId,
+        opened: Arc<std::sync::OnceLock<super::Opened>>,
+    ) {
+        let sessions = self.clone();
         let shutdown = self.shutdown.clone();
         self.tracker.spawn(async move {
             tokio::select! {
                 () = tokio::time::sleep(bounds::INITIALIZED_TIMEOUT) => {}
                 () = shutdown.cancelled() => return,
             }
-            if opened.get().is_none() && manager.has_session(&id).await.unwrap_or(false) {
-                let _ = manager.close_session(&id).await;
-                gateway.note(format_args!(
+            if opened.get().is_none() && sessions.manager.has_session(&id).await.unwrap_or(false) {
+                let _ = sessions.end(&id).await;
+                sessions.gateway.note(format_args!(
                     "an HTTP session was closed: its client sent no `notifications/initialized` within {} s",
                     bounds::INITIALIZED_TIMEOUT.as_secs()
                 ));
@@ -274,7 +310,7 @@ impl Sessions {
         if !self.manager.has_session(&id).await.unwrap_or(false) {
             return plain(StatusCode::NOT_FOUND, "not found: no such session");
         }
-        match self.manager.close_session(&id).await {
+        match self.end(&id).await {
             Ok(()) => {
                 let mut response = Response::new(Full::new(Bytes::new()).boxed());
                 *response.status_mut() = StatusCode::OK;
@@ -437,7 +473,7 @@ fn refuse(stream: TcpStream, lingering: &Arc<Semaphore>, tracker: &TaskTracker) 
 }
 
 async fn route(
-    sessions: &Sessions,
+    sessions: &Arc<Sessions>,
     token: &str,
     scrape: Option<&crate::metrics::http::Render>,
     request: Request<Incoming>,
