@@ -711,7 +711,8 @@ fn status_takes(fleet: &TestFleet) -> Duration {
 /// `Retry-After` and closed, counted into a line of `gateway.log` per burst, and
 /// `status` keeps answering within a second throughout. Headers sent a byte at a
 /// time, and a kept-alive connection left idle, are cut off after the header
-/// timeout (10 s), which frees the door again; `down` leaves nothing.
+/// timeout (10 s), which frees the door again; a body sent a byte a second is
+/// answered 408 after the body timeout (30 s); `down` leaves nothing.
 #[test]
 fn a_flood_of_idle_or_slow_connections_is_capped_and_status_keeps_answering() {
     const GATEWAY_CAP: usize = 20;
@@ -746,6 +747,40 @@ fn a_flood_of_idle_or_slow_connections_is_capped_and_status_keeps_answering() {
             std::thread::sleep(Duration::from_millis(500));
         }
         began.elapsed()
+    });
+    // Headers at once, then a body a byte a second: answered 408 after the
+    // body timeout (30 s).
+    let token = http.token.clone();
+    let slow_body = std::thread::spawn(move || {
+        let mut stream = std::net::TcpStream::connect(gateway).unwrap();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {gateway}\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Length: 1000\r\n\r\n{{"
+        )
+        .unwrap();
+        stream.set_nonblocking(true).unwrap();
+        let began = Instant::now();
+        let mut answer = Vec::new();
+        while began.elapsed() < Duration::from_secs(45) {
+            let _ = stream.write_all(b" ");
+            let mut buf = [0u8; 1024];
+            match stream.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => break,
+            }
+            if answer.windows(4).any(|w| w == b"\r\n\r\n") {
+                break;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        (
+            began.elapsed(),
+            String::from_utf8_lossy(&answer).into_owned(),
+        )
     });
     // A kept-alive connection, idle after one answer: closed as long after.
     let mut kept = std::net::TcpStream::connect(gateway).unwrap();
@@ -836,6 +871,16 @@ fn a_flood_of_idle_or_slow_connections_is_capped_and_status_keeps_answering() {
     assert!(served.starts_with("HTTP/1.0 200 "), "{served}");
     let took = status_takes(&fleet);
     assert!(took < Duration::from_secs(1), "status took {took:?}");
+
+    let (body_for, body_answer) = slow_body.join().unwrap();
+    assert!(
+        body_answer.starts_with("HTTP/1.1 408 "),
+        "{body_for:?}: {body_answer}"
+    );
+    assert!(
+        body_for < Duration::from_secs(35),
+        "a body a byte a second: {body_for:?}"
+    );
 
     // Hundreds of refusals, a few lines: one per door and burst.
     let log = std::fs::read_to_string(fleet.state_dir().join("gateway.log")).unwrap();
