@@ -1609,3 +1609,212 @@ fn a_cut_stream_resumes_and_delete_ends_the_session() {
     assert_eq!(after.status, 404, "a deleted session is unknown");
     down_and_no_leftovers(&fleet);
 }
+
+/// Opens an HTTP session as a raw client named `name`, version `version`, and
+/// finishes its handshake unless `handshake` is false; returns its id.
+#[track_caller]
+fn raw_session(http: &Http, name: &str, version: &str, handshake: bool) -> String {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": name, "version": version}}});
+    let mut init = Exchange::send(http, "POST", &[], &initialize.to_string());
+    assert_eq!(init.status, 200);
+    let session = init
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned();
+    init.answer_to(1);
+    if handshake {
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let sent = Exchange::send(http, "POST", &of(&session), &initialized.to_string());
+        assert_eq!(sent.status, 202);
+    }
+    session
+}
+
+/// The headers of a request in session `id`.
+fn of(id: &str) -> [(&str, &str); 2] {
+    [
+        ("Mcp-Session-Id", id),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ]
+}
+
+/// A ping in session `id`: its HTTP status.
+fn ping(http: &Http, id: &str) -> u16 {
+    let ping = json!({"jsonrpc": "2.0", "id": 7, "method": "ping"});
+    Exchange::send(http, "POST", &of(id), &ping.to_string()).status
+}
+
+/// DELETE as the SDKs expect it: 200 for a session it ends, 404 for an id the
+/// gateway does not know. A call in flight in the ended session is not left
+/// waiting: its stream ends at once, and the call is cancelled (the server is
+/// told), not left to run until the server answers.
+#[test]
+fn delete_ends_a_session_and_its_calls_at_once() {
+    let fleet = fleet_of(
+        "gw-delete",
+        &[fixture_server("slow", &["--call-delay-ms", "60000"], "")],
+    );
+    let http = serve(&fleet, &[]);
+    let unknown = Exchange::send(&http, "DELETE", &of("no-such-session"), "");
+    assert_eq!(unknown.status, 404, "a made-up session id");
+
+    let session = raw_session(&http, "raw-http", "1", true);
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "slow__echo", "arguments": {}}});
+    let mut stream = Exchange::send(&http, "POST", &of(&session), &call.to_string());
+    assert_eq!(stream.status, 200);
+    // The call has reached the gateway once its stream is open; give the server
+    // the request before the session ends.
+    let deadline = Instant::now() + ANSWER;
+    while !std::fs::read_to_string(fleet.state_dir().join("events.ndjson"))
+        .unwrap_or_default()
+        .contains("session-opened")
+    {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+
+    let ended = Exchange::send(&http, "DELETE", &of(&session), "");
+    assert_eq!(ended.status, 200, "DELETE of an open session");
+    let began = Instant::now();
+    let mut rest = String::new();
+    let read = std::io::Read::read_to_string(&mut stream.body, &mut rest);
+    let took = began.elapsed();
+    assert!(
+        took < Duration::from_secs(3),
+        "the call's stream stayed open {took:?} after DELETE ({read:?}): {rest}"
+    );
+    // The gateway no longer waits for the server's answer: the call is counted
+    // cancelled (and the server told so), not left to the server's minute.
+    let cancelled = r#"mcpfleet_calls_total{server="slow",outcome="cancelled"} 1"#;
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let out = fleet.run(&["metrics"]);
+        if stdout(&out).contains(cancelled) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{}", stdout(&out));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(ping(&http, &session), 404, "the ended session is unknown");
+    let again = Exchange::send(&http, "DELETE", &of(&session), "");
+    assert_eq!(again.status, 404, "a session ended already");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while status(&fleet)["gateway"]["sessions"] != 0 {
+        assert!(Instant::now() < deadline, "{}", status(&fleet));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    down_and_no_leftovers(&fleet);
+}
+
+/// A client's words about itself cost little and forge nothing: an `initialize`
+/// larger than a new session may send is refused (413); a long name is cut in
+/// `gateway.log`, the event log and the supervisor's log; a name with a newline
+/// and an escape sequence stays inside its own line, escaped.
+#[test]
+fn a_clients_name_is_cut_and_cannot_forge_a_line() {
+    let fleet = fleet_of("gw-words", &[fixture_server("a", &[], "")]);
+    let http = serve(&fleet, &[]);
+    let huge = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "x".repeat(4 << 20), "version": "1"}}});
+    let refused = Exchange::send(&http, "POST", &[], &huge.to_string());
+    assert_eq!(refused.status, 413);
+
+    let forged = "evil\n2026-01-01T00:00:00.000Z session 99 closed (http)\u{1b}[2K";
+    raw_session(&http, forged, &"v".repeat(10_000), true);
+    raw_session(&http, &"long".repeat(1000), "1", true);
+    let deadline = Instant::now() + ANSWER;
+    while gateway_events(&fleet).len() < 2 {
+        assert!(Instant::now() < deadline, "{:?}", gateway_events(&fleet));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let root = fleet.state_dir();
+    for file in ["gateway.log", "events.ndjson", "supervisor.log"] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap_or_default();
+        assert!(!text.contains('\u{1b}'), "{file}: {text}");
+        assert!(
+            !text.contains(&"long".repeat(100)),
+            "{file} keeps a long name whole"
+        );
+        assert!(
+            !text.contains(&"v".repeat(100)),
+            "{file} keeps a long version whole"
+        );
+        assert!(
+            !text.contains(&"x".repeat(100)),
+            "{file} took the refused body"
+        );
+        for line in text.lines().filter(|l| l.contains("session 99")) {
+            assert!(line.contains("evil"), "{file}: a forged line: {line}");
+        }
+    }
+    let log = std::fs::read_to_string(root.join("gateway.log")).unwrap();
+    assert!(log.contains("evil\\n2026"), "{log}");
+    let names: Vec<String> = gateway_events(&fleet)
+        .iter()
+        .filter_map(|e| e["client"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(
+        names.iter().all(|n| n.chars().count() <= 2 * 65 + 1),
+        "{names:?}"
+    );
+    down_and_no_leftovers(&fleet);
+}
+
+/// HTTP sessions are capped (`gateway.max_sessions`): one more `initialize` is
+/// answered 503 with `Retry-After`, said once in `gateway.log`. A session whose
+/// client never sends `notifications/initialized` is closed within seconds, which
+/// frees its place.
+#[test]
+fn http_sessions_are_capped_and_a_half_open_one_expires() {
+    let fleet = TestFleet::raw(
+        "gw-sessions",
+        &format!(
+            "version: 1\ngateway:\n  max_sessions: 2\nservers:\n{}",
+            fixture_server("a", &[], "")
+        ),
+    );
+    let http = serve(&fleet, &[]);
+    let whole = raw_session(&http, "whole", "1", true);
+    let half = raw_session(&http, "half", "1", false);
+    let opened = Instant::now();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "third", "version": "1"}}});
+    for _ in 0..3 {
+        let third = Exchange::send(&http, "POST", &[], &initialize.to_string());
+        assert_eq!(third.status, 503, "a third session beyond the cap of 2");
+        assert_eq!(third.header("retry-after"), Some("1"));
+    }
+    let log = std::fs::read_to_string(fleet.state_dir().join("gateway.log")).unwrap();
+    let lines = log
+        .lines()
+        .filter(|l| l.contains("new HTTP session"))
+        .count();
+    assert_eq!(lines, 1, "one line for the burst: {log}");
+    assert!(log.contains("(gateway.max_sessions)"), "{log}");
+
+    // The half-open session is closed within seconds, not minutes.
+    let deadline = opened + Duration::from_secs(20);
+    while ping(&http, &half) != 404 {
+        assert!(
+            Instant::now() < deadline,
+            "a half-open session outlived 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert!(
+        opened.elapsed() >= Duration::from_secs(9),
+        "closed too soon"
+    );
+    assert_eq!(ping(&http, &whole), 200, "a whole session stays");
+    let log = std::fs::read_to_string(fleet.state_dir().join("gateway.log")).unwrap();
+    assert!(log.contains("sent no `notifications/initialized`"), "{log}");
+    raw_session(&http, "third", "1", true);
+    down_and_no_leftovers(&fleet);
+}

@@ -662,3 +662,243 @@ fn a_secret_in_a_url_stays_out_of_errors_and_logs() {
     }
     fleet.assert_no_leftovers();
 }
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The address of a door's URL (`http://ADDR/...`).
+fn addr_of(url: &str) -> std::net::SocketAddr {
+    let rest = url.trim_start_matches("http://");
+    rest[..rest.find('/').unwrap_or(rest.len())]
+        .parse()
+        .expect("an address")
+}
+
+/// What comes back on `stream` until it closes or `limit` passes.
+fn read_for(stream: &mut std::net::TcpStream, limit: Duration) -> String {
+    let deadline = Instant::now() + limit;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        stream
+            .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .unwrap();
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// How long `status` takes to answer.
+fn status_takes(fleet: &TestFleet) -> Duration {
+    let started = Instant::now();
+    let out = run_bounded(fleet.command(&["status"]), Duration::from_secs(20));
+    assert!(out.status.code().is_some(), "status: {out:?}");
+    started.elapsed()
+}
+
+/// Both HTTP doors against peers that hold connections (docs/design.md §10): a
+/// flood of idle connections is capped per door (`gateway.max_connections`,
+/// `metrics.max_connections`), those beyond the cap are answered 503 with
+/// `Retry-After` and closed, counted into a line of `gateway.log` per burst, and
+/// `status` keeps answering within a second throughout. Headers sent a byte at a
+/// time, and a kept-alive connection left idle, are cut off after the header
+/// timeout (10 s), which frees the door again; a body sent a byte a second is
+/// answered 408 after the body timeout (30 s); `down` leaves nothing.
+#[test]
+fn a_flood_of_idle_or_slow_connections_is_capped_and_status_keeps_answering() {
+    const GATEWAY_CAP: usize = 20;
+    const METRICS_CAP: usize = 5;
+    let metrics_port = free_port();
+    let fleet = TestFleet::raw(
+        "sec-flood",
+        &format!(
+            "version: 1\ngateway:\n  max_connections: {GATEWAY_CAP}\nmetrics:\n  listen: 127.0.0.1:{metrics_port}\n  max_connections: {METRICS_CAP}\nservers:\n{}",
+            fixture_server("a", &[], "")
+        ),
+    );
+    let (out, doc) = fleet.run_json(&["serve", "--listen", "127.0.0.1:0"]);
+    assert_code(&out, 0);
+    let http = http_of(&fleet, &doc);
+    let gateway = addr_of(&http.url);
+    let metrics: std::net::SocketAddr = format!("127.0.0.1:{metrics_port}").parse().unwrap();
+    let started = Instant::now();
+
+    // Headers a byte every half second: cut off after the header timeout.
+    let slow = std::thread::spawn(move || {
+        let mut stream = std::net::TcpStream::connect(gateway).unwrap();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {gateway}\r\nX-Slow: {}",
+            "a".repeat(100)
+        );
+        let began = Instant::now();
+        for byte in request.bytes().cycle() {
+            if stream.write_all(&[byte]).is_err() || began.elapsed() > Duration::from_secs(30) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        began.elapsed()
+    });
+    // Headers at once, then a body a byte a second: answered 408 after the
+    // body timeout (30 s).
+    let token = http.token.clone();
+    let slow_body = std::thread::spawn(move || {
+        let mut stream = std::net::TcpStream::connect(gateway).unwrap();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {gateway}\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Length: 1000\r\n\r\n{{"
+        )
+        .unwrap();
+        stream.set_nonblocking(true).unwrap();
+        let began = Instant::now();
+        let mut answer = Vec::new();
+        while began.elapsed() < Duration::from_secs(45) {
+            let _ = stream.write_all(b" ");
+            let mut buf = [0u8; 1024];
+            match stream.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => break,
+            }
+            if answer.windows(4).any(|w| w == b"\r\n\r\n") {
+                break;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        (
+            began.elapsed(),
+            String::from_utf8_lossy(&answer).into_owned(),
+        )
+    });
+    // A kept-alive connection, idle after one answer: closed as long after.
+    let mut kept = std::net::TcpStream::connect(gateway).unwrap();
+    write!(
+        kept,
+        "GET /metrics HTTP/1.1\r\nHost: {gateway}\r\nAuthorization: Bearer {}\r\n\r\n",
+        http.token
+    )
+    .unwrap();
+    let kept_alive = std::thread::spawn(move || {
+        let began = Instant::now();
+        let all = read_for(&mut kept, Duration::from_secs(30));
+        (began.elapsed(), all)
+    });
+
+    // The flood: far more idle connections than either door allows.
+    let mut idle: Vec<Vec<std::net::TcpStream>> = [(gateway, 300), (metrics, 60)]
+        .iter()
+        .map(|&(addr, count)| {
+            (0..count)
+                .map(|_| std::net::TcpStream::connect(addr).expect("connect"))
+                .collect()
+        })
+        .collect();
+    for _ in 0..3 {
+        let took = status_takes(&fleet);
+        assert!(took < Duration::from_secs(1), "status took {took:?}");
+    }
+    // Those beyond the cap were told 503 and closed; those within wait.
+    let mut refused = [0, 0];
+    for (door, streams) in idle.iter_mut().enumerate() {
+        for stream in streams.iter_mut().rev().take(30) {
+            let answer = read_for(stream, Duration::from_millis(300));
+            if !answer.is_empty() {
+                assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
+                assert!(answer.contains("Retry-After: 1\r\n"), "{answer}");
+                assert!(answer.contains("Connection: close\r\n"), "{answer}");
+                refused[door] += 1;
+            }
+        }
+    }
+    assert_eq!(
+        refused,
+        [30, 30],
+        "the last of each flood are beyond the cap"
+    );
+    // A client with the token is refused alike while the door is full.
+    let mut late = std::net::TcpStream::connect(gateway).unwrap();
+    // The answer may come before the request is sent: a failed write is no matter.
+    let _ = late.write_all(
+        format!(
+            "GET /metrics HTTP/1.0\r\nAuthorization: Bearer {}\r\n\r\n",
+            http.token
+        )
+        .as_bytes(),
+    );
+    let answer = read_for(&mut late, Duration::from_secs(5));
+    assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
+
+    let (kept_for, kept_answer) = kept_alive.join().unwrap();
+    assert!(kept_answer.starts_with("HTTP/1.1 200 "), "{kept_answer}");
+    assert!(
+        kept_for < Duration::from_secs(15),
+        "an idle kept-alive connection stayed open {kept_for:?}"
+    );
+    let slow_for = slow.join().unwrap();
+    assert!(
+        slow_for < Duration::from_secs(15),
+        "headers a byte at a time kept a connection {slow_for:?}"
+    );
+    // The idle flood is cut off by the same timeout: the door serves again.
+    let deadline = started + Duration::from_secs(30);
+    let served = loop {
+        let mut s = std::net::TcpStream::connect(gateway).unwrap();
+        let _ = s.write_all(
+            format!(
+                "GET /metrics HTTP/1.0\r\nAuthorization: Bearer {}\r\n\r\n",
+                http.token
+            )
+            .as_bytes(),
+        );
+        let answer = read_for(&mut s, Duration::from_secs(5));
+        if answer.starts_with("HTTP/1.0 200 ") || Instant::now() > deadline {
+            break answer;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(served.starts_with("HTTP/1.0 200 "), "{served}");
+    let took = status_takes(&fleet);
+    assert!(took < Duration::from_secs(1), "status took {took:?}");
+
+    let (body_for, body_answer) = slow_body.join().unwrap();
+    assert!(
+        body_answer.starts_with("HTTP/1.1 408 "),
+        "{body_for:?}: {body_answer}"
+    );
+    assert!(
+        body_for < Duration::from_secs(35),
+        "a body a byte a second: {body_for:?}"
+    );
+
+    // Hundreds of refusals, a few lines: one per door and burst.
+    let log = std::fs::read_to_string(fleet.state_dir().join("gateway.log")).unwrap();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("connection(s) (503)"))
+        .collect();
+    assert!(
+        lines.iter().any(|l| l.contains("gateway door: refused")
+            && l.contains("(gateway.max_connections)")),
+        "{log}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("metrics door: refused")),
+        "{log}"
+    );
+    assert!(lines.len() <= 8, "{log}");
+    drop(idle);
+    assert_code(&fleet.run(&["down"]), 0);
+    fleet.assert_no_leftovers();
+}

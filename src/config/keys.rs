@@ -55,9 +55,17 @@ pub const BACKOFF_KEYS: &[&str] = &["initial", "max"];
 /// Keys of `health:`.
 pub const HEALTH_KEYS: &[&str] = &["interval", "timeout", "failures"];
 /// Keys of `gateway:` (docs/design.md §14).
-pub const GATEWAY_KEYS: &[&str] = &["listen", "token", "origins", "page_size", "meta"];
+pub const GATEWAY_KEYS: &[&str] = &[
+    "listen",
+    "token",
+    "origins",
+    "page_size",
+    "meta",
+    "max_connections",
+    "max_sessions",
+];
 /// Keys of `metrics:`: where the supervisor serves its metrics without the gateway.
-pub const METRICS_KEYS: &[&str] = &["listen"];
+pub const METRICS_KEYS: &[&str] = &["listen", "max_connections"];
 /// Keys of `supervisor:`: how its own files are rotated (docs/design.md §3).
 pub const SUPERVISOR_KEYS: &[&str] = &["max_file_size", "keep_files"];
 /// Keys of a server's `tools:`: which of its tools the gateway shows.

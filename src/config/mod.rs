@@ -86,6 +86,10 @@ pub struct Fleet {
     pub notices: Vec<String>,
 }
 
+/// The highest cap the fleet file may set on what an HTTP door's peers hold at
+/// once (`max_connections`, `max_sessions`).
+pub const MAX_CAP: usize = 65_536;
+
 /// The fleet file's `gateway:`.
 #[derive(Debug, Clone, Default)]
 pub struct GatewaySpec {
@@ -102,6 +106,12 @@ pub struct GatewaySpec {
     /// generation that answered. Off by default: results pass through as the
     /// server wrote them.
     pub meta: bool,
+    /// Open connections of the HTTP door at most (default 512); one more is
+    /// answered 503.
+    pub max_connections: Option<usize>,
+    /// Open HTTP sessions at most (default 256); one more `initialize` is
+    /// answered 503.
+    pub max_sessions: Option<usize>,
 }
 
 /// The fleet file's `metrics:`.
@@ -110,6 +120,9 @@ pub struct MetricsSpec {
     /// Where `GET /metrics` is served (with the gateway's token) while a
     /// supervisor runs; none by default.
     pub listen: Option<std::net::SocketAddr>,
+    /// Open connections of that door at most (default 64); one more is
+    /// answered 503.
+    pub max_connections: Option<usize>,
 }
 
 /// The fleet file's `supervisor:`.

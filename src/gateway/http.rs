@@ -4,19 +4,23 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use bytes::Bytes;
-use http::{Request, Response, StatusCode, header};
+use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::{SessionId, SessionManager};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::bounds::{self, Tally};
 use super::{ClientSession, Gateway};
 
 /// The path of the MCP endpoint.
@@ -28,15 +32,28 @@ const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*",
 
 pub(crate) type Body = BoxBody<Bytes, Infallible>;
 
+/// What one door lets its peers hold at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    /// Open connections; one more is answered 503 and closed.
+    pub connections: usize,
+    /// Open HTTP sessions (the gateway's door only); one more `initialize` is
+    /// answered 503.
+    pub sessions: usize,
+}
+
 /// Serves the gateway on `listener` until `shutdown`, and the metrics at
 /// `/metrics` when `scrape` renders them; every request must carry
-/// `Authorization: Bearer <token>`.
+/// `Authorization: Bearer <token>`. At most `caps` connections and sessions
+/// are open at once.
+#[allow(clippy::too_many_arguments)]
 pub fn serve(
     gateway: Arc<Gateway>,
     listener: TcpListener,
     token: Arc<str>,
     origins: Vec<String>,
     scrape: Option<crate::metrics::http::Render>,
+    caps: Caps,
     shutdown: CancellationToken,
     tracker: &TaskTracker,
 ) {
@@ -54,45 +71,294 @@ pub fn serve(
         // Any name may reach a listener beyond loopback; the token guards it.
         config = config.disable_allowed_hosts();
     }
-    let journal = gateway.clone();
-    let service = Arc::new(StreamableHttpService::new(
-        move || Ok(ClientSession::new(gateway.clone(), "http")),
-        Arc::new(LocalSessionManager::default()),
+    let mut manager = LocalSessionManager::default();
+    // The `initialize` comes with the request that creates the session.
+    manager.session_config.init_timeout = Some(bounds::INITIALIZED_TIMEOUT);
+    let manager = Arc::new(manager);
+    let factory = gateway.clone();
+    let service = StreamableHttpService::new(
+        move || {
+            let session = ClientSession::new(factory.clone(), "http");
+            // The request that creates the session learns how to tell whether
+            // the client finished its handshake.
+            let _ = CREATED.try_with(|slot| {
+                slot.replace(Some(Created {
+                    opened: session.opened(),
+                    ended: session.ended(),
+                }))
+            });
+            Ok(session)
+        },
+        manager.clone(),
         config,
-    ));
-    accept_each(listener, shutdown, tracker, "gateway", move |peer| {
-        let service = service.clone();
-        let token = token.clone();
-        let journal = journal.clone();
-        let scrape = scrape.clone();
-        hyper::service::service_fn(move |request: Request<Incoming>| {
-            let service = service.clone();
+    );
+    let sessions = Arc::new(Sessions {
+        service,
+        manager,
+        cap: caps.sessions,
+        refused: Mutex::new(Tally::default()),
+        ends: Mutex::default(),
+        gateway: gateway.clone(),
+        tracker: tracker.clone(),
+        shutdown: shutdown.clone(),
+    });
+    let journal = gateway.clone();
+    accept_each(
+        listener,
+        shutdown,
+        tracker,
+        Door {
+            name: "gateway",
+            key: "gateway.max_connections",
+            cap: caps.connections,
+            journal: gateway,
+        },
+        move |peer| {
+            let sessions = sessions.clone();
             let token = token.clone();
             let journal = journal.clone();
             let scrape = scrape.clone();
-            async move {
-                let method = request.method().clone();
-                let response = route(&service, &token, scrape.as_ref(), request).await;
-                if let Some(why) = refusal(response.status()) {
-                    journal.note(format_args!(
-                        "refused {method} from {peer} ({}): {why}",
-                        response.status().as_u16()
-                    ));
+            hyper::service::service_fn(move |request: Request<Incoming>| {
+                let sessions = sessions.clone();
+                let token = token.clone();
+                let journal = journal.clone();
+                let scrape = scrape.clone();
+                async move {
+                    let method = request.method().clone();
+                    let response = route(&sessions, &token, scrape.as_ref(), request).await;
+                    if let Some(why) = refusal(response.status()) {
+                        journal.note(format_args!(
+                            "refused {method} from {peer} ({}): {why}",
+                            response.status().as_u16()
+                        ));
+                    }
+                    Ok::<_, Infallible>(response)
                 }
-                Ok::<_, Infallible>(response)
+            })
+        },
+    );
+}
+
+tokio::task_local! {
+    /// Where the session factory leaves the handshake state of the session it
+    /// made, for the request that made it.
+    static CREATED: std::cell::RefCell<Option<Created>>;
+}
+
+/// What the request that made a session keeps of it.
+struct Created {
+    /// Set once the client finished its handshake.
+    opened: Arc<std::sync::OnceLock<super::Opened>>,
+    /// Ends the session's calls in flight.
+    ended: CancellationToken,
+}
+
+/// The gateway's HTTP sessions: rmcp's service and session manager, and the
+/// cap on how many are open.
+struct Sessions {
+    service: StreamableHttpService<ClientSession, LocalSessionManager>,
+    manager: Arc<LocalSessionManager>,
+    cap: usize,
+    /// `initialize`s refused at the cap, for one line per burst.
+    refused: Mutex<Tally>,
+    /// What ends the calls in flight of each session, by id.
+    ends: Mutex<std::collections::HashMap<SessionId, CancellationToken>>,
+    gateway: Arc<Gateway>,
+    tracker: TaskTracker,
+    shutdown: CancellationToken,
+}
+
+impl Sessions {
+    /// A POST, its body read within [`bounds::BODY_TIMEOUT`]; a request that
+    /// opens a session is held to [`bounds::NEW_SESSION_BODY`] and to the cap
+    /// on sessions, and its session is closed if the client does not finish the
+    /// handshake within [`bounds::INITIALIZED_TIMEOUT`].
+    async fn post(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
+        let new = !request.headers().contains_key(SESSION_ID);
+        if new && self.open().await >= self.cap {
+            return self.at_cap();
+        }
+        let limit = match new {
+            true => bounds::NEW_SESSION_BODY,
+            false => self.service.config.max_request_body_bytes,
+        };
+        let (parts, body) = request.into_parts();
+        let read = tokio::time::timeout(
+            bounds::BODY_TIMEOUT,
+            http_body_util::Limited::new(body, limit).collect(),
+        );
+        let body = match read.await {
+            Ok(Ok(body)) => body.to_bytes(),
+            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+                return plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload too large: the request's body is larger than this door takes",
+                );
             }
-        })
-    });
+            Ok(Err(_)) => {
+                return plain(StatusCode::BAD_REQUEST, "bad request: the body ended early");
+            }
+            Err(_) => {
+                return plain(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "request timeout: the request's body did not arrive in time",
+                );
+            }
+        };
+        let request = Request::from_parts(parts, Full::new(body));
+        if !new {
+            return self.service.handle(request).await;
+        }
+        let created = std::cell::RefCell::new(None);
+        let (response, created) = CREATED
+            .scope(created, async {
+                let response = self.service.handle(request).await;
+                (response, CREATED.with(|slot| slot.take()))
+            })
+            .await;
+        let id = response
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(|id| SessionId::from(id.to_owned()));
+        if let (Some(id), Some(created)) = (id, created) {
+            // Forget the sessions that ended on their own (idle, or gone).
+            let open: Vec<SessionId> = self.manager.sessions.read().await.keys().cloned().collect();
+            let mut ends = lock(&self.ends);
+            ends.retain(|id, _| open.contains(id));
+            ends.insert(id.clone(), created.ended);
+            drop(ends);
+            self.expect_initialized(id, created.opened);
+        }
+        response
+    }
+
+    /// Ends session `id` and, first, its calls in flight.
+    async fn end(&self, id: &SessionId) -> Result<(), String> {
+        if let Some(ended) = lock(&self.ends).remove(id) {
+            ended.cancel();
+        }
+        self.manager
+            .close_session(id)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Closes session `id` unless its client sends `notifications/initialized`
+    /// within [`bounds::INITIALIZED_TIMEOUT`].
+    fn expect_initialized(
+        self: &Arc<Self>,
+        id: SessionId,
+        opened: Arc<std::sync::OnceLock<super::Opened>>,
+    ) {
+        let sessions = self.clone();
+        let shutdown = self.shutdown.clone();
+        self.tracker.spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(bounds::INITIALIZED_TIMEOUT) => {}
+                () = shutdown.cancelled() => return,
+            }
+            if opened.get().is_none() && sessions.manager.has_session(&id).await.unwrap_or(false) {
+                let _ = sessions.end(&id).await;
+                sessions.gateway.note(format_args!(
+                    "an HTTP session was closed: its client sent no `notifications/initialized` within {} s",
+                    bounds::INITIALIZED_TIMEOUT.as_secs()
+                ));
+            }
+        });
+    }
+
+    /// HTTP sessions open now.
+    async fn open(&self) -> usize {
+        self.manager.sessions.read().await.len()
+    }
+
+    /// The answer to an `initialize` at the cap on sessions, with a line in the
+    /// gateway's log once per burst.
+    fn at_cap(&self) -> Response<Body> {
+        let due = lock(&self.refused).add(Instant::now());
+        if let Some(count) = due {
+            self.gateway.note(format_args!(
+                "refused {count} new HTTP session(s) (503): {} are open, the cap (gateway.max_sessions)",
+                self.cap
+            ));
+        }
+        let mut response = plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy: the gateway has as many sessions open as it allows; retry later",
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+        response
+    }
+
+    /// A DELETE: ends the session it names at once, its calls in flight with
+    /// it; 200, or 404 for a session the gateway does not know.
+    async fn delete(&self, request: Request<Incoming>) -> Response<Body> {
+        let Some(id) = request
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(|id| SessionId::from(id.to_owned()))
+        else {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                "bad request: DELETE needs the Mcp-Session-Id of the session to end",
+            );
+        };
+        if !self.manager.has_session(&id).await.unwrap_or(false) {
+            return plain(StatusCode::NOT_FOUND, "not found: no such session");
+        }
+        match self.end(&id).await {
+            Ok(()) => {
+                let mut response = Response::new(Full::new(Bytes::new()).boxed());
+                *response.status_mut() = StatusCode::OK;
+                response
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "gateway: an HTTP session did not close");
+                plain(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal error: the session did not close",
+                )
+            }
+        }
+    }
+}
+
+/// The header that names an HTTP session.
+const SESSION_ID: &str = "mcp-session-id";
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One HTTP door, as its accept loop knows it.
+pub(crate) struct Door {
+    /// Its name in logs (`gateway`, `metrics`).
+    pub name: &'static str,
+    /// The fleet file's key of its cap on connections.
+    pub key: &'static str,
+    /// Open connections at most.
+    pub cap: usize,
+    /// Where refusals are told.
+    pub journal: Arc<Gateway>,
 }
 
 /// Accepts connections on `listener` until `shutdown` and serves each, as a task
-/// of `tracker`, with the HTTP/1.1 service `service_of(peer)` makes; `door`
-/// names the door in logs. A connection still open at `shutdown` is dropped.
+/// of `tracker`, with the HTTP/1.1 service `service_of(peer)` makes. At most
+/// `door.cap` connections are open at once: one more is answered `503` and
+/// closed, and the refusals are counted into one line of the gateway's log per
+/// burst. A request's headers must arrive within [`bounds::HEADER_TIMEOUT`],
+/// which also closes a connection left idle between requests as long. Failed
+/// `accept`s are paced and counted (`AcceptErrors`). A connection still open at
+/// `shutdown` is dropped.
 pub(crate) fn accept_each<S>(
     listener: TcpListener,
     shutdown: CancellationToken,
     tracker: &TaskTracker,
-    door: &'static str,
+    door: Door,
     service_of: impl Fn(SocketAddr) -> S + Send + 'static,
 ) where
     S: hyper::service::Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
@@ -101,44 +367,113 @@ pub(crate) fn accept_each<S>(
     S::Future: Send + 'static,
 {
     let connections = tracker.clone();
+    let open = Arc::new(Semaphore::new(door.cap));
+    let lingering = Arc::new(Semaphore::new(bounds::LINGERING));
     tracker.spawn(async move {
+        let name = door.name;
+        let mut errors = bounds::AcceptErrors::default();
+        let mut refused = Tally::default();
         loop {
+            let report = async {
+                match refused.next() {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             let accepted = tokio::select! {
                 _ = shutdown.cancelled() => break,
+                () = report => {
+                    if let Some(count) = refused.due(Instant::now()) {
+                        door.refused(count);
+                    }
+                    continue;
+                }
                 a = listener.accept() => a,
             };
             let (stream, peer) = match accepted {
                 Ok(a) => a,
                 Err(e) => {
-                    tracing::warn!(error = %e, "{door}: accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
+                    let pause = errors.failed(name, &e);
+                    tokio::select! {
+                        _ = shutdown.cancelled() => break,
+                        () = tokio::time::sleep(pause) => continue,
+                    }
                 }
+            };
+            errors.succeeded();
+            let Ok(permit) = open.clone().try_acquire_owned() else {
+                refuse(stream, &lingering, &connections);
+                if let Some(count) = refused.add(Instant::now()) {
+                    door.refused(count);
+                }
+                continue;
             };
             // An answer goes out in more than one write (headers and the
             // stream's first event, then the rest): with Nagle's algorithm the
             // second waits for the client's delayed ACK, 40 ms a request.
             if let Err(e) = stream.set_nodelay(true) {
-                tracing::debug!(%peer, error = %e, "{door}: cannot set TCP_NODELAY");
+                tracing::debug!(%peer, error = %e, "{name}: cannot set TCP_NODELAY");
             }
             let service = service_of(peer);
             let shutdown = shutdown.clone();
             connections.spawn(async move {
                 let connection = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(bounds::HEADER_TIMEOUT)
                     .serve_connection(TokioIo::new(stream), service);
                 tokio::select! {
                     r = connection => if let Err(e) = r {
-                        tracing::debug!(%peer, error = %e, "{door}: connection ended");
+                        tracing::debug!(%peer, error = %e, "{name}: connection ended");
                     },
                     _ = shutdown.cancelled() => {}
                 }
+                drop(permit);
             });
         }
     });
 }
 
+impl Door {
+    /// Says in the gateway's log that `count` connections were refused.
+    fn refused(&self, count: u64) {
+        tracing::info!(door = self.name, count, "connections refused at the cap");
+        self.journal.note(format_args!(
+            "{} door: refused {count} connection(s) (503): {} are open, the cap ({})",
+            self.name, self.cap, self.key
+        ));
+    }
+}
+
+/// Answers a connection beyond the cap with [`bounds::BUSY`], without reading
+/// its request, and closes it: after a moment for the peer to read the answer
+/// while fewer than [`bounds::LINGERING`] do so, else at once.
+fn refuse(stream: TcpStream, lingering: &Arc<Semaphore>, tracker: &TaskTracker) {
+    // The answer is far smaller than a new socket's send buffer.
+    let _ = stream.try_write(bounds::BUSY);
+    let Ok(permit) = lingering.clone().try_acquire_owned() else {
+        return;
+    };
+    tracker.spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = stream;
+        let _ = stream.shutdown().await;
+        // What the peer sent is read and dropped, so that closing does not reset
+        // the connection before the peer has read the answer.
+        let mut sink = [0u8; 4096];
+        let _ = tokio::time::timeout(bounds::LINGER, async {
+            while let Ok(n) = stream.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        })
+        .await;
+        drop(permit);
+    });
+}
+
 async fn route(
-    service: &StreamableHttpService<ClientSession, LocalSessionManager>,
+    sessions: &Arc<Sessions>,
     token: &str,
     scrape: Option<&crate::metrics::http::Render>,
     request: Request<Incoming>,
@@ -153,7 +488,11 @@ async fn route(
     }
     match scrape {
         Some(render) if metrics => crate::metrics::http::answer(&request, render).await,
-        _ => service.handle(request).await,
+        _ => match *request.method() {
+            Method::POST => sessions.post(request).await,
+            Method::DELETE => sessions.delete(request).await,
+            _ => sessions.service.handle(request).await,
+        },
     }
 }
 

@@ -35,11 +35,14 @@ impl Journal {
         }
     }
 
-    /// Appends one line.
+    /// Appends one line: whatever `text` holds (a client's or a server's words
+    /// among it), its control characters are escaped, so it stays one line.
     pub fn line(&self, text: impl Display) {
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(file) = file.as_mut() {
             let time = crate::lifecycle::events::rfc3339(SystemTime::now());
+            let text = text.to_string();
+            let text = super::bounds::one_line(&text);
             if let Err(error) = file.append(format!("{time} {text}\n").as_bytes()) {
                 tracing::warn!(%error, "cannot write the gateway's log");
             }

@@ -32,6 +32,7 @@ use crate::lifecycle::authority::{CallOptions, Handle, NotRunning};
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::process::notice::{Asked, Listener, Notice};
 
+pub mod bounds;
 pub mod http;
 mod journal;
 pub mod names;
@@ -447,7 +448,13 @@ impl Gateway {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let client = peer
             .peer_info()
-            .map(|i| format!("{} {}", i.client_info.name, i.client_info.version));
+            .map(|i| {
+                format!(
+                    "{} {}",
+                    bounds::client_words(&i.client_info.name),
+                    bounds::client_words(&i.client_info.version)
+                )
+            });
         lock(&self.clients).insert(id, peer);
         self.note(format_args!(
             "session {id} opened ({door}, {})",

@@ -38,6 +38,9 @@ pub struct ClientSession {
     opened: Arc<OnceLock<Opened>>,
     /// The servers this session sees (`connect SERVER...`); all when `None`.
     scope: Scope,
+    /// Cancelled when the door ends the session (an HTTP DELETE): its calls in
+    /// flight are answered cancelled at once.
+    ended: tokio_util::sync::CancellationToken,
 }
 
 /// The servers a session sees, by index; all when `None`.
@@ -50,7 +53,13 @@ impl ClientSession {
             door,
             opened: Arc::default(),
             scope: None,
+            ended: tokio_util::sync::CancellationToken::new(),
         }
+    }
+
+    /// What ends the session's calls in flight when cancelled.
+    pub fn ended(&self) -> tokio_util::sync::CancellationToken {
+        self.ended.clone()
     }
 
     /// The session once initialized, as the door's pass-through sees it.
@@ -385,7 +394,16 @@ impl ServerHandler for ClientSession {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let mut span = crate::trace::Call::begin(&request.name);
-        let answer = self.route_call(request, context, &mut span).await;
+        // The session ended under the call: dropped, the call tells its server
+        // that nobody waits for the answer, and is counted cancelled.
+        let answer = tokio::select! {
+            a = self.route_call(request, context, &mut span) => a,
+            () = self.ended.cancelled() => Err(ErrorData::new(
+                ErrorCode::INTERNAL_ERROR,
+                "cancelled: the client ended its session",
+                None,
+            )),
+        };
         span.end(&answer);
         answer
     }

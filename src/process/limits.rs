@@ -12,6 +12,12 @@ pub const PER_SERVER: u64 = 6;
 /// Descriptors of the manager itself: runtime, control socket, logs, state files.
 pub const BASE: u64 = 64;
 
+/// Descriptors kept for the control socket, the state files and the logs (and
+/// the refused connections that linger a moment to read their 503), whatever
+/// the HTTP doors hold: `status` and `down` are answered during a flood of
+/// connections (docs/design.md §10).
+pub const RESERVE: u64 = 192;
+
 /// The open-files limit after raising it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpenFiles {
@@ -37,6 +43,29 @@ impl OpenFiles {
             )
         })
     }
+}
+
+impl OpenFiles {
+    /// Descriptors the HTTP doors may hold at once beside `servers` servers: the
+    /// soft limit less what the servers need, less [`RESERVE`].
+    pub fn for_doors(&self, servers: usize) -> u64 {
+        self.soft
+            .saturating_sub(Self::needed(servers))
+            .saturating_sub(RESERVE)
+    }
+}
+
+/// The caps `wanted` (one per door, each at least 1), fitted within `room`:
+/// as asked when their sum fits, else each cut in proportion, to at least 1.
+pub fn fit(wanted: &[usize], room: u64) -> Vec<usize> {
+    let sum: u64 = wanted.iter().map(|&w| w as u64).sum();
+    if sum <= room {
+        return wanted.to_vec();
+    }
+    wanted
+        .iter()
+        .map(|&w| ((w as u128 * room as u128 / sum.max(1) as u128) as usize).max(1))
+        .collect()
 }
 
 /// Raises the soft open-files limit to the hard limit and returns both.
@@ -65,6 +94,31 @@ mod tests {
         let (soft, hard) = platform::open_files_limit().unwrap();
         assert_eq!((raised.soft, raised.hard), (soft, hard));
         assert_eq!(soft, hard);
+    }
+
+    #[test]
+    fn the_doors_fit_below_the_limit_with_room_for_the_control_socket() {
+        let limit = OpenFiles {
+            soft: 1024,
+            hard: 1024,
+        };
+        let room = limit.for_doors(10);
+        assert_eq!(room, 1024 - OpenFiles::needed(10) - RESERVE);
+        assert_eq!(fit(&[512, 64], room), [512, 64], "they fit as asked");
+        let cut = fit(&[4096, 512], room);
+        assert!(cut.iter().sum::<usize>() as u64 <= room, "{cut:?}");
+        assert!(cut[0] > cut[1] && cut[1] >= 1, "{cut:?}");
+        let none = OpenFiles {
+            soft: 100,
+            hard: 100,
+        };
+        assert_eq!(none.for_doors(10), 0);
+        assert_eq!(fit(&[512, 64], 0), [1, 1], "a door never has no room");
+        let unknown = OpenFiles {
+            soft: u64::MAX,
+            hard: u64::MAX,
+        };
+        assert_eq!(fit(&[512, 64], unknown.for_doors(1000)), [512, 64]);
     }
 
     #[test]

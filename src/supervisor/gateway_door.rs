@@ -259,12 +259,14 @@ pub fn open_http(shared: &Shared, listen: Option<String>) -> Result<Listening, S
     let addr = listener.local_addr().map_err(cannot)?;
     let (token, token_file) = door_token(shared)?;
     let stop = shared.shutdown.child_token();
+    let caps = shared.caps();
     http::serve(
         shared.gateway.clone(),
         listener,
         token.into(),
         config.origins.clone(),
         Some(shared.scrape()),
+        caps.gateway,
         stop.clone(),
         &shared.tracker,
     );
@@ -279,6 +281,51 @@ pub fn open_http(shared: &Shared, listen: Option<String>) -> Result<Listening, S
         .note(format_args!("HTTP door open at {}", http::url(addr)));
     *door = Some(open.clone());
     Ok(open)
+}
+
+/// The caps of both HTTP doors, fitted within the open-files limit.
+#[derive(Debug, Clone, Copy)]
+pub struct DoorCaps {
+    pub gateway: http::Caps,
+    /// Open connections of the metrics' own door.
+    pub metrics: usize,
+}
+
+impl Shared {
+    /// The caps the fleet file asks for (or the defaults), fitted so that both
+    /// doors full at once leave the servers' descriptors and a reserve for the
+    /// control socket below the open-files limit (docs/design.md §10). A cap cut
+    /// to fit is said in the gateway's log.
+    pub fn caps(&self) -> DoorCaps {
+        use crate::gateway::bounds;
+        let fleet = self.fleet();
+        let wanted = [
+            fleet
+                .gateway
+                .max_connections
+                .unwrap_or(bounds::GATEWAY_CONNECTIONS),
+            fleet
+                .metrics
+                .max_connections
+                .unwrap_or(bounds::METRICS_CONNECTIONS),
+        ];
+        let room = self.files.for_doors(fleet.servers.len());
+        let fitted = crate::process::limits::fit(&wanted, room);
+        if fitted != wanted {
+            self.gateway.note(format_args!(
+                "the open-files limit ({}) leaves the HTTP doors room for {room} connections: \
+                 at most {} on the gateway's, {} on the metrics' (asked: {}, {})",
+                self.files.soft, fitted[0], fitted[1], wanted[0], wanted[1]
+            ));
+        }
+        DoorCaps {
+            gateway: http::Caps {
+                connections: fitted[0],
+                sessions: fleet.gateway.max_sessions.unwrap_or(bounds::SESSIONS),
+            },
+            metrics: fitted[1],
+        }
+    }
 }
 
 /// The bearer token of the HTTP doors (the gateway's, the metrics'): the fleet

@@ -66,10 +66,17 @@ impl Shared {
         let addr = listener.local_addr().map_err(cannot)?;
         let (token, _) = super::gateway_door::door_token(self)?;
         let stop = self.shutdown.child_token();
+        let door = door::Door {
+            name: "metrics",
+            key: "metrics.max_connections",
+            cap: self.caps().metrics,
+            journal: self.gateway.clone(),
+        };
         serve(
             listener,
             token.into(),
             self.scrape(),
+            door,
             stop.clone(),
             &self.tracker,
         );
@@ -102,10 +109,11 @@ fn serve(
     listener: TcpListener,
     token: Arc<str>,
     render: Render,
+    door: door::Door,
     shutdown: CancellationToken,
     tracker: &TaskTracker,
 ) {
-    door::accept_each(listener, shutdown, tracker, "metrics", move |_peer| {
+    door::accept_each(listener, shutdown, tracker, door, move |_peer| {
         let (token, render) = (token.clone(), render.clone());
         hyper::service::service_fn(move |request: Request<Incoming>| {
             let (token, render) = (token.clone(), render.clone());

@@ -199,6 +199,8 @@ pub struct Shared {
     pub exit_when_idle: AtomicBool,
     /// Gateway sessions of `connect` (each on a control connection of its own).
     pub stdio_sessions: AtomicUsize,
+    /// The open-files limit, which the HTTP doors' caps are fitted within.
+    pub files: crate::process::limits::OpenFiles,
     /// This, for what outlives a request (the metrics a door renders).
     me: std::sync::Weak<Shared>,
 }
@@ -505,6 +507,7 @@ pub async fn run(
     gateway_door::attach(&gateway, &fleet, &handles, &tracker);
     let shared = Arc::new_cyclic(|me| Shared {
         me: me.clone(),
+        files,
         metrics_door: Mutex::new(None),
         exit_when_idle: AtomicBool::new(false),
         stdio_sessions: AtomicUsize::new(0),

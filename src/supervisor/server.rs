@@ -60,6 +60,7 @@ pub async fn serve(
     };
     let mut busy = Busy::new(transitions);
     let mut idle_since: Option<Instant> = None;
+    let mut accept_errors = crate::gateway::bounds::AcceptErrors::default();
     let stop_sweeping = tokio_util::sync::CancellationToken::new();
     let _sweeping = stop_sweeping.clone().drop_guard();
     tokio::spawn(crate::process::lineage::keep_current(stop_sweeping));
@@ -84,11 +85,13 @@ pub async fn serve(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
+                    accept_errors.succeeded();
                     if let Some(stream) = same_user(stream) {
                         serve_one(stream);
                     }
                 }
-                Err(e) => tracing::warn!(error = %e, "accept failed"),
+                // Out of descriptors, say: paced and counted, never a hot loop.
+                Err(e) => tokio::time::sleep(accept_errors.failed("control socket", &e)).await,
             },
             _ = opened_or_closed.changed() => {}
             received = busy.transitions.recv(), if busy.listening => busy.note(received, &shared).await,

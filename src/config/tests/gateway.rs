@@ -13,6 +13,11 @@ gateway:
   origins: [https://app.example.com:443]
   page_size: 50
   meta: true
+  max_connections: 100
+  max_sessions: 10
+metrics:
+  listen: 127.0.0.1:9477
+  max_connections: 8
 servers:
   time:
     command: x
@@ -38,6 +43,8 @@ servers:
     assert_eq!(g.origins, ["https://app.example.com:443"]);
     assert_eq!(g.page_size, Some(50));
     assert!(g.meta);
+    assert_eq!((g.max_connections, g.max_sessions), (Some(100), Some(10)));
+    assert_eq!(fleet.metrics.max_connections, Some(8));
     let time = &fleet.servers[0].expose;
     assert_eq!(time.prefix.as_deref(), Some("clock"));
     assert_eq!(time.allow, ["get_*"]);
@@ -47,6 +54,7 @@ servers:
     let plain = ok(&format!("{HEAD}  a:\n    command: x\n")).gateway;
     assert!(plain.listen.is_none());
     assert!(!plain.meta, "results pass through unchanged unless asked");
+    assert_eq!((plain.max_connections, plain.max_sessions), (None, None));
 }
 
 #[test]
@@ -58,6 +66,18 @@ fn bad_gateway_values_are_reported_where_they_are() {
     assert_eq!(
         one_error("version: 1\ngateway:\n  page_size: 0\nservers:\n  a:\n    command: x\n"),
         "3:14: gateway.page_size: `page_size` must be a whole number from 1 to 10000, not `0`"
+    );
+    assert_eq!(
+        one_error("version: 1\ngateway:\n  max_connections: 0\nservers:\n  a:\n    command: x\n"),
+        "3:20: gateway.max_connections: `max_connections` must be a whole number from 1 to 65536, not `0`"
+    );
+    assert_eq!(
+        one_error("version: 1\nmetrics:\n  max_connections: many\nservers:\n  a:\n    command: x\n"),
+        "3:20: metrics.max_connections: expected a whole number from 1 to 65536, found a string"
+    );
+    assert!(
+        one_error("version: 1\ngateway:\n  max_sessions: 100000\nservers:\n  a:\n    command: x\n")
+            .starts_with("3:17: gateway.max_sessions: `max_sessions` must be")
     );
     let meta = one_error("version: 1\ngateway:\n  meta: yes please\nservers:\n  a:\n    command: x\n");
     assert!(meta.starts_with("3:9: gateway.meta:"), "{meta}");

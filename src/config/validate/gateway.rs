@@ -4,7 +4,7 @@
 use super::super::keys::Level;
 use super::super::walk::{Entry, Validator};
 use super::super::yaml::Node;
-use super::super::{ExposeSpec, GatewaySpec, MetricsSpec};
+use super::super::{ExposeSpec, GatewaySpec, MAX_CAP, MetricsSpec};
 
 /// The longest `prefix:`: room is left for `__` and the tool's own name within
 /// the 64 characters clients accept.
@@ -38,6 +38,8 @@ impl Validator<'_> {
                 "origins" => spec.origins = self.strings(e, "origins"),
                 "page_size" => spec.page_size = self.page_size(e),
                 "meta" => spec.meta = self.boolean(e).unwrap_or(false),
+                "max_connections" => spec.max_connections = self.cap(e),
+                "max_sessions" => spec.max_sessions = self.cap(e),
                 _ => {
                     self.unknown_key(e, Level::Gateway);
                 }
@@ -58,6 +60,7 @@ impl Validator<'_> {
         for e in &entries {
             match e.key.as_str() {
                 "listen" => spec.listen = self.listen(e),
+                "max_connections" => spec.max_connections = self.cap(e),
                 _ => {
                     self.unknown_key(e, Level::Metrics);
                 }
@@ -98,6 +101,35 @@ impl Validator<'_> {
                 self.error(
                     &entry.value_at,
                     format!("`page_size` must be a whole number from 1 to 10000, not `{raw}`"),
+                );
+                None
+            }
+        }
+    }
+
+    /// A cap on what a door's peers hold at once (`max_connections`,
+    /// `max_sessions`): a whole number from 1 to [`MAX_CAP`].
+    fn cap(&mut self, entry: &Entry) -> Option<usize> {
+        let raw = match entry.value {
+            Node::Number { raw } => raw,
+            other => {
+                self.expected(
+                    &entry.value_at,
+                    &format!("a whole number from 1 to {MAX_CAP}"),
+                    other,
+                );
+                return None;
+            }
+        };
+        match raw.parse::<usize>() {
+            Ok(n) if (1..=MAX_CAP).contains(&n) => Some(n),
+            _ => {
+                self.error(
+                    &entry.value_at,
+                    format!(
+                        "`{}` must be a whole number from 1 to {MAX_CAP}, not `{raw}`",
+                        entry.key
+                    ),
                 );
                 None
             }
