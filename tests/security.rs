@@ -733,8 +733,10 @@ fn a_flood_of_idle_or_slow_connections_is_capped_and_status_keeps_answering() {
     let started = Instant::now();
 
     // Headers a byte every half second: cut off after the header timeout.
+    let (slow_connected, slow_is_connected) = std::sync::mpsc::channel();
     let slow = std::thread::spawn(move || {
         let mut stream = std::net::TcpStream::connect(gateway).unwrap();
+        slow_connected.send(()).unwrap();
         let request = format!(
             "POST /mcp HTTP/1.1\r\nHost: {gateway}\r\nX-Slow: {}",
             "a".repeat(100)
@@ -751,8 +753,12 @@ fn a_flood_of_idle_or_slow_connections_is_capped_and_status_keeps_answering() {
     // Headers at once, then a body a byte a second: answered 408 after the
     // body timeout (30 s).
     let token = http.token.clone();
+    // Connected before the flood, so that it is accepted within the cap (the
+    // door accepts in the order connections arrived).
+    let (connected, is_connected) = std::sync::mpsc::channel();
     let slow_body = std::thread::spawn(move || {
         let mut stream = std::net::TcpStream::connect(gateway).unwrap();
+        connected.send(()).unwrap();
         write!(
             stream,
             "POST /mcp HTTP/1.1\r\nHost: {gateway}\r\nAuthorization: Bearer {token}\r\n\
@@ -782,6 +788,8 @@ fn a_flood_of_idle_or_slow_connections_is_capped_and_status_keeps_answering() {
             String::from_utf8_lossy(&answer).into_owned(),
         )
     });
+    is_connected.recv().unwrap();
+    slow_is_connected.recv().unwrap();
     // A kept-alive connection, idle after one answer: closed as long after.
     let mut kept = std::net::TcpStream::connect(gateway).unwrap();
     write!(
@@ -851,6 +859,8 @@ fn a_flood_of_idle_or_slow_connections_is_capped_and_status_keeps_answering() {
         slow_for < Duration::from_secs(15),
         "headers a byte at a time kept a connection {slow_for:?}"
     );
+    // Cut by the header timeout (10 s), not refused at the cap.
+    assert!(slow_for > Duration::from_secs(8), "cut after {slow_for:?}");
     // The idle flood is cut off by the same timeout: the door serves again.
     let deadline = started + Duration::from_secs(30);
     let served = loop {

@@ -28,6 +28,9 @@ use crate::protocol::{self, Deadlines, Line, MAX_LINE_BYTES, Op};
 
 /// How long a connected peer may take to send its request.
 const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a connection that has not sent its request yet counts as open for
+/// the idle exit.
+const REQUEST_GRACE: Duration = Duration::from_secs(1);
 
 /// Serves the socket until the supervisor is idle (every server at rest, no
 /// connection) for `linger`, or a signal asks it to stop. `transitions` is the
@@ -51,11 +54,14 @@ pub async fn serve(
 
     let (open, mut opened_or_closed) = watch::channel(0usize);
     let connections = TaskTracker::new();
+    // Cancelled as the socket closes: a peer that has sent no request by then is
+    // let go of, never waited for.
+    let leaving = tokio_util::sync::CancellationToken::new();
     let serve_one = |stream: UnixStream| {
         let (open, shared) = (Open::count(&open), shared.clone());
+        let leaving = leaving.clone();
         connections.spawn(async move {
-            handle_connection(stream, &shared).await;
-            drop(open);
+            handle_connection(stream, &shared, open, leaving).await;
         });
     };
     let mut busy = Busy::new(transitions);
@@ -128,6 +134,7 @@ pub async fn serve(
     }
     drop(listener);
     let _ = std::fs::remove_file(&path);
+    leaving.cancel();
     // The caller waits for the connections, still listening for signals.
     connections.close();
     Ok(connections)
@@ -247,14 +254,34 @@ pub async fn stop_all(shared: Arc<Shared>) -> Code {
         .fold(Code::Ok, Code::max)
 }
 
-async fn handle_connection(stream: UnixStream, shared: &Shared) {
+async fn handle_connection(
+    stream: UnixStream,
+    shared: &Shared,
+    open: Open,
+    leaving: tokio_util::sync::CancellationToken,
+) {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
-    let line = tokio::time::timeout(
-        REQUEST_READ_TIMEOUT,
-        protocol::read_line(&mut reader, MAX_LINE_BYTES),
-    )
-    .await;
+    // A peer that says nothing for REQUEST_GRACE no longer keeps the supervisor
+    // from exiting idle (a client writes its request as it connects); should its
+    // request come later, it counts again while it is served.
+    let (line, _open) = {
+        let read = protocol::read_line(&mut reader, MAX_LINE_BYTES);
+        tokio::pin!(read);
+        tokio::select! {
+            line = &mut read => (Ok(line), open),
+            () = leaving.cancelled() => return,
+            () = tokio::time::sleep(REQUEST_GRACE) => {
+                let sender = open.0.clone();
+                drop(open);
+                let line = tokio::select! {
+                    line = tokio::time::timeout(REQUEST_READ_TIMEOUT - REQUEST_GRACE, read) => line,
+                    () = leaving.cancelled() => return,
+                };
+                (line, Open::count(&sender))
+            }
+        }
+    };
     let request = match line {
         Err(_) => Err("no request within 30s".to_owned()),
         Ok(Err(e)) => Err(format!("cannot read the request: {e}")),
