@@ -689,14 +689,21 @@ fn every_session_hears_of_changes_and_calls_follow_the_new_generation() {
         client.expect_notification(TOOLS_CHANGED, "after `up b`");
     }
 
-    // `down` closes the HTTP door; the stdio sessions stay, and keep the supervisor.
+    // `down` closes the HTTP door; the stdio sessions stay, and keep the
+    // supervisor: `down` says so, and exits 5 (a process of the fleet is left).
     let (stdio, over_http): (Vec<Client>, Vec<Client>) = clients
         .into_iter()
         .partition(|c| c.label.contains("over stdio"));
     for client in over_http {
         client.close();
     }
-    assert_code(&fleet.run(&["down"]), 0);
+    let out = fleet.run(&["down"]);
+    assert_code(&out, 5);
+    assert!(
+        stderr(&out).contains("2 gateway client session(s) of `mcpfleet connect` are open"),
+        "{}",
+        stderr(&out)
+    );
     let doc = status(&fleet);
     assert!(doc["gateway"]["url"].is_null(), "the door is closed: {doc}");
     assert_eq!(doc["gateway"]["sessions"], 2, "{doc}");
@@ -909,7 +916,9 @@ fn a_call_in_flight_fails_at_once_when_its_server_goes_down() {
     let mut over_stdio = Client::open(&fleet, Sdk::Python, Door::Stdio(&[]));
     let mut over_http = Client::open(&fleet, Sdk::TypeScript, Door::Http(&http));
 
-    let cut_short = |clients: &mut [&mut Client], down: &[&str]| {
+    // `want`: `down` of the whole fleet exits 5 while a `connect` session keeps
+    // the supervisor, and says so (docs/design.md §3).
+    let cut_short = |clients: &mut [&mut Client], down: &[&str], want: i32| {
         let called = Instant::now();
         for client in clients.iter_mut() {
             let answer = client.op(json!({
@@ -922,7 +931,14 @@ fn a_call_in_flight_fails_at_once_when_its_server_goes_down() {
         let started = Instant::now();
         let out = fleet.run(down);
         let took = started.elapsed();
-        assert_code(&out, 0);
+        assert_code(&out, want);
+        if want == 5 {
+            assert!(
+                stderr(&out).contains("session(s) of `mcpfleet connect` are open"),
+                "{}",
+                stderr(&out)
+            );
+        }
         assert!(
             took < Duration::from_secs(5),
             "{down:?} was held up: {took:?}"
@@ -940,10 +956,10 @@ fn a_call_in_flight_fails_at_once_when_its_server_goes_down() {
             client.ping();
         }
     };
-    cut_short(&mut [&mut over_stdio, &mut over_http], &["down", "slow"]);
+    cut_short(&mut [&mut over_stdio, &mut over_http], &["down", "slow"], 0);
     over_http.close();
     assert_code(&fleet.run(&["up"]), 0);
-    cut_short(&mut [&mut over_stdio], &["down"]);
+    cut_short(&mut [&mut over_stdio], &["down"], 5);
     over_stdio.close();
     down_and_no_leftovers(&fleet);
 }
