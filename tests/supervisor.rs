@@ -1664,13 +1664,16 @@ fn status_counts_a_failed_server_as_not_ok_in_text_and_json() {
 /// server `one`, and refuses every request as a supervisor of protocol 1
 /// refuses one of protocol 2. Killed when dropped, should a test fail.
 struct OldSupervisor {
+    /// The supervisor, or its guardian when it has one.
     child: Child,
+    supervisor: i32,
+    guardian: Option<i32>,
     /// Its "server".
     server: i32,
 }
 
 impl OldSupervisor {
-    fn start(fleet: &TestFleet, forget_server: bool) -> OldSupervisor {
+    fn start(fleet: &TestFleet, forget_server: bool, guardian: bool) -> OldSupervisor {
         let state = fleet.state_dir();
         let dir = mcpfleet::supervisor::state_dir::StateDir::open(&state).expect("state dir");
         let tag = format!("{}:one:1", mcpfleet::supervisor::tag_scope(&dir));
@@ -1684,6 +1687,9 @@ impl OldSupervisor {
             .stdout(std::process::Stdio::piped());
         if forget_server {
             cmd.arg("--forget-server");
+        }
+        if guardian {
+            cmd.arg("__guard");
         }
         let mut child = cmd.spawn().expect("python3");
         let stdout = child.stdout.take().unwrap();
@@ -1701,25 +1707,27 @@ impl OldSupervisor {
         );
         let tagged = processes_with(&format!("MCPFLEET_TAG={tag}"));
         assert_eq!(tagged.len(), 1, "its server: {tagged:?}");
-        assert_eq!(fleet.lock_pid(), Some(child.id() as i32));
+        let supervisor = fleet.lock_pid().expect("the lock's pid");
+        let guardian = guardian.then_some(child.id() as i32);
+        assert_eq!(guardian.is_none(), supervisor == child.id() as i32);
         OldSupervisor {
             child,
+            supervisor,
+            guardian,
             server: tagged[0],
         }
     }
 
-    fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    /// Whether it has exited (reaped here, as its parent).
+    /// Whether it (and its guardian) have exited.
     fn exited(&mut self) -> bool {
-        self.child.try_wait().expect("try_wait").is_some()
+        let child = self.child.try_wait().expect("try_wait").is_some();
+        child && !is_alive(self.supervisor)
     }
 }
 
 impl Drop for OldSupervisor {
     fn drop(&mut self) {
+        kill_all(&[self.supervisor]);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -1732,8 +1740,8 @@ impl Drop for OldSupervisor {
 #[test]
 fn down_stops_a_supervisor_of_another_build_and_other_commands_say_how() {
     let fleet = TestFleet::fixtures("other-build", &[("one", &[], "")]);
-    let mut old = OldSupervisor::start(&fleet, false);
-    let pid = old.pid();
+    let mut old = OldSupervisor::start(&fleet, false, true);
+    let pid = old.supervisor;
 
     let out = fleet.run(&["status"]);
     assert_code(&out, 8);
@@ -1779,6 +1787,11 @@ fn down_stops_a_supervisor_of_another_build_and_other_commands_say_how() {
     }
     assert_eq!(doc["exit_code"], 0, "{doc}");
     assert_eq!(doc["supervisor"]["pid"], pid, "{doc}");
+    assert_eq!(
+        doc["supervisor"]["guardian"],
+        old.guardian.unwrap(),
+        "{doc}"
+    );
     assert_eq!(doc["supervisor"]["exited"], true, "{doc}");
     assert_eq!(server(&doc, "one")["state"], "stopped", "{doc}");
     // Gone when `down` returned: the supervisor, its server, its lock.
@@ -1801,7 +1814,7 @@ fn down_stops_a_supervisor_of_another_build_and_other_commands_say_how() {
 #[test]
 fn down_names_what_a_supervisor_of_another_build_left() {
     let fleet = TestFleet::fixtures("other-build-left", &[("one", &[], "")]);
-    let mut old = OldSupervisor::start(&fleet, true);
+    let mut old = OldSupervisor::start(&fleet, true, false);
     let out = fleet.run(&["down"]);
     assert_code(&out, 5);
     assert!(old.exited(), "the old supervisor still runs");

@@ -1,6 +1,6 @@
 """A supervisor of another mcpfleet build, as the CLI meets one after an upgrade.
 
-    python3 old_supervisor.py STATE_DIR TAG [--forget-server]
+    python3 old_supervisor.py STATE_DIR TAG [--forget-server] [__guard]
 
 It does what a supervisor of the previous control protocol does, seen from a
 client of this one:
@@ -15,7 +15,11 @@ client of this one:
   removes its socket and exits 0, releasing the lock. With --forget-server it
   exits without touching its server, which is then left running.
 
-It prints `ready` on stdout once it serves.
+With `__guard`, this process is the supervisor's guardian, as a detached
+supervisor has one: it runs the supervisor (itself without `__guard`) as its
+child, waits for it and exits with it.
+
+The supervisor prints `ready` on stdout once it serves.
 """
 
 import fcntl
@@ -35,6 +39,10 @@ def main():
     if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
+    if "__guard" in sys.argv[3:]:
+        args = [a for a in sys.argv if a != "__guard"]
+        supervisor = subprocess.Popen([sys.executable] + args)
+        sys.exit(supervisor.wait())
     state, tag = sys.argv[1], sys.argv[2]
     forget = "--forget-server" in sys.argv[3:]
     os.makedirs(state, mode=0o700, exist_ok=True)
