@@ -1595,7 +1595,7 @@ fn mutate_json(rng: &mut Rng, text: &mut Vec<u8>) {
 fn check_decoded(line: &str, result: &Result<Request, String>) {
     match result {
         Ok(request) => {
-            assert_eq!(request.v, protocol::PROTOCOL_VERSION);
+            assert!(protocol::SUPPORTED_VERSIONS.contains(&request.v), "{line}");
             // What was accepted encodes and decodes to the same request.
             let encoded = protocol::encode(request);
             assert_eq!(
@@ -1720,11 +1720,11 @@ fn hostile_requests_are_refused_with_what_and_where() {
         (r#"{"op":"ping"}"#.into(), "missing protocol version `v`"),
         (
             r#"{"v":"1","op":"ping"}"#.into(),
-            "invalid protocol version `v`: expected the number 1, found a string",
+            "invalid protocol version `v`: expected the number 1 or 2, found a string",
         ),
         (
             r#"{"v":-1,"op":"ping"}"#.into(),
-            "invalid protocol version `v`: expected the number 1, found `-1`",
+            "invalid protocol version `v`: expected the number 1 or 2, found `-1`",
         ),
         (
             r#"{"v":18446744073709551616,"op":"ping"}"#.into(),
@@ -1735,8 +1735,8 @@ fn hostile_requests_are_refused_with_what_and_where() {
             "not JSON: number out of range at line 1 column 10",
         ),
         (
-            r#"{"v":2,"op":"ping"}"#.into(),
-            "protocol version 2 is not supported (this supervisor speaks 1)",
+            r#"{"v":3,"op":"ping"}"#.into(),
+            "protocol version 3 is not supported (this supervisor speaks 1 and 2)",
         ),
         (
             r#"{"v":4294967297,"op":"ping"}"#.into(),
@@ -2004,7 +2004,7 @@ fn a_live_supervisor_answers_bad_requests_and_keeps_serving() {
         ("truncated JSON".into(), b"{\"v\":1,\"op\":\"sta\n".to_vec(), "not JSON: "),
         ("invalid UTF-8".into(), b"{\"v\":1,\"op\":\"\xff\xfe\"}\n".to_vec(), "request is not UTF-8"),
         ("a NUL byte".into(), b"{\"v\":1,\0\"op\":\"ping\"}\n".to_vec(), "not JSON: "),
-        ("another version".into(), b"{\"v\":2,\"op\":\"status\"}\n".to_vec(), "protocol version 2 is not supported"),
+        ("another version".into(), b"{\"v\":3,\"op\":\"status\"}\n".to_vec(), "protocol version 3 is not supported"),
         ("a version as text".into(), b"{\"v\":\"1\",\"op\":\"status\"}\n".to_vec(), "invalid protocol version `v`"),
         ("a huge version".into(), b"{\"v\":1e400,\"op\":\"status\"}\n".to_vec(), "not JSON: number out of range"),
         ("an unknown op".into(), b"{\"v\":1,\"op\":\"explode\"}\n".to_vec(), "invalid request: unknown variant `explode`"),

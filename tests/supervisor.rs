@@ -1658,3 +1658,174 @@ fn status_counts_a_failed_server_as_not_ok_in_text_and_json() {
         fleet.assert_no_leftovers();
     });
 }
+
+/// A supervisor of another mcpfleet build (`tests/fakes/old_supervisor.py`):
+/// it holds the fleet's lock, runs one process tagged as generation 1 of the
+/// server `one`, and refuses every request as a supervisor of protocol 1
+/// refuses one of protocol 2. Killed when dropped, should a test fail.
+struct OldSupervisor {
+    /// The supervisor, or its guardian when it has one.
+    child: Child,
+    supervisor: i32,
+    guardian: Option<i32>,
+    /// Its "server".
+    server: i32,
+}
+
+impl OldSupervisor {
+    fn start(fleet: &TestFleet, forget_server: bool, guardian: bool) -> OldSupervisor {
+        let state = fleet.state_dir();
+        let dir = mcpfleet::supervisor::state_dir::StateDir::open(&state).expect("state dir");
+        let tag = format!("{}:one:1", mcpfleet::supervisor::tag_scope(&dir));
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fakes/old_supervisor.py");
+        let mut cmd = std::process::Command::new("python3");
+        cmd.arg(script)
+            .arg(&state)
+            .arg(&tag)
+            .env(TEST_ID_VAR, &fleet.test_id)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped());
+        if forget_server {
+            cmd.arg("--forget-server");
+        }
+        if guardian {
+            cmd.arg("__guard");
+        }
+        let mut child = cmd.spawn().expect("python3");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            let mut line = String::new();
+            let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line);
+            let _ = tx.send(line);
+        });
+        let ready = rx.recv_timeout(Duration::from_secs(20));
+        assert_eq!(
+            ready.as_deref(),
+            Ok("ready\n"),
+            "the old supervisor did not start"
+        );
+        let tagged = processes_with(&format!("MCPFLEET_TAG={tag}"));
+        assert_eq!(tagged.len(), 1, "its server: {tagged:?}");
+        let supervisor = fleet.lock_pid().expect("the lock's pid");
+        let guardian = guardian.then_some(child.id() as i32);
+        assert_eq!(guardian.is_none(), supervisor == child.id() as i32);
+        OldSupervisor {
+            child,
+            supervisor,
+            guardian,
+            server: tagged[0],
+        }
+    }
+
+    /// Whether it (and its guardian) have exited.
+    fn exited(&mut self) -> bool {
+        let child = self.child.try_wait().expect("try_wait").is_some();
+        child && !is_alive(self.supervisor)
+    }
+}
+
+impl Drop for OldSupervisor {
+    fn drop(&mut self) {
+        kill_all(&[self.supervisor]);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// After an upgrade, the supervisor that runs is of the previous build and
+/// refuses every request of this one. `down` of the whole fleet still tears
+/// it down: by SIGTERM, whose handling tears its servers down, then waiting
+/// until it is gone. Other commands say what it is and what to do, exit 8.
+#[test]
+fn down_stops_a_supervisor_of_another_build_and_other_commands_say_how() {
+    let fleet = TestFleet::fixtures("other-build", &[("one", &[], "")]);
+    let mut old = OldSupervisor::start(&fleet, false, true);
+    let pid = old.supervisor;
+
+    let out = fleet.run(&["status"]);
+    assert_code(&out, 8);
+    let err = stderr(&out);
+    for said in [
+        &format!("the supervisor of this fleet (pid {pid}) is of another mcpfleet build"),
+        "it speaks control protocol 1, this mcpfleet speaks 2",
+        "stop it with `mcpfleet down`",
+        "then run `mcpfleet status` again",
+    ] {
+        assert!(err.contains(said), "{said:?} in {err}");
+    }
+    let (out, doc) = json(&fleet, &["tools"]);
+    assert_code(&out, 8);
+    assert_eq!(doc["error"]["kind"], "unreachable", "{doc}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&format!("(pid {pid})"))),
+        "{doc}"
+    );
+    // A part of the fleet cannot be stopped by signal: said, nothing done.
+    let out = fleet.run(&["down", "one"]);
+    assert_code(&out, 8);
+    let err = stderr(&out);
+    assert!(
+        err.contains("`mcpfleet down` with no server named stops the whole fleet"),
+        "{err}"
+    );
+    assert!(!old.exited(), "down SERVER stopped the supervisor");
+    assert!(is_alive(old.server));
+
+    let started = Instant::now();
+    let (out, doc) = json(&fleet, &["down"]);
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    for said in [
+        &format!("the supervisor of this fleet (pid {pid}) is of another mcpfleet build"),
+        "stopped it with SIGTERM, and it tore its servers down itself",
+        "its event log (`mcpfleet events`)",
+    ] {
+        assert!(err.contains(said), "{said:?} in {err}");
+    }
+    assert_eq!(doc["exit_code"], 0, "{doc}");
+    assert_eq!(doc["supervisor"]["pid"], pid, "{doc}");
+    assert_eq!(
+        doc["supervisor"]["guardian"],
+        old.guardian.unwrap(),
+        "{doc}"
+    );
+    assert_eq!(doc["supervisor"]["exited"], true, "{doc}");
+    assert_eq!(server(&doc, "one")["state"], "stopped", "{doc}");
+    // Gone when `down` returned: the supervisor, its server, its lock.
+    assert!(old.exited(), "the old supervisor still runs");
+    assert!(!is_alive(old.server), "its server still runs");
+    assert!(
+        !mcpfleet::supervisor::state_dir::supervisor_runs(&fleet.state_dir()).unwrap(),
+        "the lock is still held"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    fleet.assert_no_leftovers();
+}
+
+/// When a supervisor of another build leaves a server running as it stops,
+/// `down` says which, with its pid, and exits 5.
+#[test]
+fn down_names_what_a_supervisor_of_another_build_left() {
+    let fleet = TestFleet::fixtures("other-build-left", &[("one", &[], "")]);
+    let mut old = OldSupervisor::start(&fleet, true, false);
+    let out = fleet.run(&["down"]);
+    assert_code(&out, 5);
+    assert!(old.exited(), "the old supervisor still runs");
+    let err = stderr(&out);
+    assert!(err.contains("stopped it with SIGTERM"), "{err}");
+    assert!(
+        err.contains("left after the supervisor stopped: `one`")
+            && err.contains(&old.server.to_string()),
+        "{err}"
+    );
+    assert!(is_alive(old.server));
+    kill_all(&[old.server]);
+    fleet.assert_no_leftovers();
+}

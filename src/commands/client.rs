@@ -42,6 +42,59 @@ pub enum ClientError {
     /// The request was not carried out; [`ask`] sends it again (exit 8 if not).
     #[error("the supervisor is unreachable: it went away before it read the request ({0})")]
     Unread(String),
+    /// The supervisor refused the request because it speaks another version of
+    /// the control protocol: it is of another mcpfleet build, started before
+    /// this one was installed (exit 8; `down` of the whole fleet stops it by
+    /// signal, docs/design.md §9).
+    #[error("{}", describe_other_build(*pid, speaks))]
+    OtherBuild {
+        /// The supervisor's pid, as the socket's peer (the process that listens).
+        pid: Option<i32>,
+        /// The protocol versions it speaks, when it said.
+        speaks: Vec<u32>,
+        /// What it answered.
+        message: String,
+    },
+}
+
+/// The supervisor (pid N) of another build, and the protocol versions of both.
+pub fn describe_other_build(pid: Option<i32>, speaks: &[u32]) -> String {
+    let who = match pid {
+        Some(pid) => format!("the supervisor of this fleet (pid {pid})"),
+        None => "the supervisor of this fleet".to_owned(),
+    };
+    let its = match speaks {
+        [] => "another version of the control protocol".to_owned(),
+        [one] => format!("control protocol {one}"),
+        many => {
+            let all: Vec<String> = many.iter().map(u32::to_string).collect();
+            format!("control protocol {}", all.join(" or "))
+        }
+    };
+    format!(
+        "{who} is of another mcpfleet build: it speaks {its}, this mcpfleet speaks {PROTOCOL_VERSION}"
+    )
+}
+
+/// The error of a request the supervisor refused with the error line `line`
+/// (its message `message`): [`ClientError::OtherBuild`] when it refused it for
+/// speaking another protocol, else [`ClientError::Refused`].
+pub fn refused(line: &str, message: String, pid: Option<i32>) -> ClientError {
+    let refusal = protocol::Refusal::read(line).unwrap_or_else(|| message.clone().into());
+    match refusal.other_protocol() {
+        Some(other) => ClientError::OtherBuild {
+            pid,
+            speaks: other.speaks,
+            message,
+        },
+        None => ClientError::Refused(message),
+    }
+}
+
+/// The pid of the process at the other end of a connection to the control
+/// socket: the supervisor that listens on it.
+pub fn peer_pid(stream: &UnixStream) -> Option<i32> {
+    stream.peer_cred().ok().and_then(|c| c.pid())
 }
 
 /// How many times [`ask`] sends a request that a supervisor left unread.
@@ -196,6 +249,7 @@ pub async fn request<R: DeserializeOwned>(
     op: Op,
     mut on_event: impl FnMut(EventReport),
 ) -> Result<R, ClientError> {
+    let pid = peer_pid(&stream);
     let (read, mut write) = stream.into_split();
     let line = protocol::encode(&Request {
         v: PROTOCOL_VERSION,
@@ -246,7 +300,7 @@ pub async fn request<R: DeserializeOwned>(
             match serde_json::from_str::<Response<EventReport, R>>(&text) {
                 Ok(Response::Event { event }) => on_event(event),
                 Ok(Response::Reply { report }) => return Ok(report),
-                Ok(Response::Error { message }) => return Err(ClientError::Refused(message)),
+                Ok(Response::Error { message }) => return Err(refused(&text, message, pid)),
                 Err(e) => match serde_json::from_str::<Response<IgnoredAny, IgnoredAny>>(&text) {
                     // An event this CLI cannot read costs that event, not the request.
                     Ok(Response::Event { .. }) => tracing::warn!(error = %e, "unreadable event"),
@@ -286,6 +340,63 @@ mod tests {
             Err(ClientError::Unread(_)) => {}
             other => panic!("expected an unread request, got {other:?}"),
         }
+    }
+
+    /// A supervisor of another build refuses the request for its protocol: the
+    /// client says so, with the pid of the process that listens and the
+    /// versions it speaks; any other refusal stays a refusal.
+    #[tokio::test]
+    async fn a_supervisor_of_another_protocol_is_told_apart_from_other_refusals() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let listener = tokio::net::UnixListener::bind(&path).unwrap();
+        let answers = [
+            r#"{"type":"error","message":"protocol version 2 is not supported (this supervisor speaks 1)"}"#,
+            r#"{"type":"error","message":"protocol version 3 is not supported (this supervisor speaks 1 and 2)","speaks":[1,2]}"#,
+            r#"{"type":"error","message":"invalid request: unknown field `version`, expected one of `path`, `text`, `env`"}"#,
+            r#"{"type":"error","message":"usage: no server named `x` in this fleet"}"#,
+        ];
+        let mut got = Vec::new();
+        for answer in answers {
+            let stream = UnixStream::connect(&path).await.unwrap();
+            let asked = tokio::spawn(request::<IgnoredAny>(stream, Op::Ping, |_| {}));
+            let (mut accepted, _) = listener.accept().await.unwrap();
+            let mut line = String::new();
+            let mut reader = BufReader::new(&mut accepted);
+            tokio::io::AsyncBufReadExt::read_line(&mut reader, &mut line)
+                .await
+                .unwrap();
+            assert!(line.starts_with(r#"{"v":2,"#), "{line}");
+            accepted
+                .write_all(format!("{answer}\n").as_bytes())
+                .await
+                .unwrap();
+            got.push(asked.await.unwrap());
+        }
+        let me = Some(std::process::id() as i32);
+        let speaks: Vec<Option<Vec<u32>>> = got
+            .iter()
+            .map(|r| match r {
+                Err(ClientError::OtherBuild { pid, speaks, .. }) => {
+                    assert_eq!(*pid, me);
+                    Some(speaks.clone())
+                }
+                Err(ClientError::Refused(_)) => None,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            speaks,
+            vec![Some(vec![1]), Some(vec![1, 2]), Some(vec![]), None]
+        );
+        let shown = got[0].as_ref().unwrap_err().to_string();
+        assert_eq!(
+            shown,
+            format!(
+                "the supervisor of this fleet (pid {}) is of another mcpfleet build: it speaks control protocol 1, this mcpfleet speaks 2",
+                std::process::id()
+            )
+        );
     }
 
     /// A supervisor that read the request and then went away did not leave it

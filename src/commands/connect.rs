@@ -57,6 +57,7 @@ pub async fn connect(t: Target, args: &ConnectArgs, g: &Global) -> Result<Code, 
 async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
     let handover = can_hand_over();
     let stream = client::connect(&t.dir, &t.fleet.file, true).await?;
+    let pid = client::peer_pid(&stream);
     let (read, mut write) = stream.into_split();
     let request = protocol::encode(&Request {
         v: PROTOCOL_VERSION,
@@ -90,7 +91,7 @@ async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
             Ok(protocol::Response::Event { .. }) => continue,
             Ok(protocol::Response::Reply { report }) => break report,
             Ok(protocol::Response::Error { message }) => {
-                return Err(ClientError::Refused(message));
+                return Err(client::refused(&text, message, pid));
             }
             Err(e) => {
                 return Err(ClientError::Unreachable(format!("unreadable answer: {e}")));

@@ -128,6 +128,11 @@ pub async fn down(t: Target, args: &DownArgs, g: &Global) -> Result<Code, CliErr
             await_supervisor(&t, &mut report).await;
             Ok(report)
         }
+        // A supervisor of another build: the whole fleet is stopped by signal
+        // (docs/design.md §9); a part of it cannot be.
+        Err(ClientError::OtherBuild { pid, speaks, .. }) if args.servers.is_empty() => {
+            return super::other_build::stop(&t, pid, &speaks, g).await;
+        }
         e => e,
     };
     finish(result, "down", g)
@@ -417,6 +422,7 @@ pub(super) fn no_report(
         e @ (ClientError::Unreachable(_) | ClientError::Unread(_)) => {
             Ok(unreachable(command, &e, g))
         }
+        e @ ClientError::OtherBuild { .. } => Ok(super::other_build::refuse(command, &e, g)),
     }
 }
 

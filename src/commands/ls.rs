@@ -113,7 +113,7 @@ fn file_exists(r: &RecordedFleet) -> bool {
 
 /// The pid of the supervisor that holds the lock: the one it wrote in the lock
 /// file, or the one `state.json` records, whichever is a living process.
-fn supervisor_pid(root: &Path, persisted: &Persisted) -> Option<i32> {
+pub(super) fn supervisor_pid(root: &Path, persisted: &Persisted) -> Option<i32> {
     let alive = |pid: i32| platform::stat(pid).is_some_and(|s| !matches!(s.state, 'Z' | 'X'));
     let written = std::fs::read_to_string(root.join("supervisor.lock"))
         .ok()

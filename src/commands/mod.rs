@@ -10,6 +10,7 @@ pub mod import;
 pub mod ls;
 pub mod metrics;
 pub mod observe;
+mod other_build;
 pub mod target;
 pub mod validate;
 pub mod watch;

@@ -12,12 +12,26 @@
 //! Every line is bounded by `MAX_LINE_BYTES`. A line that is too long, not JSON, or
 //! of another protocol version gets an `error` line; it never takes the supervisor
 //! down, and what was read of it is discarded.
+//!
+//! Versions (docs/design.md §9): a client sends the version it speaks,
+//! [`PROTOCOL_VERSION`]; the supervisor takes every version in
+//! [`SUPPORTED_VERSIONS`] (a request of an older one is a request of the newest
+//! without the fields added since, all optional) and refuses any other with a
+//! [`Refusal`] that lists the versions it speaks. [`Refusal::other_protocol`]
+//! recognises that refusal, and what supervisors that predate the list say
+//! instead, so that a CLI facing a supervisor of another build knows it.
 
 use crate::config::Timeout;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
-pub const PROTOCOL_VERSION: u32 = 1;
+/// The version of the protocol this build speaks. 2: `fleet` carries the
+/// file's `version`.
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// Every version a supervisor of this build takes, oldest first. A version adds
+/// only optional fields, so a request of an older one decodes as it is.
+pub const SUPPORTED_VERSIONS: [u32; 2] = [1, 2];
 
 /// The longest line either side accepts: a request is small; a reply for hundreds
 /// of servers with stderr tails fits well within this.
@@ -257,9 +271,85 @@ pub enum Response<E, R> {
     Event { event: E },
     /// The final answer: the report of the request.
     Reply { report: R },
-    /// The request could not be handled at all.
+    /// The request could not be handled at all. A request refused for its
+    /// protocol version gets a [`Refusal`], the same line with `speaks` added.
     Error { message: String },
 }
+
+/// The error line of a request the supervisor could not decode: the message,
+/// and when the reason is the request's protocol version, the versions the
+/// supervisor speaks (`speaks`; absent otherwise). It reads as a
+/// [`Response::Error`] to a client that does not know `speaks`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename = "error")]
+pub struct Refusal {
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub speaks: Vec<u32>,
+}
+
+impl From<String> for Refusal {
+    fn from(message: String) -> Refusal {
+        Refusal {
+            message,
+            speaks: Vec::new(),
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// What a refusal says of the supervisor's protocol when it refused a request
+/// for being of another protocol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherProtocol {
+    /// The versions it speaks, when it said (empty: it did not).
+    pub speaks: Vec<u32>,
+}
+
+impl Refusal {
+    /// Reads an error line: the refusal with `speaks` when the line has it.
+    /// `None` when the line is not an error line.
+    pub fn read(line: &str) -> Option<Refusal> {
+        serde_json::from_str(line).ok()
+    }
+
+    /// Whether the supervisor refused the request because it speaks another
+    /// version of this protocol than the client: it says so with `speaks`; a
+    /// supervisor that predates `speaks` said `protocol version N is not
+    /// supported (this supervisor speaks M)`, or, for a request of its own
+    /// version with a field or op it does not know (which this client only
+    /// sends when it speaks a newer version), serde's `unknown field` or
+    /// `unknown variant`.
+    pub fn other_protocol(&self) -> Option<OtherProtocol> {
+        if !self.speaks.is_empty() {
+            return Some(OtherProtocol {
+                speaks: self.speaks.clone(),
+            });
+        }
+        let message = self.message.as_str();
+        if message.starts_with("protocol version ") && message.contains(" is not supported") {
+            let speaks = message
+                .split_once("this supervisor speaks ")
+                .map(|(_, rest)| {
+                    let said = rest.split(')').next().unwrap_or_default();
+                    said.split(|c: char| !c.is_ascii_digit())
+                        .filter_map(|w| w.parse().ok())
+                        .collect()
+                })
+                .unwrap_or_default();
+            return Some(OtherProtocol { speaks });
+        }
+        let unknown = message.starts_with("invalid request: ")
+            && (message.contains("unknown field `") || message.contains("unknown variant `"));
+        unknown.then_some(OtherProtocol { speaks: Vec::new() })
+    }
+}
+
 
 /// What reading one line gave.
 #[derive(Debug, PartialEq)]
@@ -322,21 +412,40 @@ pub const MAX_REQUEST_VALUES: usize = 100_000;
 /// Parses a request line; the error says what is wrong with it, and where, for
 /// the error reply.
 pub fn parse_request(line: &str) -> Result<Request, String> {
+    decode_request(line).map_err(|refusal| refusal.message)
+}
+
+/// Parses a request line as [`parse_request`] does; a refusal for the request's
+/// protocol version lists the versions this supervisor speaks.
+pub fn decode_request(line: &str) -> Result<Request, Refusal> {
     // serde quotes unknown keys and ops as decoded: an escaped line break in one
     // would break the message (and the supervisor's log line) in two.
-    decode(line).map_err(|message| match message.contains(char::is_control) {
-        false => message,
-        true => message
-            .chars()
-            .map(|c| match c.is_control() {
-                true => c.escape_default().to_string(),
-                false => c.to_string(),
-            })
-            .collect(),
+    decode(line).map_err(|mut refusal| {
+        if refusal.message.contains(char::is_control) {
+            refusal.message = refusal
+                .message
+                .chars()
+                .map(|c| match c.is_control() {
+                    true => c.escape_default().to_string(),
+                    false => c.to_string(),
+                })
+                .collect();
+        }
+        refusal
     })
 }
 
-fn decode(line: &str) -> Result<Request, String> {
+/// The versions of [`SUPPORTED_VERSIONS`] in words: `1 and 2` (with `and`), `1 or 2`.
+fn spoken(conjunction: &str) -> String {
+    let all: Vec<String> = SUPPORTED_VERSIONS.iter().map(u32::to_string).collect();
+    match all.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} {conjunction} {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+fn decode(line: &str) -> Result<Request, Refusal> {
     check_value_count(line)?;
     let value: serde_json::Value =
         serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
@@ -344,14 +453,19 @@ fn decode(line: &str) -> Result<Request, String> {
         return Err(format!(
             "invalid request: expected a JSON object, found {}",
             json_kind(&value)
-        ));
+        )
+        .into());
     };
     match object.get("v") {
-        Some(v) if v.as_u64() == Some(u64::from(PROTOCOL_VERSION)) => {}
+        Some(v) if v.as_u64().is_some_and(|v| SUPPORTED_VERSIONS.iter().any(|s| u64::from(*s) == v)) => {}
         Some(v) if v.is_u64() => {
-            return Err(format!(
-                "protocol version {v} is not supported (this supervisor speaks {PROTOCOL_VERSION})"
-            ));
+            return Err(Refusal {
+                message: format!(
+                    "protocol version {v} is not supported (this supervisor speaks {})",
+                    spoken("and")
+                ),
+                speaks: SUPPORTED_VERSIONS.to_vec(),
+            });
         }
         Some(v) => {
             let found = match v {
@@ -359,17 +473,20 @@ fn decode(line: &str) -> Result<Request, String> {
                 other => json_kind(other).to_owned(),
             };
             return Err(format!(
-                "invalid protocol version `v`: expected the number {PROTOCOL_VERSION}, found {found}"
-            ));
+                "invalid protocol version `v`: expected the number {}, found {found}",
+                spoken("or")
+            )
+            .into());
         }
-        None => return Err("missing protocol version `v`".to_owned()),
+        None => return Err("missing protocol version `v`".to_owned().into()),
     }
     // serde would take a number as the index of a variant: `"op": 0` would be `up`.
     if let Some(op) = object.get("op").filter(|op| !op.is_string()) {
         return Err(format!(
             "invalid request: `op` must be a string, found {}",
             json_kind(op)
-        ));
+        )
+        .into());
     }
     // ... and a sequence as a struct's fields in order: `[1, 2, 3]` would be
     // three deadlines.
@@ -377,7 +494,8 @@ fn decode(line: &str) -> Result<Request, String> {
         return Err(format!(
             "invalid request: `deadlines` must be an object, found {}",
             json_kind(deadlines)
-        ));
+        )
+        .into());
     }
     // `deny_unknown_fields` does not reach a variant without fields.
     if object.get("op").is_some_and(|op| op == "ping")
@@ -385,7 +503,8 @@ fn decode(line: &str) -> Result<Request, String> {
     {
         return Err(format!(
             "invalid request: unknown field `{extra}`; `ping` has no fields"
-        ));
+        )
+        .into());
     }
     Request::deserialize(&value).map_err(|e| {
         let e = e.to_string();
@@ -393,6 +512,7 @@ fn decode(line: &str) -> Result<Request, String> {
             Some(field) => format!("invalid request: `{field}`: {e}"),
             None => format!("invalid request: {e}"),
         }
+        .into()
     })
 }
 
@@ -607,6 +727,98 @@ mod tests {
         assert!(err.contains("`server`: invalid type"), "{err}");
         let err = parse_request(r#"{"v":1,"op":"up","deadlines":{"wait_ms":-1}}"#).unwrap_err();
         assert!(err.contains("`deadlines`: invalid value"), "{err}");
+    }
+
+    /// A supervisor takes requests of every version it knows: a request of
+    /// version 1 is one of version 2 without the file's `version`.
+    #[test]
+    fn every_known_version_is_taken_and_another_refused_with_the_versions_spoken() {
+        for v in SUPPORTED_VERSIONS {
+            let line = format!(r#"{{"v":{v},"op":"down","fleet":{{"path":"p","text":"t"}}}}"#);
+            let request = decode_request(&line).unwrap();
+            assert_eq!(request.v, v);
+            assert!(matches!(request.op, Op::Down { fleet: Some(_), .. }));
+        }
+        assert_eq!(SUPPORTED_VERSIONS.last(), Some(&PROTOCOL_VERSION));
+        // What this build sends is what it takes.
+        let ours = encode(&Request {
+            v: PROTOCOL_VERSION,
+            op: Op::Ping,
+        });
+        assert_eq!(decode_request(ours.trim_end()).unwrap().v, 2);
+        for v in [0, 3, 99] {
+            let refusal = decode_request(&format!(r#"{{"v":{v},"op":"status"}}"#)).unwrap_err();
+            assert_eq!(
+                refusal.message,
+                format!("protocol version {v} is not supported (this supervisor speaks 1 and 2)")
+            );
+            assert_eq!(refusal.speaks, vec![1, 2]);
+            // On the wire: an error line with the versions, which a client that
+            // does not know `speaks` reads as the error it always was.
+            let line = encode(&refusal);
+            assert!(line.contains(r#""speaks":[1,2]"#), "{line}");
+            let read: Response<serde::de::IgnoredAny, serde::de::IgnoredAny> =
+                serde_json::from_str(&line).unwrap();
+            assert!(
+                matches!(&read, Response::Error { message } if *message == refusal.message),
+                "{read:?}"
+            );
+            assert_eq!(Refusal::read(&line), Some(refusal));
+        }
+        // Any other refusal says nothing of versions.
+        let refusal = decode_request(r#"{"v":2,"op":"explode"}"#).unwrap_err();
+        assert!(refusal.speaks.is_empty());
+        assert!(!encode(&refusal).contains("speaks"));
+        let err = decode_request(r#"{"v":"2","op":"status"}"#).unwrap_err();
+        assert!(
+            err.message
+                .contains("expected the number 1 or 2, found a string"),
+            "{err}"
+        );
+    }
+
+    /// The CLI knows a supervisor of another build by its refusal: the versions
+    /// it lists, or what supervisors that list none say.
+    #[test]
+    fn a_refusal_for_another_protocol_is_recognised_in_every_form() {
+        let other = |line: &str| {
+            let refusal = Refusal::read(line).expect("an error line");
+            refusal.other_protocol().map(|o| o.speaks)
+        };
+        // This build's form.
+        let line = encode(&decode_request(r#"{"v":3,"op":"ping"}"#).unwrap_err());
+        assert_eq!(other(&line), Some(vec![1, 2]));
+        // What a supervisor of protocol 1 says to a request of protocol 2.
+        let old = r#"{"type":"error","message":"protocol version 2 is not supported (this supervisor speaks 1)"}"#;
+        assert_eq!(other(old), Some(vec![1]));
+        // ... and, of protocol 1 itself, to a field or an op it does not know
+        // (serde's words, as this decoder still gives them).
+        for request in [
+            r#"{"v":1,"op":"up","fleet":{"path":"p","text":"t","added":{}}}"#,
+            r#"{"v":1,"op":"status","added":1}"#,
+            r#"{"v":1,"op":"ping","added":1}"#,
+            r#"{"v":1,"op":"added"}"#,
+        ] {
+            let line = encode(&decode_request(request).unwrap_err());
+            assert_eq!(other(&line), Some(vec![]), "{line}");
+        }
+        let unknown_field = r#"{"type":"error","message":"invalid request: unknown field `version`, expected one of `path`, `text`, `env`"}"#;
+        assert_eq!(other(unknown_field), Some(vec![]));
+        // Other refusals are not about the protocol.
+        for message in [
+            "usage: no server named `x` in this fleet",
+            "the supervisor is shutting down",
+            "not JSON: expected value at line 1 column 1",
+            "invalid request: `force`: invalid type: string \"yes\", expected a boolean",
+            "reconnect needs at least one server name",
+            "the fleet file names the server `unknown field `x``",
+        ] {
+            let line = serde_json::json!({"type": "error", "message": message}).to_string();
+            assert_eq!(other(&line), None, "{message}");
+        }
+        // Lines that are not errors are not refusals.
+        assert_eq!(Refusal::read(r#"{"type":"reply","report":{}}"#), None);
+        assert_eq!(Refusal::read("garbage"), None);
     }
 
     #[test]

@@ -283,19 +283,21 @@ async fn handle_connection(
         }
     };
     let request = match line {
-        Err(_) => Err("no request within 30s".to_owned()),
-        Ok(Err(e)) => Err(format!("cannot read the request: {e}")),
+        Err(_) => Err("no request within 30s".to_owned().into()),
+        Ok(Err(e)) => Err(format!("cannot read the request: {e}").into()),
         Ok(Ok(Line::Closed)) => return,
-        Ok(Ok(Line::TooLong)) => Err(format!("request longer than {MAX_LINE_BYTES} bytes")),
-        Ok(Ok(Line::NotUtf8)) => Err("request is not UTF-8".to_owned()),
-        Ok(Ok(Line::Text(text))) => protocol::parse_request(&text),
+        Ok(Ok(Line::TooLong)) => Err(format!("request longer than {MAX_LINE_BYTES} bytes").into()),
+        Ok(Ok(Line::NotUtf8)) => Err("request is not UTF-8".to_owned().into()),
+        Ok(Ok(Line::Text(text))) => protocol::decode_request(&text),
     };
     let request = match request {
         Ok(r) => r,
-        Err(message) => {
-            tracing::warn!(%message, "bad request");
+        // An error line; one refused for its protocol version says which
+        // versions this supervisor speaks (docs/design.md §9).
+        Err(refusal) => {
+            tracing::warn!(message = %refusal.message, "bad request");
             let _ = write
-                .write_all(protocol::encode(&Response::Error { message }).as_bytes())
+                .write_all(protocol::encode(&refusal).as_bytes())
                 .await;
             return;
         }
