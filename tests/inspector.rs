@@ -564,8 +564,10 @@ fn the_inspector_lists_and_calls_through_serve_with_the_token() {
 /// The README's Inspector recipe, run as it is written there: both command lines
 /// of its `sh` block, through `npx` with the versions it names (found installed,
 /// offline, in the Inspector's cache), with `mcpfleet`, the fleet file, the URL and
-/// the token put in. The fleet has the published mcp-server-time as `time`, as
-/// the recipe's call assumes.
+/// the token filled in. The fleet has the published mcp-server-time as `time`, as
+/// the recipe's call assumes. The `connect` the Inspector launches, with the few
+/// variables it passes, reaches the one supervisor of the fleet file: `time`
+/// started once.
 #[test]
 fn the_readmes_inspector_recipe_works_as_written() {
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
@@ -593,16 +595,12 @@ fn the_readmes_inspector_recipe_works_as_written() {
     );
     let http = serve(&fleet, &[]);
     let script = block
-        // The Inspector gives the `connect` it launches only a few variables:
-        // the state directory is named on the command line instead.
+        // The Inspector gives the `connect` it launches only a few variables
+        // (no MCPFLEET_STATE_DIR): it finds the supervisor `serve` started by
+        // the fleet file, under the state directory that one was given.
         .replace(
             "mcpfleet -f /path/to/fleet.yaml",
-            &format!(
-                "{} --state-dir {} -f {}",
-                mcpfleet_bin().display(),
-                fleet.state_dir().display(),
-                fleet.path.display()
-            ),
+            &format!("{} -f {}", mcpfleet_bin().display(), fleet.path.display()),
         )
         .replace("http://127.0.0.1:7077/mcp", &http.url)
         .replace("Bearer TOKEN", &format!("Bearer {}", http.token));
@@ -639,5 +637,11 @@ fn the_readmes_inspector_recipe_works_as_written() {
         "tools/call answered:\n{text}"
     );
     assert!(text.contains("UTC"), "with the timezone asked for:\n{text}");
+    let doc = fleet.run_json(&["status"]).1;
+    assert_eq!(
+        server(&doc, "time")["generation"],
+        1,
+        "one start of `time`: {doc}"
+    );
     down_and_no_leftovers(&fleet);
 }

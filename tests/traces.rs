@@ -465,8 +465,14 @@ fn lifecycle_operations_and_gateway_calls_arrive_as_spans_over_protobuf() {
     // gamma crashes, is restarted once, crashes again: crash-loop.
     let deadline = Instant::now() + LIMIT;
     loop {
-        let status = run(&fleet, &otel, &["status", "gamma"], 0);
+        // A crash loop is not ok: `status` exits 3 once gamma is in one.
+        let out = run_bounded(
+            command(&fleet, &otel, &["--output", "json", "status", "gamma"]),
+            LIMIT,
+        );
+        let status = parse_doc(&out);
         if server(&status, "gamma")["state"] == "crash-loop" {
+            assert_code(&out, 3);
             break;
         }
         assert!(

@@ -95,20 +95,20 @@ impl Code {
     pub fn meaning(self) -> &'static str {
         match self {
             Code::Ok => "everything asked for succeeded",
-            Code::Internal => "internal error: a bug, an I/O error of mcpfleet, a request the supervisor refused",
-            Code::Usage => "usage error, or an invalid fleet file",
+            Code::Internal => "internal error: a bug, an I/O error of mcpfleet, a request the supervisor refused (malformed, or while it shuts down)",
+            Code::Usage => "usage error, an invalid fleet file, or a state directory that serves another fleet file",
             Code::StartFailed => {
-                "a server failed to start or serve (spawn, handshake, protocol, unauthorized, session lost), a failed call"
+                "a server failed to start or serve (spawn, handshake, protocol, unauthorized, session lost), a failed call or tools, a server failed or in crash-loop in status"
             }
-            Code::ConnectTimeout => "a server's connect deadline passed",
+            Code::ConnectTimeout => "a server's connect deadline passed (also what left a server failed in status)",
             Code::TeardownNotClean => {
-                "teardown not clean: a failed teardown, a quarantined server; with --strict an escalated one"
+                "teardown not clean: a failed teardown, a quarantined server, with --strict an escalated one; a down of the whole fleet after which the supervisor or its guardian still runs"
             }
             Code::Refused => "refused: quarantined, or fenced (--if-generation named another generation)",
             Code::Busy => "busy: the wait deadline passed and the request was withdrawn",
-            Code::Unreachable => "the supervisor is unreachable, or was lost during the request",
+            Code::Unreachable => "the supervisor is unreachable, was lost during the request (also under connect), or is of another mcpfleet build",
             Code::ToolsDiffer => "the tools differ from the snapshot of check --expect-tools",
-            Code::Interrupted => "interrupted (Ctrl-C), or a request answered cancelled",
+            Code::Interrupted => "interrupted (Ctrl-C); also a request answered cancelled",
         }
     }
 }

@@ -66,7 +66,7 @@ pub use os::{inherited_socket, recv_fds, send_fds, set_close_on_exec, stream_kin
 // Files and limits.
 pub use os::{
     O_NOFOLLOW, SocketPath, open_files_limit, redirect_stderr, run_thread_when_idle,
-    set_open_files_limit, stderr_size, too_many_open_files,
+    set_open_files_limit, stderr_size, too_many_open_files, out_of_descriptors,
 };
 
 /// What kind of stream a descriptor is ([`stream_kind`]).

@@ -494,7 +494,7 @@ mod tests {
     /// descriptors does.
     fn flaky_open(path: &Path) -> io::Result<File> {
         if OUT_OF_DESCRIPTORS.load(Ordering::SeqCst) {
-            return Err(io::Error::from_raw_os_error(nix::libc::EMFILE));
+            return Err(crate::platform::out_of_descriptors());
         }
         open_append(path)
     }
@@ -549,7 +549,7 @@ mod tests {
     fn the_note_of_dropped_lines_says_how_many_and_why() {
         let mut dropped = Dropped::default();
         assert!(dropped.note(Path::new("s.log")).is_none());
-        let emfile = io::Error::from_raw_os_error(nix::libc::EMFILE);
+        let emfile = crate::platform::out_of_descriptors();
         dropped.count(10, &emfile);
         dropped.count(5, &io::Error::other("later"));
         let note = dropped.note(Path::new("s.log")).unwrap();

@@ -309,6 +309,21 @@ async fn handle_connection(
             .await;
         return;
     }
+    // A request that may start servers or open a door takes back the exit a
+    // `down` of the whole fleet arranged: idle again later, the supervisor
+    // lingers as usual (docs/design.md §3).
+    if matches!(
+        request.op,
+        Op::Up { .. }
+            | Op::Reconnect { .. }
+            | Op::Reset { .. }
+            | Op::Tools { .. }
+            | Op::Call { .. }
+            | Op::Gateway { .. }
+            | Op::Serve { .. }
+    ) {
+        shared.exit_when_idle.store(false, Ordering::SeqCst);
+    }
     if let Op::Gateway {
         servers,
         deadlines,

@@ -30,6 +30,12 @@ pub fn too_many_open_files(e: &std::io::Error) -> bool {
     )
 }
 
+/// The error an open gets when this process has no descriptor left (EMFILE),
+/// for code that must act out that case.
+pub fn out_of_descriptors() -> std::io::Error {
+    std::io::Error::from_raw_os_error(nix::libc::EMFILE)
+}
+
 /// A path to a Unix socket that `bind` and `connect` accept. The kernel takes at
 /// most 107 bytes of path in a socket address; a state directory may be longer.
 /// A longer path is reached through `/proc/self/fd/N/NAME`, where N is a

@@ -15,7 +15,9 @@ mod process;
 
 pub use descriptors::{inherited_socket, recv_fds, send_fds, set_close_on_exec, stream_kind};
 pub use exit_watch::ExitWatch;
-pub use files::{O_NOFOLLOW, SocketPath, redirect_stderr, stderr_size, too_many_open_files};
+pub use files::{
+    O_NOFOLLOW, SocketPath, out_of_descriptors, redirect_stderr, stderr_size, too_many_open_files,
+};
 pub use limits::{open_files_limit, run_thread_when_idle, set_open_files_limit};
 pub use procfs::{boot_id, env_value, has_children, hostname, own_cmdline, own_usage, pids, stat};
 pub use process::{
