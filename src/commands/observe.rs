@@ -32,10 +32,10 @@ pub async fn tools(t: Target, args: &ToolsArgs, g: &Global) -> Result<Code, CliE
     };
     let text = match g.output {
         Format::Text => {
-            let mut out = String::new();
-            if let CallBody::Tools { servers } = &doc.body {
-                out = tools_table(servers);
-            }
+            let out = match &doc.body {
+                CallBody::Tools { servers } => tools_table(servers),
+                _ => String::new(),
+            };
             say_failure("tools", &doc);
             out
         }
