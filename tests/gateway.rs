@@ -1737,8 +1737,26 @@ fn a_clients_name_is_cut_and_cannot_forge_a_line() {
     let huge = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "x".repeat(4 << 20), "version": "1"}}});
-    let refused = Exchange::send(&http, "POST", &[], &huge.to_string());
-    assert_eq!(refused.status, 413);
+    // The head alone declares the size: the door answers before a byte of the
+    // body is sent (sending it too could meet a closed connection).
+    let huge = huge.to_string();
+    let rest = http.url.trim_start_matches("http://");
+    let (addr, path) = rest.split_at(rest.find('/').expect("a path"));
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect to the door");
+    stream.set_read_timeout(Some(ANSWER)).unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.0\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: {}\r\n\r\n",
+        http.token,
+        huge.len()
+    );
+    stream.write_all(head.as_bytes()).expect("send the head");
+    let mut status = String::new();
+    BufReader::new(stream)
+        .read_line(&mut status)
+        .expect("a status line");
+    assert!(status.contains(" 413 "), "{status:?}");
 
     let forged = "evil\n2026-01-01T00:00:00.000Z session 99 closed (http)\u{1b}[2K";
     raw_session(&http, forged, &"v".repeat(10_000), true);

@@ -153,6 +153,14 @@ struct Created {
     ended: CancellationToken,
 }
 
+/// The answer to a body larger than the door takes.
+fn too_large() -> Response<Body> {
+    plain(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload too large: the request's body is larger than this door takes",
+    )
+}
+
 /// The gateway's HTTP sessions: rmcp's service and session manager, and the
 /// cap on how many are open.
 struct Sessions {
@@ -182,6 +190,15 @@ impl Sessions {
             true => bounds::NEW_SESSION_BODY,
             false => self.service.config.max_request_body_bytes,
         };
+        let declared = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        if declared.is_some_and(|length| length > limit as u64) {
+            // Said before a byte of it is read: the client learns at once, and
+            // nothing of the body is taken.
+            return too_large();
+        }
         let (parts, body) = request.into_parts();
         let read = tokio::time::timeout(
             bounds::BODY_TIMEOUT,
@@ -189,12 +206,7 @@ impl Sessions {
         );
         let body = match read.await {
             Ok(Ok(body)) => body.to_bytes(),
-            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-                return plain(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "payload too large: the request's body is larger than this door takes",
-                );
-            }
+            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
             Ok(Err(_)) => {
                 return plain(StatusCode::BAD_REQUEST, "bad request: the body ended early");
             }
