@@ -250,7 +250,7 @@ fn identity(path: &Path) -> Option<Id> {
 mod tests {
     use super::*;
     use crate::config::Rotation;
-    use crate::supervisor::rotation::{RotatingFile, rotate, rotated};
+    use crate::state::rotation::{RotatingFile, rotate, rotated};
 
     fn existing(chain: &mut Chain, window: Option<u64>) -> (String, bool) {
         let mut text = Vec::new();

@@ -19,7 +19,7 @@ use crate::process::lineage::ProcId;
 use crate::process::table::Table;
 use crate::protocol::{Deadlines, Op};
 use crate::supervisor::persist::Persisted;
-use crate::supervisor::state_dir::StateDir;
+use crate::state::StateDir;
 
 pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> {
     // The supervisor inherits this process's limits: say now if they are too low.
@@ -266,7 +266,7 @@ pub(super) fn offline_report(
     persisted: &Persisted,
     selected: &[&str],
 ) -> Vec<ServerReport> {
-    let scope = crate::supervisor::tag_scope(dir);
+    let scope = crate::state::tag_scope(dir);
     let mut lines = Vec::new();
     let table = Table::scan();
     // In fleet order, whatever the order of the names.

@@ -22,9 +22,12 @@ pub mod metrics_door;
 pub mod persist;
 pub mod recovery;
 pub mod roster;
-pub mod rotation;
 pub mod server;
-pub mod state_dir;
+
+/// The state directory under the path it has in the supervisor, for the tests
+/// that reach it there; it is the module `state`, which the CLI uses as well.
+pub use crate::state as state_dir;
+pub use crate::state::tag_scope;
 
 use std::fs::File;
 use std::io::Write;
@@ -48,8 +51,8 @@ use crate::output::report::{EventReport, Report, SupervisorReport};
 use crate::platform;
 use crate::protocol;
 use persist::{Persisted, StateFile, SupervisorRecord};
-use rotation::RotatingFile;
-use state_dir::{StateDir, lock_before, open_rw};
+use crate::state::rotation::{self, RotatingFile};
+use crate::state::{StateDir, lock_before, open_rw};
 
 /// How long a new supervisor waits for the lock of one that is exiting.
 const LOCK_WAIT: Duration = Duration::from_secs(5);
@@ -140,15 +143,6 @@ impl EventSink for EventLog {
     fn busy(&self, server: &str) {
         self.metrics.busy(server);
     }
-}
-
-/// The scope of this state directory's process tags, shared by every supervisor
-/// that ever uses it, so that a successor recognises its predecessor's processes.
-pub fn tag_scope(dir: &StateDir) -> String {
-    format!(
-        "sv-{:016x}",
-        crate::hash::fnv1a(dir.root().as_os_str().as_encoded_bytes())
-    )
 }
 
 /// The report of a request, as the supervisor sends it.
@@ -399,7 +393,7 @@ pub async fn run(
     // The copy of the fleet file is what this supervisor runs: `down`, `status`,
     // `logs` and `events` use it if the file goes away (docs/design.md §3).
     if let Some(source) = &source {
-        state_dir::record_fleet(dir.root(), &fleet.file, source).map_err(|e| {
+        crate::state::record_fleet(dir.root(), &fleet.file, source).map_err(|e| {
             anyhow::anyhow!(
                 "cannot record the fleet file in {}: {e}",
                 dir.root().display()

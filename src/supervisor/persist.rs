@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use super::state_dir::replace_atomically;
+use crate::state::replace_atomically;
 use crate::lifecycle::ledger::{Durable, Ledger, LiveRecord, QuarantineRecord};
 use crate::lifecycle::state::Generation;
 use crate::process::lineage::ProcId;
@@ -54,7 +54,7 @@ impl Persisted {
     /// read or parsed is an error: starting over would reuse generation ids.
     pub fn load(path: &Path) -> io::Result<Persisted> {
         // Never through a symlink planted in its place (ELOOP is an error here).
-        match super::state_dir::read_nofollow(path) {
+        match crate::state::read_nofollow(path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
                 io::Error::other(format!(
                     "{} is damaged ({e}); move it away to start over, knowing that generation ids may then repeat",
