@@ -18,7 +18,7 @@ use crate::output::report::{self, FailureKind, FailureReport, Format, Report, Se
 use crate::process::lineage::ProcId;
 use crate::process::table::Table;
 use crate::protocol::{Deadlines, Op};
-use crate::supervisor::persist::Persisted;
+use crate::state::Persisted;
 use crate::state::StateDir;
 
 pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> {

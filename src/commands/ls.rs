@@ -18,7 +18,7 @@ use crate::output::fleets::{self, FleetLine};
 use crate::output::report::{Report, write_stdout};
 use crate::platform;
 use crate::protocol::Op;
-use crate::supervisor::persist::Persisted;
+use crate::state::Persisted;
 use crate::state::{self, RecordedFleet, StateDir};
 
 /// How long `ls` waits for a running supervisor's `status` before it reads the

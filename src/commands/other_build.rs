@@ -18,7 +18,7 @@ use crate::output::exit::Code;
 use crate::output::report::{self, FailureKind, FailureReport, Format, Report, SupervisorReport};
 use crate::platform::{self, Signal};
 use crate::process::lineage::ProcId;
-use crate::supervisor::persist::Persisted;
+use crate::state::Persisted;
 use crate::state;
 
 /// Beyond the fleet's longest cleanup timeout, how long `down` waits for a

@@ -8,6 +8,7 @@
 //! `supervisor` (docs/architecture.md, "Dependencies").
 
 mod dir;
+mod persisted;
 mod record;
 pub mod rotation;
 
@@ -16,6 +17,7 @@ pub use dir::{
     lock_before, open_append, open_rw, read_bounded_nofollow, read_nofollow, replace_atomically,
     state_dirs, state_root, tag_scope,
 };
+pub use persisted::{Persisted, STATE_VERSION, ServerRecord, SupervisorRecord};
 pub use record::{
     COPY_FILE, Claim, ClaimError, PATH_FILE, RecordError, RecordedFleet, claim, find_recording,
     record_fleet, recorded_fleet, supervisor_runs,

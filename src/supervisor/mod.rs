@@ -50,7 +50,8 @@ use crate::output::calls::CallReport;
 use crate::output::report::{EventReport, Report, SupervisorReport};
 use crate::platform;
 use crate::protocol;
-use persist::{Persisted, StateFile, SupervisorRecord};
+use crate::state::{Persisted, SupervisorRecord};
+use persist::StateFile;
 use crate::state::rotation::{self, RotatingFile};
 use crate::state::{StateDir, lock_before, open_rw};
 

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use super::Shared;
-use super::persist::ServerRecord;
+use crate::state::ServerRecord;
 use crate::state::StateDir;
 use crate::config::{Definition, Fleet, ServerSpec, changed_settings};
 use crate::gateway::{Exposure, Gateway, Member};
