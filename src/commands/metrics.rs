@@ -12,7 +12,7 @@ use crate::metrics::{ServerView, View};
 use crate::output::exit::Code;
 use crate::output::report;
 use crate::protocol::Op;
-use crate::supervisor::MetricsText;
+use crate::protocol::MetricsText;
 use crate::state::Persisted;
 
 pub async fn run(t: Target, args: &MetricsArgs, g: &Global) -> Result<Code, CliError> {

@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::{Fleet, Rotation};
-use crate::host::{Press, Signals, Unnamed};
+use crate::host::{Foreground, Press, Signals, Unnamed};
 use crate::lifecycle::authority::{Context, Handle};
 use crate::lifecycle::events::{Cause, Event, EventSink, millis, rfc3339};
 use crate::lifecycle::state::Phase;
@@ -49,7 +49,7 @@ use crate::metrics::Metrics;
 use crate::output::calls::CallReport;
 use crate::output::report::{EventReport, Report, SupervisorReport};
 use crate::platform;
-use crate::protocol;
+use crate::protocol::{self, MetricsText};
 use crate::state::{Persisted, SupervisorRecord};
 use persist::StateFile;
 use crate::state::rotation::{self, RotatingFile};
@@ -156,12 +156,6 @@ pub enum Answer {
     Call(CallReport),
     /// `metrics`.
     Metrics(MetricsText),
-}
-
-/// The answer to `metrics`: the text, as a scrape would get it.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct MetricsText {
-    pub metrics: String,
 }
 
 /// A line the supervisor sends on the control socket (docs/design.md §9).
@@ -356,14 +350,6 @@ async fn take_lock(dir: &StateDir) -> anyhow::Result<Option<File>> {
     Ok(taken.then_some(lock))
 }
 
-/// What `up --foreground` asks of the supervisor it runs in the terminal.
-pub struct Foreground {
-    /// The servers to start (empty: every enabled one).
-    pub servers: Vec<String>,
-    /// Called with the report of the start.
-    pub on_started: Box<dyn FnOnce(Report) + Send>,
-}
-
 /// Runs the supervisor of `fleet` until it is idle or told to stop, and returns the
 /// code of its final teardown (5 when something was left). `source` is the fleet
 /// file's text as read, recorded in the state directory once the lock is held
@@ -377,7 +363,7 @@ pub async fn run(
     dir: StateDir,
     source: Option<String>,
     version: Option<protocol::FileVersion>,
-    foreground: Option<Foreground>,
+    foreground: Option<Foreground<Report>>,
 ) -> anyhow::Result<crate::output::exit::Code> {
     let Some(mut lock) = take_lock(&dir).await? else {
         tracing::info!("another supervisor holds {}", dir.lock().display());

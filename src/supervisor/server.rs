@@ -372,7 +372,7 @@ pub(super) async fn dispatch(
                 crate::metrics::exposition::Format::Prometheus
             };
             return Response::Reply {
-                report: Answer::Metrics(super::MetricsText {
+                report: Answer::Metrics(crate::protocol::MetricsText {
                     metrics: shared.metrics(format),
                 }),
             };
