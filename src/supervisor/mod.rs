@@ -68,7 +68,7 @@ const ADOPTED_WAIT: Duration = Duration::from_secs(2);
 /// The event log: every transition is appended to `events.ndjson` before the
 /// request that caused it is answered (L12), and offered to the requests in flight.
 /// The file is rotated at the fleet file's `supervisor.max_file_size`
-/// (`rotation.rs`).
+/// (`state/rotation.rs`).
 pub struct EventLog {
     file: Mutex<Option<RotatingFile>>,
     live: broadcast::Sender<Event>,
