@@ -12,6 +12,15 @@ use crate::config::{Fleet, ServerSpec};
 use crate::lifecycle::authority::{CallOptions, Handle, Reply, RequestError};
 use crate::lifecycle::state::Intent;
 
+/// What `up --foreground` asks of the supervisor it runs in the terminal. `R` is
+/// the report of the start, whose type this module does not know.
+pub struct Foreground<R> {
+    /// The servers to start (empty: every enabled one).
+    pub servers: Vec<String>,
+    /// Called with the report of the start.
+    pub on_started: Box<dyn FnOnce(R) + Send>,
+}
+
 /// Names that are no server of the fleet, as they were given.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("no server named {} in this fleet", self.quoted())]

@@ -42,6 +42,7 @@ on_implemented_platforms! {
     pub mod process;
     pub mod protocol;
     pub mod reconcile;
+    pub mod state;
     pub mod supervisor;
     pub mod trace;
 }

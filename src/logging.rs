@@ -3,7 +3,7 @@
 //! ANSI escape in a file or a pipe unless asked for with `--color always`, so a
 //! detached supervisor's `supervisor.log` holds none (docs/design.md §6). Every
 //! line goes through [`StderrWriter`], where a detached supervisor rotates its
-//! `supervisor.log` (`supervisor::rotation`).
+//! `supervisor.log` (`state::rotation`).
 
 use std::ffi::OsStr;
 use std::io::IsTerminal;
@@ -45,7 +45,7 @@ struct StderrWriter;
 
 impl std::io::Write for StderrWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if !crate::supervisor::rotation::before_stderr_write(buf.len()) {
+        if !crate::state::rotation::before_stderr_write(buf.len()) {
             return Ok(buf.len());
         }
         std::io::stderr().write(buf)

@@ -61,7 +61,16 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(1);
         }
     };
-    let code = runtime.block_on(mcpfleet::commands::run(cli));
+    // The commands run the supervisor in this process for `up --foreground` and
+    // `supervise`; they get it from here, as they do not depend on it.
+    let code = runtime.block_on(mcpfleet::commands::run(
+        cli,
+        |fleet, dir, source, version, foreground| {
+            Box::pin(mcpfleet::supervisor::run(
+                fleet, dir, source, version, foreground,
+            ))
+        },
+    ));
     std::process::ExitCode::from(code.as_i32() as u8)
 }
 

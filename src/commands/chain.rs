@@ -10,7 +10,7 @@
 //!  than it, and go on with the new NAME
 //! ```
 //!
-//! The writer rotates by renames alone (`supervisor/rotation.rs`), so the files
+//! The writer rotates by renames alone (`state/rotation.rs`), so the files
 //! present at one instant, by number from the highest down to `NAME`, hold each
 //! line once and in order. A reader takes such an instant by opening them all
 //! and checking that the names still lead to the files it opened (else it takes
@@ -250,7 +250,7 @@ fn identity(path: &Path) -> Option<Id> {
 mod tests {
     use super::*;
     use crate::config::Rotation;
-    use crate::supervisor::rotation::{RotatingFile, rotate, rotated};
+    use crate::state::rotation::{RotatingFile, rotate, rotated};
 
     fn existing(chain: &mut Chain, window: Option<u64>) -> (String, bool) {
         let mut text = Vec::new();

@@ -15,7 +15,7 @@ use tokio::net::UnixStream;
 use crate::host::Signals;
 use crate::output::report::EventReport;
 use crate::protocol::{self, Line, MAX_LINE_BYTES, Op, PROTOCOL_VERSION, Request, Response};
-use crate::supervisor::state_dir::{StateDir, lock_before, open_append, open_rw};
+use crate::state::{StateDir, lock_before, open_append, open_rw};
 
 /// How long the CLI waits for a supervisor to come up and accept the connection.
 const CONNECT_WAIT: Duration = Duration::from_secs(30);

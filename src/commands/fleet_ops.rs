@@ -18,10 +18,16 @@ use crate::output::report::{self, FailureKind, FailureReport, Format, Report, Se
 use crate::process::lineage::ProcId;
 use crate::process::table::Table;
 use crate::protocol::{Deadlines, Op};
-use crate::supervisor::persist::Persisted;
-use crate::supervisor::state_dir::StateDir;
+use crate::state::Persisted;
+use crate::state::StateDir;
+use super::Supervisor;
 
-pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> {
+pub async fn up(
+    t: Target,
+    args: &UpArgs,
+    g: &Global,
+    supervisor: Supervisor,
+) -> Result<Code, CliError> {
     // The supervisor inherits this process's limits: say now if they are too low.
     let files = crate::process::limits::raise_open_files();
     let starting = if args.servers.is_empty() {
@@ -33,7 +39,7 @@ pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> 
         tracing::warn!("{warning}");
     }
     if args.foreground {
-        return foreground(t, args, g).await;
+        return foreground(t, args, g, supervisor).await;
     }
     if args.dry_run {
         return dry_run(t, args, g).await;
@@ -266,7 +272,7 @@ pub(super) fn offline_report(
     persisted: &Persisted,
     selected: &[&str],
 ) -> Vec<ServerReport> {
-    let scope = crate::supervisor::tag_scope(dir);
+    let scope = crate::state::tag_scope(dir);
     let mut lines = Vec::new();
     let table = Table::scan();
     // In fleet order, whatever the order of the names.
@@ -449,7 +455,12 @@ pub(super) fn emit(report: Report, g: &Global) -> Result<Code, CliError> {
 
 /// `up --foreground`: the supervisor runs in this terminal until Ctrl-C, which
 /// means `down` with all its guarantees (a second SIGKILLs, a third exits).
-async fn foreground(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> {
+async fn foreground(
+    t: Target,
+    args: &UpArgs,
+    g: &Global,
+    supervisor: Supervisor,
+) -> Result<Code, CliError> {
     if client::connect(&t.dir, &t.fleet.file, false).await.is_ok() {
         return Err(CliError::Usage(format!(
             "a supervisor already runs for this fleet ({}); stop it with `mcpfleet down` first",
@@ -470,7 +481,7 @@ async fn foreground(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliErr
         let _ = report::write_stdout(&report::render(&report, output));
         eprintln!("mcpfleet: running in the foreground; Ctrl-C tears everything down");
     });
-    let fg = crate::supervisor::Foreground {
+    let fg = crate::host::Foreground {
         servers: args.servers.clone(),
         on_started,
     };
@@ -487,7 +498,7 @@ async fn foreground(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliErr
     });
     let text = t.text();
     let version = t.source.as_ref().and_then(|s| s.version);
-    let teardown = crate::supervisor::run(t.fleet, t.dir, text, version, Some(fg)).await;
+    let teardown = supervisor(t.fleet, t.dir, text, version, Some(fg)).await;
     if let Some(task) = watching {
         task.abort();
     }
@@ -497,10 +508,10 @@ async fn foreground(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliErr
 }
 
 /// `mcpfleet supervise`: the supervisor process itself.
-pub async fn supervise(t: Target) -> Result<Code, CliError> {
+pub async fn supervise(t: Target, supervisor: Supervisor) -> Result<Code, CliError> {
     let text = t.text();
     let version = t.source.as_ref().and_then(|s| s.version);
-    crate::supervisor::run(t.fleet, t.dir, text, version, None).await?;
+    supervisor(t.fleet, t.dir, text, version, None).await?;
     // Give a last log line a chance to reach supervisor.log.
     tokio::time::sleep(Duration::from_millis(1)).await;
     Ok(Code::Ok)

@@ -18,22 +18,22 @@ use crate::output::fleets::{self, FleetLine};
 use crate::output::report::{Report, write_stdout};
 use crate::platform;
 use crate::protocol::Op;
-use crate::supervisor::persist::Persisted;
-use crate::supervisor::state_dir::{self, RecordedFleet, StateDir};
+use crate::state::Persisted;
+use crate::state::{self, RecordedFleet, StateDir};
 
 /// How long `ls` waits for a running supervisor's `status` before it reads the
 /// state directory instead.
 const STATUS_WAIT: Duration = Duration::from_secs(5);
 
 pub async fn run(state_dir: Option<&Path>, g: &Global) -> Result<Code, CliError> {
-    let dirs = match state_dir::chosen(state_dir) {
+    let dirs = match state::chosen(state_dir) {
         Some(dir) => [dir]
             .into_iter()
-            .filter(|d| state_dir::is_own_dir(d))
+            .filter(|d| state::is_own_dir(d))
             .collect(),
         None => {
-            let root = state_dir::state_root().map_err(|e| CliError::Usage(e.to_string()))?;
-            state_dir::state_dirs(&root)
+            let root = state::state_root().map_err(|e| CliError::Usage(e.to_string()))?;
+            state::state_dirs(&root)
                 .map_err(|e| anyhow::anyhow!("cannot list {}: {e}", root.display()))?
         }
     };
@@ -52,7 +52,7 @@ fn warn(message: impl std::fmt::Display) {
 
 /// One fleet's line.
 async fn describe(root: &Path) -> FleetLine {
-    let recorded = state_dir::recorded_fleet(root).unwrap_or_else(|e| {
+    let recorded = state::recorded_fleet(root).unwrap_or_else(|e| {
         warn(&e);
         None
     });
@@ -75,7 +75,7 @@ async fn describe(root: &Path) -> FleetLine {
         warn(&e);
         Persisted::default()
     });
-    let supervisor_pid = match state_dir::supervisor_runs(root) {
+    let supervisor_pid = match state::supervisor_runs(root) {
         Ok(true) => supervisor_pid(root, &persisted),
         Ok(false) => None,
         Err(e) => {

@@ -12,8 +12,8 @@ use crate::metrics::{ServerView, View};
 use crate::output::exit::Code;
 use crate::output::report;
 use crate::protocol::Op;
-use crate::supervisor::MetricsText;
-use crate::supervisor::persist::Persisted;
+use crate::protocol::MetricsText;
+use crate::state::Persisted;
 
 pub async fn run(t: Target, args: &MetricsArgs, g: &Global) -> Result<Code, CliError> {
     let format = if args.openmetrics {

@@ -15,17 +15,22 @@ pub mod target;
 pub mod validate;
 pub mod watch;
 
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
 
 use serde::Serialize;
 
 use crate::cli::{Cli, Command};
 use crate::config::{self, ConfigError, ConfigErrors, Fleet};
 use crate::output::exit::Code;
+use crate::host::Foreground;
 use crate::output::report::{
-    FailureKind, FailureReport, Format, SCHEMA_VERSION, ServerReport, json_line, write_stdout,
+    FailureKind, FailureReport, Format, Report, SCHEMA_VERSION, ServerReport, json_line,
+    write_stdout,
 };
 use crate::protocol::{FileVersion, FleetSource};
+use crate::state::StateDir;
 use target::{FileNeed, Target};
 
 /// Options every command gets.
@@ -152,9 +157,23 @@ fn failed_command<'a>(
     }
 }
 
+/// The supervisor, as `up --foreground` and `supervise` run it in this process:
+/// the binary passes `supervisor::run`, so that the commands, which only send it
+/// requests otherwise, do not depend on it (docs/architecture.md,
+/// "Dependencies"). The arguments are `supervisor::run`'s: the fleet, its state
+/// directory, the fleet file's text as read and its version, and what `up
+/// --foreground` asks.
+pub type Supervisor = fn(
+    Fleet,
+    StateDir,
+    Option<String>,
+    Option<FileVersion>,
+    Option<Foreground<Report>>,
+) -> Pin<Box<dyn Future<Output = anyhow::Result<Code>>>>;
+
 /// Runs the parsed command line and returns its exit code. Prints the result and
 /// any error; never exits the process itself.
-pub async fn run(cli: Cli) -> Code {
+pub async fn run(cli: Cli, supervisor: Supervisor) -> Code {
     let global = Global {
         output: cli.output,
         quiet: cli.quiet,
@@ -170,7 +189,10 @@ pub async fn run(cli: Cli) -> Code {
         Command::Import(args) => ("import", import::run(args, &global)),
         Command::Up(args) => (
             "up",
-            with_target(&cli, FileNeed::File, |t| fleet_ops::up(t, args, &global)).await,
+            with_target(&cli, FileNeed::File, |t| {
+                fleet_ops::up(t, args, &global, supervisor)
+            })
+            .await,
         ),
         Command::Down(args) => (
             "down",
@@ -230,7 +252,10 @@ pub async fn run(cli: Cli) -> Code {
         ),
         Command::Supervise => (
             "supervise",
-            with_target(&cli, FileNeed::CopyWillDo, fleet_ops::supervise).await,
+            with_target(&cli, FileNeed::CopyWillDo, |t| {
+                fleet_ops::supervise(t, supervisor)
+            })
+            .await,
         ),
         Command::Completions { shell } => {
             let script = crate::cli::completion_script(*shell);

@@ -564,7 +564,7 @@ mod tests {
             f.write_all(text.as_bytes()).unwrap();
         };
         append(&line(4));
-        crate::supervisor::rotation::rotate(&path, 1).unwrap();
+        crate::state::rotation::rotate(&path, 1).unwrap();
         append(&line(5));
         assert_eq!(all.new_lines(), "line 4\nline 5\n");
         append(&line(6));

@@ -18,8 +18,8 @@ use crate::output::exit::Code;
 use crate::output::report::{self, FailureKind, FailureReport, Format, Report, SupervisorReport};
 use crate::platform::{self, Signal};
 use crate::process::lineage::ProcId;
-use crate::supervisor::persist::Persisted;
-use crate::supervisor::state_dir;
+use crate::state::Persisted;
+use crate::state;
 
 /// Beyond the fleet's longest cleanup timeout, how long `down` waits for a
 /// supervisor it stopped by signal to be gone: as long as it waits for one that
@@ -73,7 +73,7 @@ pub(super) async fn stop(
 ) -> Result<Code, CliError> {
     let persisted = Persisted::load(&t.dir.state()).map_err(|e| anyhow::anyhow!("{e}"))?;
     let root = t.dir.root();
-    let holder = match state_dir::supervisor_runs(root) {
+    let holder = match state::supervisor_runs(root) {
         Ok(true) => super::ls::supervisor_pid(root, &persisted),
         _ => None,
     };
@@ -91,7 +91,7 @@ pub(super) async fn stop(
     let deadline = tokio::time::Instant::now() + bound;
     let mut poll = Duration::from_millis(5);
     let left = loop {
-        let locked = state_dir::supervisor_runs(root).unwrap_or(false);
+        let locked = state::supervisor_runs(root).unwrap_or(false);
         let alive: Vec<i32> = [supervisor, guardian]
             .into_iter()
             .flatten()

@@ -18,7 +18,7 @@ use super::CliError;
 use crate::config::{self, ConfigErrors, Fleet, Named};
 use crate::lifecycle::events::rfc3339;
 use crate::protocol::FleetSource;
-use crate::supervisor::state_dir::{
+use crate::state::{
     self, Claim, ClaimError, RecordedFleet, StateDir, find_recording, recorded_fleet,
 };
 
@@ -70,7 +70,7 @@ impl Target {
         let found = config::candidate(file, env_file.as_deref(), &cwd);
         super::warn_passed_over(&found);
         let (mut path, named) = (found.path, found.named);
-        let chosen = state_dir::chosen(state_dir);
+        let chosen = state::chosen(state_dir);
         let gone = |p: &Path| {
             std::fs::metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
         };
@@ -80,7 +80,7 @@ impl Target {
         let mut how = None;
         if named == Named::Default
             && gone(&path)
-            && let Some(dir) = chosen.as_deref().filter(|d| state_dir::is_own_dir(d))
+            && let Some(dir) = chosen.as_deref().filter(|d| state::is_own_dir(d))
             && let Ok(Some(recorded)) = recorded_fleet(dir)
             && !gone(&recorded.path)
         {
@@ -114,7 +114,7 @@ impl Target {
             Ok(root) => root,
             // No state root in this environment: a supervisor of this file
             // that runs will still do.
-            Err(e) => state_dir::live_supervisor_of(&fleet.file)
+            Err(e) => state::live_supervisor_of(&fleet.file)
                 .ok_or_else(|| CliError::Usage(e.to_string()))?,
         };
         let dir = StateDir::open(&root).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -137,10 +137,10 @@ impl Target {
 /// launches `connect` with few variables): then that one, so that one fleet file
 /// never gets two supervisors (docs/design.md §3).
 fn elsewhere(fleet: &Fleet, root: PathBuf) -> PathBuf {
-    if state_dir::supervisor_runs(&root).unwrap_or(false) {
+    if state::supervisor_runs(&root).unwrap_or(false) {
         return root;
     }
-    match state_dir::live_supervisor_of(&fleet.file) {
+    match state::live_supervisor_of(&fleet.file) {
         Some(dir) if std::fs::canonicalize(&root).ok().as_ref() != Some(&dir) => {
             tracing::info!(
                 "the supervisor of {} runs in {}, not under this environment's state root ({}): using it",
@@ -235,7 +235,7 @@ fn claim(fleet: &Fleet, dir: &StateDir, source: &str, chosen: bool) -> Result<()
     };
     let file = &fleet.file;
     let root = dir.root();
-    match state_dir::claim(root, file, source, still_uses) {
+    match state::claim(root, file, source, still_uses) {
         Ok(Claim::Recorded | Claim::Adopted) => Ok(()),
         Ok(Claim::TookOver { previous }) => {
             let why = if std::fs::metadata(&previous).is_ok() {
@@ -304,9 +304,9 @@ fn recording_dir(
     chosen: Option<&Path>,
 ) -> Result<Option<PathBuf>, String> {
     if let Some(dir) = chosen {
-        return Ok(state_dir::is_own_dir(dir).then(|| dir.to_path_buf()));
+        return Ok(state::is_own_dir(dir).then(|| dir.to_path_buf()));
     }
-    let Ok(root) = state_dir::state_root() else {
+    let Ok(root) = state::state_root() else {
         return Ok(None);
     };
     let wanted = match (named, path.parent()) {

@@ -4,7 +4,7 @@
 //! touches no other (docs/architecture.md, "Platforms" in the README).
 //!
 //! ```text
-//!  process::table, lineage, teardown   supervisor::guardian, state_dir   commands
+//!  process::table, lineage, teardown   supervisor::guardian, state       commands
 //!            │                                   │                          │
 //!            └──────────────► platform (this API: types here, functions from `os`)
 //!                                    │

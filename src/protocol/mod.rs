@@ -276,6 +276,12 @@ pub enum Response<E, R> {
     Error { message: String },
 }
 
+/// The answer to `metrics`: the text, as a scrape would get it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MetricsText {
+    pub metrics: String,
+}
+
 /// The error line of a request the supervisor could not decode: the message,
 /// and when the reason is the request's protocol version, the versions the
 /// supervisor speaks (`speaks`; absent otherwise). It reads as a

@@ -350,7 +350,7 @@ pub fn door_token(shared: &Shared) -> Result<(String, Option<PathBuf>), String> 
 /// The token in `path`, created (0600, 32 random bytes) when there is none.
 fn token(path: &std::path::Path) -> std::io::Result<String> {
     use std::io::Write;
-    match super::state_dir::read_nofollow(path) {
+    match crate::state::read_nofollow(path) {
         Ok(bytes) => {
             let text = String::from_utf8_lossy(&bytes).trim().to_owned();
             if !text.is_empty() {
@@ -361,7 +361,7 @@ fn token(path: &std::path::Path) -> std::io::Result<String> {
         Err(e) => return Err(e),
     }
     let token = http::new_token()?;
-    let mut f = super::state_dir::open_rw(path)?;
+    let mut f = crate::state::open_rw(path)?;
     f.set_len(0)?;
     f.write_all(token.as_bytes())?;
     f.sync_data()?;

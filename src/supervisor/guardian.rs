@@ -50,7 +50,7 @@ impl Adopted {
     /// The list in `dir`, if any (a damaged one reads as none: it only ever adds
     /// to what recovery finds by other means).
     pub fn load(dir: &Path) -> Option<Adopted> {
-        let text = super::state_dir::read_nofollow(&dir.join(ADOPTED_FILE)).ok()?;
+        let text = crate::state::read_nofollow(&dir.join(ADOPTED_FILE)).ok()?;
         serde_json::from_slice(&text).ok()
     }
 }
@@ -146,8 +146,8 @@ struct Log {
 
 impl Log {
     fn take_over(dir: &Path) -> Log {
-        let path = dir.join(super::state_dir::SUPERVISOR_LOG);
-        if !super::rotation::stderr_is(&path) {
+        let path = dir.join(crate::state::SUPERVISOR_LOG);
+        if !crate::state::rotation::stderr_is(&path) {
             return Log { file: None };
         }
         let null = std::fs::OpenOptions::new().write(true).open("/dev/null");
@@ -162,7 +162,7 @@ impl Log {
         let line = format!("mcpfleet guardian: {text}\n");
         match &self.file {
             Some(path) => {
-                if let Ok(mut f) = super::state_dir::open_append(path) {
+                if let Ok(mut f) = crate::state::open_append(path) {
                     let _ = f.write_all(line.as_bytes());
                 }
             }
@@ -233,7 +233,7 @@ fn guard(supervisor: i32, dir: PathBuf) -> u8 {
                 processes: adopted.iter().copied().collect(),
             };
             if let Ok(text) = serde_json::to_vec(&list)
-                && let Err(e) = super::state_dir::replace_atomically(&dir.join(ADOPTED_FILE), &text)
+                && let Err(e) = crate::state::replace_atomically(&dir.join(ADOPTED_FILE), &text)
             {
                 log.say(&format!("cannot write {ADOPTED_FILE}: {e}"));
             }

@@ -22,9 +22,12 @@ pub mod metrics_door;
 pub mod persist;
 pub mod recovery;
 pub mod roster;
-pub mod rotation;
 pub mod server;
-pub mod state_dir;
+
+/// The state directory under the path it has in the supervisor, for the tests
+/// that reach it there; it is the module `state`, which the CLI uses as well.
+pub use crate::state as state_dir;
+pub use crate::state::tag_scope;
 
 use std::fs::File;
 use std::io::Write;
@@ -38,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::{Fleet, Rotation};
-use crate::host::{Press, Signals, Unnamed};
+use crate::host::{Foreground, Press, Signals, Unnamed};
 use crate::lifecycle::authority::{Context, Handle};
 use crate::lifecycle::events::{Cause, Event, EventSink, millis, rfc3339};
 use crate::lifecycle::state::Phase;
@@ -46,10 +49,11 @@ use crate::metrics::Metrics;
 use crate::output::calls::CallReport;
 use crate::output::report::{EventReport, Report, SupervisorReport};
 use crate::platform;
-use crate::protocol;
-use persist::{Persisted, StateFile, SupervisorRecord};
-use rotation::RotatingFile;
-use state_dir::{StateDir, lock_before, open_rw};
+use crate::protocol::{self, MetricsText};
+use crate::state::{Persisted, SupervisorRecord};
+use persist::StateFile;
+use crate::state::rotation::{self, RotatingFile};
+use crate::state::{StateDir, lock_before, open_rw};
 
 /// How long a new supervisor waits for the lock of one that is exiting.
 const LOCK_WAIT: Duration = Duration::from_secs(5);
@@ -64,7 +68,7 @@ const ADOPTED_WAIT: Duration = Duration::from_secs(2);
 /// The event log: every transition is appended to `events.ndjson` before the
 /// request that caused it is answered (L12), and offered to the requests in flight.
 /// The file is rotated at the fleet file's `supervisor.max_file_size`
-/// (`rotation.rs`).
+/// (`state/rotation.rs`).
 pub struct EventLog {
     file: Mutex<Option<RotatingFile>>,
     live: broadcast::Sender<Event>,
@@ -142,15 +146,6 @@ impl EventSink for EventLog {
     }
 }
 
-/// The scope of this state directory's process tags, shared by every supervisor
-/// that ever uses it, so that a successor recognises its predecessor's processes.
-pub fn tag_scope(dir: &StateDir) -> String {
-    format!(
-        "sv-{:016x}",
-        crate::hash::fnv1a(dir.root().as_os_str().as_encoded_bytes())
-    )
-}
-
 /// The report of a request, as the supervisor sends it.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
@@ -161,12 +156,6 @@ pub enum Answer {
     Call(CallReport),
     /// `metrics`.
     Metrics(MetricsText),
-}
-
-/// The answer to `metrics`: the text, as a scrape would get it.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct MetricsText {
-    pub metrics: String,
 }
 
 /// A line the supervisor sends on the control socket (docs/design.md §9).
@@ -361,14 +350,6 @@ async fn take_lock(dir: &StateDir) -> anyhow::Result<Option<File>> {
     Ok(taken.then_some(lock))
 }
 
-/// What `up --foreground` asks of the supervisor it runs in the terminal.
-pub struct Foreground {
-    /// The servers to start (empty: every enabled one).
-    pub servers: Vec<String>,
-    /// Called with the report of the start.
-    pub on_started: Box<dyn FnOnce(Report) + Send>,
-}
-
 /// Runs the supervisor of `fleet` until it is idle or told to stop, and returns the
 /// code of its final teardown (5 when something was left). `source` is the fleet
 /// file's text as read, recorded in the state directory once the lock is held
@@ -382,7 +363,7 @@ pub async fn run(
     dir: StateDir,
     source: Option<String>,
     version: Option<protocol::FileVersion>,
-    foreground: Option<Foreground>,
+    foreground: Option<Foreground<Report>>,
 ) -> anyhow::Result<crate::output::exit::Code> {
     let Some(mut lock) = take_lock(&dir).await? else {
         tracing::info!("another supervisor holds {}", dir.lock().display());
@@ -399,7 +380,7 @@ pub async fn run(
     // The copy of the fleet file is what this supervisor runs: `down`, `status`,
     // `logs` and `events` use it if the file goes away (docs/design.md §3).
     if let Some(source) = &source {
-        state_dir::record_fleet(dir.root(), &fleet.file, source).map_err(|e| {
+        crate::state::record_fleet(dir.root(), &fleet.file, source).map_err(|e| {
             anyhow::anyhow!(
                 "cannot record the fleet file in {}: {e}",
                 dir.root().display()

@@ -1,77 +1,16 @@
-//! `state.json`: what must survive the supervisor (L3, L7, L10). For each server,
-//! the highest generation ever given, the process of its live generation, and its
-//! quarantine. Replaced atomically on every change, so a supervisor killed at any
-//! instant leaves either the old or the new file, and the next one knows which
-//! generations may still be alive.
+//! `state.json` as the supervisor keeps it: the ledger of its authorities. The
+//! document is `state::Persisted`; here it is replaced atomically on every change,
+//! so a supervisor killed at any instant leaves either the old or the new file,
+//! and the next one knows which generations may still be alive.
 
-use std::collections::BTreeMap;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use serde::{Deserialize, Serialize};
-
-use super::state_dir::replace_atomically;
 use crate::lifecycle::ledger::{Durable, Ledger, LiveRecord, QuarantineRecord};
 use crate::lifecycle::state::Generation;
 use crate::process::lineage::ProcId;
-
-pub const STATE_VERSION: u32 = 1;
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Persisted {
-    pub version: u32,
-    /// The supervisor that wrote the file last.
-    #[serde(default)]
-    pub supervisor: Option<SupervisorRecord>,
-    #[serde(default)]
-    pub servers: BTreeMap<String, ServerRecord>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct SupervisorRecord {
-    pub pid: i32,
-    pub start_time: Option<u64>,
-    pub boot_id: Option<String>,
-    /// The guardian above a detached supervisor (see `guardian`): after a crash,
-    /// recovery waits for its list of what it adopted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub guardian: Option<ProcId>,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct ServerRecord {
-    pub last_generation: Generation,
-    /// Spawned and not yet confirmed gone.
-    #[serde(default)]
-    pub live: Option<LiveRecord>,
-    #[serde(default)]
-    pub quarantine: Option<QuarantineRecord>,
-}
-
-impl Persisted {
-    /// Reads `state.json`; a missing file is an empty state. A file that cannot be
-    /// read or parsed is an error: starting over would reuse generation ids.
-    pub fn load(path: &Path) -> io::Result<Persisted> {
-        // Never through a symlink planted in its place (ELOOP is an error here).
-        match super::state_dir::read_nofollow(path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                io::Error::other(format!(
-                    "{} is damaged ({e}); move it away to start over, knowing that generation ids may then repeat",
-                    path.display()
-                ))
-            }),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Persisted {
-                version: STATE_VERSION,
-                ..Persisted::default()
-            }),
-            Err(e) => Err(io::Error::new(
-                e.kind(),
-                format!("cannot read {}: {e}", path.display()),
-            )),
-        }
-    }
-}
+use crate::state::{Persisted, STATE_VERSION, replace_atomically};
 
 /// The supervisor's ledger. Every note is applied to the document at once and
 /// made durable by a write of the whole file (atomic replace, then fsync). Notes

@@ -9,8 +9,8 @@
 use std::sync::Arc;
 
 use super::Shared;
-use super::persist::ServerRecord;
-use super::state_dir::StateDir;
+use crate::state::ServerRecord;
+use crate::state::StateDir;
 use crate::config::{Definition, Fleet, ServerSpec, changed_settings};
 use crate::gateway::{Exposure, Gateway, Member};
 use crate::host::{UnknownServers, Unnamed};
@@ -265,7 +265,7 @@ impl Shared {
             servers.push(held);
         }
         self.events.set_rotation(file.supervisor.rotation);
-        super::rotation::set_supervisor_log_rotation(file.supervisor.rotation);
+        crate::state::rotation::set_supervisor_log_rotation(file.supervisor.rotation);
         self.gateway.set_page_size(
             file.gateway
                 .page_size
@@ -275,7 +275,7 @@ impl Shared {
         // The copy that `down`, `status`, `logs` and `events` use if the file
         // goes away is the file the supervisor now runs (docs/design.md §3).
         if let Some(source) = &source
-            && let Err(error) = super::state_dir::record_fleet(
+            && let Err(error) = crate::state::record_fleet(
                 self.dir.root(),
                 &file.file,
                 &crate::config::recordable(&file.file, &source.text),

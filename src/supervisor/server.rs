@@ -15,7 +15,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::task::TaskTracker;
 
-use super::state_dir::StateDir;
+use crate::state::StateDir;
 use super::{Answer, Response, Shared};
 use crate::config::Timeout;
 use crate::host::{self, Signals, Unnamed};
@@ -223,7 +223,7 @@ impl Busy {
 
 /// Binds the control socket, private to this user.
 fn bind(path: &std::path::Path) -> std::io::Result<UnixListener> {
-    let short = super::state_dir::SocketPath::new(path)?;
+    let short = crate::state::SocketPath::new(path)?;
     let listener = UnixListener::bind(short.as_path())?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     Ok(listener)
@@ -372,7 +372,7 @@ pub(super) async fn dispatch(
                 crate::metrics::exposition::Format::Prometheus
             };
             return Response::Reply {
-                report: Answer::Metrics(super::MetricsText {
+                report: Answer::Metrics(crate::protocol::MetricsText {
                     metrics: shared.metrics(format),
                 }),
             };

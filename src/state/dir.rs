@@ -16,16 +16,11 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsE
 use std::path::{Path, PathBuf};
 
 use crate::config::Fleet;
+use super::record::{PATH_FILE, recorded_fleet, supervisor_runs};
 use crate::hash::fnv1a;
 /// The control socket's path as `bind` and `connect` can take it, however long the
 /// state directory's path is.
 pub use crate::platform::SocketPath;
-
-mod record;
-pub use record::{
-    COPY_FILE, Claim, ClaimError, PATH_FILE, RecordError, RecordedFleet, claim, find_recording,
-    record_fleet, recorded_fleet, supervisor_runs,
-};
 
 /// The supervisor's own log, in the state directory.
 pub const SUPERVISOR_LOG: &str = "supervisor.log";
@@ -134,6 +129,15 @@ impl StateDir {
     pub fn server_log(&self, server: &str) -> PathBuf {
         self.logs().join(format!("{server}.log"))
     }
+}
+
+/// The scope of this state directory's process tags, shared by every supervisor
+/// that ever uses it, so that a successor recognises its predecessor's processes.
+pub fn tag_scope(dir: &StateDir) -> String {
+    format!(
+        "sv-{:016x}",
+        fnv1a(dir.root().as_os_str().as_encoded_bytes())
+    )
 }
 
 /// The state directory chosen by the user: `--state-dir`, then

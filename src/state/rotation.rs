@@ -23,7 +23,7 @@
 //! than the size by itself), whatever fails, and `supervisor.log` on fd 2 is
 //! always `NAME`, never a rotated file.
 //!
-//! The counts of rotations done ([`EventLog::rotations`](super::EventLog::rotations),
+//! The counts of rotations done (the supervisor's `EventLog::rotations`,
 //! [`supervisor_log_rotations`]) are there for metrics.
 
 use std::fs::File;
@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use super::state_dir::open_append;
+use super::open_append;
 use crate::config::Rotation;
 
 /// How a rotation opens the file that becomes `NAME`: [`open_append`], but for
