@@ -1,16 +1,14 @@
 //! What an authority does on its own, between requests: restart a server that
 //! exited (with exponential backoff, jitter, and a crash-loop stop), ping it, and
-//! stop it when idle. Pure decisions here; the authority owns the timers, so a timer
-//! can never wait on a lock that its own caller holds.
+//! stop it when idle. Pure decisions here, on the instants and the jitter they are
+//! given; the authority owns the timers, so a timer can never wait on a lock that its
+//! own caller holds.
 
 use std::collections::VecDeque;
-use std::time::Duration;
-
-// tokio's clock, so that the restart logic can be tested with paused time.
-use tokio::time::Instant;
+use std::time::{Duration, Instant};
 
 pub use crate::config::{HealthCheck, RestartMode, RestartPolicy};
-use crate::process::teardown::ExitKind;
+use crate::platform::ExitKind;
 
 /// Everything an authority does without being asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -84,34 +82,33 @@ impl RestartHistory {
     }
 }
 
-/// A jitter in [0, 1) for [`backoff`], from a per-thread generator seeded from
-/// the clock and the thread: it spreads restarts of servers that fell together,
-/// and nothing here needs unpredictability.
-pub fn jitter() -> f64 {
-    fastrand::f64()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// tokio's clock, which the test pauses and advances, as a std instant.
+    fn now() -> Instant {
+        tokio::time::Instant::now().into_std()
+    }
+
     /// The restart schedule of a server that crashes at once after every start,
-    /// run on tokio's paused clock: the exact delays, the crash loop at the right
-    /// moment, and a fresh count after a stable window.
+    /// run on tokio's paused clock (given to the history as the authority gives
+    /// it, converted at the boundary): the exact delays, the crash loop at the
+    /// right moment, and a fresh count after a stable window.
     #[tokio::test(start_paused = true)]
     async fn the_schedule_runs_on_the_clock_deterministically() {
         let p = policy();
         let mut history = RestartHistory::default();
-        let start = Instant::now();
+        let start = now();
         let mut restarted_at = Vec::new();
         loop {
             // The server exits; the authority asks the policy what comes next.
-            if history.record(&p, Instant::now()) {
+            if history.record(&p, now()) {
                 break;
             }
             let delay = backoff(&p, history.count() - 1, 0.5);
             tokio::time::sleep(delay).await;
-            restarted_at.push(Instant::now().duration_since(start).as_millis());
+            restarted_at.push(now().duration_since(start).as_millis());
         }
         // 100, then +200, then +400: three restarts, the fourth exit is a crash loop.
         assert_eq!(restarted_at, vec![100, 300, 700]);
@@ -121,14 +118,14 @@ mod tests {
         tokio::time::advance(p.window).await;
         history.forget_if_stable(&p, p.window);
         assert_eq!(history.count(), 0);
-        assert!(!history.record(&p, Instant::now()));
+        assert!(!history.record(&p, now()));
         // ...and restarts older than the window stop counting by themselves.
         let mut h = RestartHistory::default();
         for _ in 0..3 {
-            assert!(!h.record(&p, Instant::now()));
+            assert!(!h.record(&p, now()));
         }
         tokio::time::advance(p.window + Duration::from_millis(1)).await;
-        assert!(!h.record(&p, Instant::now()), "the old three expired");
+        assert!(!h.record(&p, now()), "the old three expired");
         assert_eq!(h.count(), 1);
     }
 

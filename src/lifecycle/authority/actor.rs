@@ -4,10 +4,11 @@
 
 use super::*;
 
-/// Sleeps until `at`, or forever when there is nothing to wait for.
-async fn until(at: Option<tokio::time::Instant>) {
+/// Sleeps until `at` (one of the core's timers), or forever when there is nothing
+/// to wait for.
+async fn until(at: Option<Instant>) {
     match at {
-        Some(at) => tokio::time::sleep_until(at).await,
+        Some(at) => tokio::time::sleep_until(drive::tokio_instant(at)).await,
         None => std::future::pending().await,
     }
 }
@@ -101,7 +102,7 @@ impl Actor {
             // A use changes only the idle timer, which nothing outside reads:
             // publishing after each one would wake every watcher per call.
             let used = matches!(input, Input::Used);
-            machine::drive(&mut core, &mut self, input).await;
+            drive::drive(&mut core, &mut self, input).await;
             self.request = Request::default();
             if !used {
                 self.publish(&core);
@@ -115,7 +116,7 @@ impl Actor {
                 let _ = reply.send(self.reply(&core, Err(error)));
             }
         }
-        machine::drive(&mut core, &mut self, Input::Shutdown).await;
+        drive::drive(&mut core, &mut self, Input::Shutdown).await;
     }
 
     /// Takes the newest configuration: the settings go to the core at once; the
@@ -124,7 +125,7 @@ impl Actor {
         let config = self.configs.borrow_and_update().clone();
         let supervision = config.supervision;
         self.config = config;
-        machine::drive(core, self, Input::Configure(supervision)).await;
+        drive::drive(core, self, Input::Configure(supervision)).await;
         self.publish(core);
     }
 
@@ -145,7 +146,7 @@ impl Actor {
         if t.to == Phase::Backoff
             && let Some(at) = core.retry_at()
         {
-            let delay = at.saturating_duration_since(tokio::time::Instant::now());
+            let delay = at.saturating_duration_since(drive::now());
             tracing::info!(server = %self.config.name, generation = t.generation, delay_ms = millis(delay), "restart scheduled");
         }
         let event = Event {
@@ -202,8 +203,8 @@ impl Actor {
             restarts: core.restarts(),
             retry_in_ms: core
                 .retry_at()
-                .map(|t| millis(t.saturating_duration_since(tokio::time::Instant::now()))),
-            retry_at: core.retry_at(),
+                .map(|t| millis(t.saturating_duration_since(drive::now()))),
+            retry_at: core.retry_at().map(drive::tokio_instant),
             error,
             last_teardown: self.last_teardown.clone(),
             definition: self.launched.clone(),
@@ -238,7 +239,7 @@ impl Actor {
     }
 }
 
-impl machine::Executor for Actor {
+impl drive::Executor for Actor {
     async fn execute(&mut self, effect: Effect, core: &Core) -> Option<Input> {
         match effect {
             Effect::Reserve(generation) => Some(Input::Reserved(self.reserve(generation).await)),

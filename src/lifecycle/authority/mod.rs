@@ -4,14 +4,15 @@
 //!
 //! The task decides nothing itself: every transition is the pure core's
 //! (`lifecycle::core`). The task wakes on a request, an exit or a timer, feeds it to
-//! the core, and carries out the effects the core returns: spawn and connect
-//! (`start.rs`), teardown, sweep and quarantine (`stop.rs`), ledger notes, events and
-//! publishing (`actor.rs`).
+//! the core with the time (`drive.rs`, the loop that gives the core tokio's clock
+//! and its answers), and carries out the effects the core returns: spawn and
+//! connect (`start.rs`), teardown, sweep and quarantine (`stop.rs`), ledger notes,
+//! events and publishing (`actor.rs`).
 //!
 //! ```text
 //!  Handle::request ──► queue ──► accept (or withdrawn: the caller's wait deadline passed)
 //!                                  │
-//!  exit, retry, ping, idle ────────┴──► core::drive ──► effects ──► reply
+//!  exit, retry, ping, idle ────────┴──► drive ──► core ──► effects ──► reply
 //!  events ──► EventSink, before the reply (L12)
 //! ```
 //!
@@ -49,6 +50,7 @@ use crate::process::stderr::StderrTail;
 use crate::process::teardown::{self, ExitKind, Grace, TeardownReport};
 
 mod actor;
+mod drive;
 mod handle;
 mod live;
 use live::{Live, LiveKind, LiveProcess};
@@ -352,11 +354,14 @@ pub fn spawn_with(
     });
     let (publish_peer, published_peer) = watch::channel(None);
     let (config_tx, configs) = watch::channel(config.clone());
+    // The restart jitter of each server is drawn from a seed of its own, so that
+    // servers that fell together do not come back together (docs/design.md §8).
     let core = Core::new(
         state,
         initial.last_generation,
         config.supervision,
-        tokio::time::Instant::now(),
+        drive::now(),
+        fastrand::u64(..),
     );
     let actor = Actor {
         config,

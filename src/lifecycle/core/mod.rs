@@ -1,13 +1,15 @@
 //! The pure core of one server's lifecycle: every transition is decided here, from
-//! the state and what happened, and nothing here does I/O or reads a clock.
+//! the state and what happened, and nothing here does I/O, reads a clock or draws
+//! on entropy.
 //!
 //! The authority feeds the core an [`Input`] (a request, the result of an effect,
 //! a timer that fired, an exit it saw) together with the time, and gets back the
 //! [`Effect`]s to carry out, in order. An effect that does something (reserve,
 //! launch, tear down, sweep, clear, ping) answers with the next input; the others
 //! (note the end of a generation, record a transition, answer the caller) do not.
-//! [`drive`] runs that loop against an [`Executor`]: the authority's real one, or a
-//! test double that answers from a script (`tests.rs`).
+//! The loop that carries effects out and feeds the answers back, with the time of
+//! each step, is the authority's (`authority::drive`); the tests (`tests.rs`) run
+//! the same loop against a scripted double, on a clock of their own.
 //!
 //! ```text
 //!  Request ─► plan ─► Reserve ─► Reserved ─► Launch ─► Started ─► running | failed | quarantined
@@ -19,13 +21,13 @@
 //!  Idle, Shutdown ─► TearDown
 //! ```
 //!
-//! The core also owns the timers (retry, ping, idle) as instants; the authority
-//! sleeps until the earliest and feeds the matching input (docs/design.md §8).
+//! The core also owns the timers (retry, ping, idle) as instants of the clock it is
+//! given; the authority sleeps until the earliest and feeds the matching input
+//! (docs/design.md §8). The jitter of restart delays comes from a generator in the
+//! core's state, seeded by whoever makes the core: the same seed and the same
+//! inputs, at the same times, give the same effects and the same timers.
 
-use std::collections::VecDeque;
-use std::time::Duration;
-
-use tokio::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::Generation;
 use super::error::{ErrorKind, ServerError};
@@ -33,7 +35,7 @@ use super::events::Cause;
 use super::policy::{self, RestartHistory, Supervision};
 use super::state::{self, Intent, Phase, Plan, State};
 use crate::config::Timeout;
-use crate::process::teardown::ExitKind;
+use crate::platform::ExitKind;
 
 #[cfg(test)]
 mod tests;
@@ -162,28 +164,6 @@ pub struct Transition {
     pub error: Option<ServerError>,
 }
 
-/// Carries effects out. The authority's executor does the I/O; a test double
-/// answers from a script.
-pub trait Executor {
-    /// Carries out `effect`; `core` is the state after the step that produced it.
-    fn execute(
-        &mut self,
-        effect: Effect,
-        core: &Core,
-    ) -> impl Future<Output = Option<Input>> + Send;
-}
-
-/// Feeds `input` to the core and carries out what it decides, feeding the answers
-/// back until no effect is left.
-pub async fn drive<E: Executor>(core: &mut Core, executor: &mut E, input: Input) {
-    let mut effects: VecDeque<Effect> = core.step(input, Instant::now()).into();
-    while let Some(effect) = effects.pop_front() {
-        if let Some(next) = executor.execute(effect, core).await {
-            effects.extend(core.step(next, Instant::now()));
-        }
-    }
-}
-
 /// The operation under way, and what follows it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Op {
@@ -219,18 +199,21 @@ pub struct Core {
     op: Option<Op>,
     /// The current request's wait, given to its first record.
     waited: Duration,
-    /// The jitter of restart delays (docs/design.md §8).
+    /// The jitter of restart delays (docs/design.md §8): a generator seeded by
+    /// the caller, never from entropy.
     rng: fastrand::Rng,
 }
 
 impl Core {
     /// A core in `state` (stopped, or quarantined as an earlier holder left it),
-    /// whose generations continue after `last_generation` (L3, L10).
+    /// whose generations continue after `last_generation` (L3, L10), made at `now`,
+    /// whose restart delays are spread by jitter drawn from `seed`.
     pub fn new(
         state: State,
         last_generation: Generation,
         supervision: Supervision,
         now: Instant,
+        seed: u64,
     ) -> Core {
         Core {
             state,
@@ -243,15 +226,8 @@ impl Core {
             last_used: now,
             op: None,
             waited: Duration::ZERO,
-            rng: fastrand::Rng::new(),
+            rng: fastrand::Rng::with_seed(seed),
         }
-    }
-
-    /// The same core with a fixed jitter source, for tests.
-    #[cfg(test)]
-    fn seeded(mut self, seed: u64) -> Core {
-        self.rng = fastrand::Rng::with_seed(seed);
-        self
     }
 
     pub fn state(&self) -> &State {

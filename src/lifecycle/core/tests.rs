@@ -1,8 +1,13 @@
 //! The core against a test double of the executor: every rule of the lifecycle
 //! contract (docs/design.md §4.3) and the supervision of §8, without a process.
 //! The real-process tests in `tests/` prove the same rules against the OS.
+//!
+//! The tests run without a runtime and without a clock: the double keeps the time
+//! it gives the core, and a test moves it; every core is made with a seed, so its
+//! jitter is the same on every run.
 
 use std::collections::VecDeque;
+use std::sync::LazyLock;
 
 use super::*;
 use crate::config::{HealthCheck, RestartMode, RestartPolicy};
@@ -12,9 +17,14 @@ use crate::lifecycle::error::ErrorPhase;
 /// of what was spawned (`None`: nothing was).
 type Launched = Result<Option<i32>, (ServerError, Option<Ended>)>;
 
+/// Where the tests' clock begins: any instant does, since the core only adds
+/// durations to the times it is given and compares them.
+static T0: LazyLock<Instant> = LazyLock::new(Instant::now);
+
 /// An executor that answers from a script and logs every effect it is given.
-#[derive(Default)]
 struct Double {
+    /// The time given to the core with every input; a test moves it.
+    now: Instant,
     /// Answers to launches, in order; when empty, a process with pid 100 + generation.
     launches: VecDeque<Launched>,
     /// Answers to teardowns, in order; when empty, clean.
@@ -31,8 +41,36 @@ struct Double {
     log: Vec<Effect>,
 }
 
-impl Executor for Double {
-    async fn execute(&mut self, effect: Effect, _core: &Core) -> Option<Input> {
+impl Default for Double {
+    fn default() -> Double {
+        Double {
+            now: *T0,
+            launches: VecDeque::new(),
+            teardowns: VecDeque::new(),
+            sweeps: VecDeque::new(),
+            clears: VecDeque::new(),
+            pings: VecDeque::new(),
+            reserve_error: None,
+            log: Vec::new(),
+        }
+    }
+}
+
+/// Feeds `input` to the core at the double's time and carries out what it decides
+/// with the double, feeding the answers back until no effect is left: the
+/// authority's loop (`authority::drive`), on the test's clock.
+fn drive(core: &mut Core, double: &mut Double, input: Input) {
+    let mut effects: VecDeque<Effect> = core.step(input, double.now).into();
+    while let Some(effect) = effects.pop_front() {
+        if let Some(next) = double.execute(effect) {
+            effects.extend(core.step(next, double.now));
+        }
+    }
+}
+
+impl Double {
+    /// Carries out `effect` from the script.
+    fn execute(&mut self, effect: Effect) -> Option<Input> {
         self.log.push(effect.clone());
         match effect {
             Effect::Reserve(_) => Some(Input::Reserved(match &self.reserve_error {
@@ -87,9 +125,7 @@ impl Executor for Double {
             Effect::NoteEnd { .. } | Effect::Record(_) | Effect::Answer(_) => None,
         }
     }
-}
 
-impl Double {
     /// The transitions recorded, as (from, to, cause).
     fn records(&self) -> Vec<(Phase, Phase, Cause)> {
         self.log
@@ -139,7 +175,7 @@ fn left(pids: &[i32]) -> Ended {
 }
 
 fn new_core(supervision: Supervision) -> Core {
-    Core::new(State::Stopped, 0, supervision, Instant::now()).seeded(7)
+    Core::new(State::Stopped, 0, supervision, *T0, 7)
 }
 
 fn restarting(max_restarts: u32) -> Supervision {
@@ -180,19 +216,19 @@ const RECONNECT: Intent = Intent::Reconnect {
     if_generation: None,
 };
 
-async fn up(core: &mut Core, double: &mut Double) {
-    drive(core, double, request(START)).await;
+fn up(core: &mut Core, double: &mut Double) {
+    drive(core, double, request(START));
     assert!(matches!(core.state(), State::Running { .. }), "{core:?}");
 }
 
 use Phase::{Backoff, Failed, Quarantined, Running, Starting, Stopped, Stopping};
 
-#[tokio::test]
-async fn l1_one_request_at_a_time_each_answered_once_in_order() {
+#[test]
+fn l1_one_request_at_a_time_each_answered_once_in_order() {
     let mut core = new_core(Supervision::default());
     let mut double = Double::default();
     for intent in [START, START, STOP, STOP] {
-        drive(&mut core, &mut double, request(intent)).await;
+        drive(&mut core, &mut double, request(intent));
     }
     // The second start finds the server running and spawns nothing; the second
     // stop finds it stopped.
@@ -210,12 +246,12 @@ async fn l1_one_request_at_a_time_each_answered_once_in_order() {
     );
     // An exit seen while nothing runs changes nothing.
     double.forget();
-    drive(&mut core, &mut double, Input::ExitSeen).await;
+    drive(&mut core, &mut double, Input::ExitSeen);
     assert!(double.log.is_empty());
 }
 
-#[tokio::test(start_paused = true)]
-async fn l2_the_wait_goes_on_the_first_record_and_timers_live_in_their_states() {
+#[test]
+fn l2_the_wait_goes_on_the_first_record_and_timers_live_in_their_states() {
     let mut core = new_core(restarting(3));
     let mut double = Double::default();
     drive(
@@ -227,8 +263,7 @@ async fn l2_the_wait_goes_on_the_first_record_and_timers_live_in_their_states() 
             stale: false,
             waited: ms(7),
         },
-    )
-    .await;
+    );
     let waits: Vec<Duration> = double
         .log
         .iter()
@@ -239,27 +274,27 @@ async fn l2_the_wait_goes_on_the_first_record_and_timers_live_in_their_states() 
         .collect();
     assert_eq!(waits, vec![ms(7), Duration::ZERO]);
     // An exit schedules a retry, bounded by the policy's maximum delay...
-    drive(&mut core, &mut double, Input::ExitSeen).await;
+    drive(&mut core, &mut double, Input::ExitSeen);
     let due = core.retry_at().expect("a retry is scheduled");
-    assert!(due <= Instant::now() + ms(1200));
+    assert!(due <= double.now + ms(1200));
     // ...and a user's stop drops it with the state it served.
-    drive(&mut core, &mut double, request(STOP)).await;
+    drive(&mut core, &mut double, request(STOP));
     assert_eq!(core.state(), &State::Stopped);
     assert_eq!(core.retry_at(), None);
 }
 
-#[tokio::test]
-async fn l3_each_start_reserves_a_new_generation_before_it_launches() {
-    let mut core = Core::new(State::Stopped, 9, Supervision::default(), Instant::now());
+#[test]
+fn l3_each_start_reserves_a_new_generation_before_it_launches() {
+    let mut core = Core::new(State::Stopped, 9, Supervision::default(), *T0, 7);
     let mut double = Double::default();
-    up(&mut core, &mut double).await;
+    up(&mut core, &mut double);
     let order: Vec<&Effect> = double
         .log
         .iter()
         .filter(|e| matches!(e, Effect::Reserve(_) | Effect::Launch(_)))
         .collect();
     assert_eq!(order, vec![&Effect::Reserve(10), &Effect::Launch(10)]);
-    drive(&mut core, &mut double, request(RECONNECT)).await;
+    drive(&mut core, &mut double, request(RECONNECT));
     assert_eq!(core.state().generation(), Some(11));
 
     // A reservation that cannot be written refuses the start: nothing launches
@@ -273,7 +308,7 @@ async fn l3_each_start_reserves_a_new_generation_before_it_launches() {
         )),
         ..Double::default()
     };
-    drive(&mut core, &mut double, request(START)).await;
+    drive(&mut core, &mut double, request(START));
     assert_eq!(double.count(|e| matches!(e, Effect::Launch(_))), 0);
     assert_eq!(double.answers(), vec![Err(ErrorKind::SpawnFailed)]);
     assert_eq!(core.state(), &State::Stopped);
@@ -284,15 +319,15 @@ fn core_stopped() -> Core {
     new_core(Supervision::default())
 }
 
-#[tokio::test]
-async fn l4_no_generation_starts_while_an_earlier_one_may_live() {
+#[test]
+fn l4_no_generation_starts_while_an_earlier_one_may_live() {
     // A reconnect whose teardown leaves something never starts the next one.
     let mut core = core_stopped();
     let mut double = Double::default();
-    up(&mut core, &mut double).await;
+    up(&mut core, &mut double);
     double.teardowns.push_back(left(&[4242]));
     double.forget();
-    drive(&mut core, &mut double, request(RECONNECT)).await;
+    drive(&mut core, &mut double, request(RECONNECT));
     assert_eq!(double.count(|e| matches!(e, Effect::Reserve(_))), 0);
     assert_eq!(core.state().phase(), Quarantined);
     assert_eq!(double.answers(), vec![Err(ErrorKind::TeardownFailed)]);
@@ -300,9 +335,9 @@ async fn l4_no_generation_starts_while_an_earlier_one_may_live() {
     // An exit whose sweep leaves something is quarantined, never retried.
     let mut core = new_core(restarting(3));
     let mut double = Double::default();
-    up(&mut core, &mut double).await;
+    up(&mut core, &mut double);
     double.sweeps.push_back((Some(ExitKind::Code(1)), vec![77]));
-    drive(&mut core, &mut double, Input::ExitSeen).await;
+    drive(&mut core, &mut double, Input::ExitSeen);
     assert_eq!(core.state().phase(), Quarantined);
     assert_eq!(core.retry_at(), None);
 
@@ -316,22 +351,22 @@ async fn l4_no_generation_starts_while_an_earlier_one_may_live() {
         ..Supervision::default()
     });
     let mut double = Double::default();
-    up(&mut core, &mut double).await;
+    up(&mut core, &mut double);
     double.pings.push_back(false);
     double.teardowns.push_back(left(&[5]));
     double.forget();
-    drive(&mut core, &mut double, Input::Ping).await;
+    drive(&mut core, &mut double, Input::Ping);
     assert_eq!(double.count(|e| matches!(e, Effect::Reserve(_))), 0);
     assert_eq!(core.state().phase(), Quarantined);
 }
 
-#[tokio::test]
-async fn l5_a_stop_is_stopped_only_once_the_teardown_is_confirmed() {
+#[test]
+fn l5_a_stop_is_stopped_only_once_the_teardown_is_confirmed() {
     let mut core = core_stopped();
     let mut double = Double::default();
-    up(&mut core, &mut double).await;
+    up(&mut core, &mut double);
     double.forget();
-    drive(&mut core, &mut double, request(STOP)).await;
+    drive(&mut core, &mut double, request(STOP));
     assert_eq!(
         double.log.iter().map(kind).collect::<Vec<_>>(),
         vec!["record", "teardown", "note-end", "record", "answer"]
@@ -340,7 +375,7 @@ async fn l5_a_stop_is_stopped_only_once_the_teardown_is_confirmed() {
 
     // A teardown that fails without leftovers (a session that could not be
     // ended) is not confirmed either.
-    up(&mut core, &mut double).await;
+    up(&mut core, &mut double);
     double.teardowns.push_back(Ended {
         failure: Some(ServerError::new(
             ErrorKind::TeardownFailed,
@@ -349,7 +384,7 @@ async fn l5_a_stop_is_stopped_only_once_the_teardown_is_confirmed() {
         )),
         ..clean()
     });
-    drive(&mut core, &mut double, request(STOP)).await;
+    drive(&mut core, &mut double, request(STOP));
     match core.state() {
         State::Quarantined { error, .. } => assert_eq!(error.message, "the DELETE failed"),
         other => panic!("expected quarantine, got {other:?}"),
@@ -370,8 +405,8 @@ fn kind(e: &Effect) -> &'static str {
     }
 }
 
-#[tokio::test]
-async fn l6_the_outcome_is_recorded_before_anyone_is_answered() {
+#[test]
+fn l6_the_outcome_is_recorded_before_anyone_is_answered() {
     let mut core = core_stopped();
     let mut double = Double::default();
     double.launches.push_back(Err((
@@ -379,13 +414,13 @@ async fn l6_the_outcome_is_recorded_before_anyone_is_answered() {
         Some(clean()),
     )));
     for intent in [START, START, STOP, RECONNECT] {
-        drive(&mut core, &mut double, request(intent)).await;
+        drive(&mut core, &mut double, request(intent));
         // The answer is the last thing of every request, after its records.
         assert_eq!(double.log.last().map(kind), Some("answer"));
         double.forget();
     }
     // An operation nobody asked for is recorded all the same.
-    drive(&mut core, &mut double, Input::Shutdown).await;
+    drive(&mut core, &mut double, Input::Shutdown);
     assert_eq!(
         double.records(),
         vec![
@@ -395,14 +430,14 @@ async fn l6_the_outcome_is_recorded_before_anyone_is_answered() {
     );
 }
 
-#[tokio::test]
-async fn l7_a_failed_teardown_is_kept_before_it_is_reported_and_refuses_until_cleared() {
+#[test]
+fn l7_a_failed_teardown_is_kept_before_it_is_reported_and_refuses_until_cleared() {
     let mut core = core_stopped();
     let mut double = Double::default();
-    up(&mut core, &mut double).await;
+    up(&mut core, &mut double);
     double.teardowns.push_back(left(&[31, 32]));
     double.forget();
-    drive(&mut core, &mut double, request(STOP)).await;
+    drive(&mut core, &mut double, request(STOP));
     let note = double
         .log
         .iter()
@@ -418,7 +453,7 @@ async fn l7_a_failed_teardown_is_kept_before_it_is_reported_and_refuses_until_cl
     // Start, stop and reconnect are refused, each recorded as from == to.
     for intent in [START, STOP, RECONNECT] {
         double.forget();
-        drive(&mut core, &mut double, request(intent)).await;
+        drive(&mut core, &mut double, request(intent));
         assert_eq!(double.answers(), vec![Err(ErrorKind::Quarantined)]);
         assert_eq!(
             double.records().first().map(|r| (r.0, r.1)),
@@ -428,7 +463,7 @@ async fn l7_a_failed_teardown_is_kept_before_it_is_reported_and_refuses_until_cl
     // `reset` while something lives: refused, still quarantined.
     double.clears.push_back(vec![31]);
     double.forget();
-    drive(&mut core, &mut double, request(Intent::Reset)).await;
+    drive(&mut core, &mut double, request(Intent::Reset));
     assert_eq!(double.answers(), vec![Err(ErrorKind::Quarantined)]);
     assert_eq!(core.state().phase(), Quarantined);
     // `--force`: kill, confirm, then the next generation.
@@ -442,8 +477,7 @@ async fn l7_a_failed_teardown_is_kept_before_it_is_reported_and_refuses_until_cl
             stale: false,
             waited: Duration::ZERO,
         },
-    )
-    .await;
+    );
     assert_eq!(
         double.log.iter().map(kind).collect::<Vec<_>>()[..5],
         ["clear", "note-end", "record", "reserve", "record"]
@@ -459,13 +493,13 @@ async fn l7_a_failed_teardown_is_kept_before_it_is_reported_and_refuses_until_cl
     assert_eq!(core.state().phase(), Running);
 }
 
-#[tokio::test]
-async fn l8_a_half_start_is_torn_down_before_the_answer() {
+#[test]
+fn l8_a_half_start_is_torn_down_before_the_answer() {
     let timeout = || ServerError::new(ErrorKind::ConnectTimeout, ErrorPhase::Initialize, "");
     let mut core = core_stopped();
     let mut double = Double::default();
     double.launches.push_back(Err((timeout(), Some(clean()))));
-    drive(&mut core, &mut double, request(START)).await;
+    drive(&mut core, &mut double, request(START));
     assert_eq!(core.state().phase(), Failed);
     assert_eq!(double.count(|e| matches!(e, Effect::NoteEnd { .. })), 1);
 
@@ -473,7 +507,7 @@ async fn l8_a_half_start_is_torn_down_before_the_answer() {
     double
         .launches
         .push_back(Err((timeout(), Some(left(&[9])))));
-    drive(&mut core, &mut double, request(START)).await;
+    drive(&mut core, &mut double, request(START));
     assert_eq!(core.state().phase(), Quarantined);
 
     // Nothing was spawned (a spawn error): failed, with no ledger note; an
@@ -483,7 +517,7 @@ async fn l8_a_half_start_is_torn_down_before_the_answer() {
     double
         .launches
         .push_back(Err((ServerError::cancelled("the start"), None)));
-    drive(&mut core, &mut double, request(START)).await;
+    drive(&mut core, &mut double, request(START));
     assert_eq!(core.state().phase(), Failed);
     assert_eq!(double.count(|e| matches!(e, Effect::NoteEnd { .. })), 0);
     assert_eq!(
@@ -492,29 +526,29 @@ async fn l8_a_half_start_is_torn_down_before_the_answer() {
     );
 }
 
-#[tokio::test]
-async fn l9_shutdown_tears_down_what_runs_and_nothing_else() {
+#[test]
+fn l9_shutdown_tears_down_what_runs_and_nothing_else() {
     let mut core = core_stopped();
     let mut double = Double::default();
-    drive(&mut core, &mut double, Input::Shutdown).await;
+    drive(&mut core, &mut double, Input::Shutdown);
     assert!(double.log.is_empty());
-    up(&mut core, &mut double).await;
+    up(&mut core, &mut double);
     double.forget();
-    drive(&mut core, &mut double, Input::Shutdown).await;
+    drive(&mut core, &mut double, Input::Shutdown);
     assert_eq!(double.count(|e| matches!(e, Effect::TearDown(1))), 1);
     assert_eq!(core.state(), &State::Stopped);
 }
 
-#[tokio::test]
-async fn l10_a_core_begins_from_what_an_earlier_holder_left() {
+#[test]
+fn l10_a_core_begins_from_what_an_earlier_holder_left() {
     let state = State::Quarantined {
         generation: 4,
         error: ServerError::teardown_failed(&[66]),
         leftover_pids: vec![66],
     };
-    let mut core = Core::new(state, 4, Supervision::default(), Instant::now());
+    let mut core = Core::new(state, 4, Supervision::default(), *T0, 7);
     let mut double = Double::default();
-    drive(&mut core, &mut double, request(START)).await;
+    drive(&mut core, &mut double, request(START));
     assert_eq!(double.answers(), vec![Err(ErrorKind::Quarantined)]);
     drive(
         &mut core,
@@ -525,13 +559,12 @@ async fn l10_a_core_begins_from_what_an_earlier_holder_left() {
             stale: false,
             waited: Duration::ZERO,
         },
-    )
-    .await;
+    );
     assert_eq!(core.state().generation(), Some(5));
 }
 
-#[tokio::test]
-async fn l11_a_fenced_reconnect_runs_only_on_the_generation_it_names() {
+#[test]
+fn l11_a_fenced_reconnect_runs_only_on_the_generation_it_names() {
     let fenced = |n| {
         request(Intent::Reconnect {
             if_generation: Some(n),
@@ -540,13 +573,13 @@ async fn l11_a_fenced_reconnect_runs_only_on_the_generation_it_names() {
     let mut core = core_stopped();
     let mut double = Double::default();
     // A stopped server has no current generation.
-    drive(&mut core, &mut double, fenced(0)).await;
+    drive(&mut core, &mut double, fenced(0));
     assert_eq!(double.answers(), vec![Err(ErrorKind::Fenced)]);
-    up(&mut core, &mut double).await;
+    up(&mut core, &mut double);
     double.forget();
     // Two scripts reconnect generation 1: one new generation.
-    drive(&mut core, &mut double, fenced(1)).await;
-    drive(&mut core, &mut double, fenced(1)).await;
+    drive(&mut core, &mut double, fenced(1));
+    drive(&mut core, &mut double, fenced(1));
     assert_eq!(double.answers(), vec![Ok(()), Err(ErrorKind::Fenced)]);
     assert_eq!(core.state().generation(), Some(2));
     assert_eq!(
@@ -555,8 +588,8 @@ async fn l11_a_fenced_reconnect_runs_only_on_the_generation_it_names() {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn l12_every_change_of_state_is_recorded_once_and_the_records_chain() {
+#[test]
+fn l12_every_change_of_state_is_recorded_once_and_the_records_chain() {
     let mut core = new_core(restarting(5));
     let mut double = Double::default();
     let mut phase = Stopped;
@@ -573,59 +606,59 @@ async fn l12_every_change_of_state_is_recorded_once_and_the_records_chain() {
         assert_eq!(core.state().phase(), phase);
         double.forget();
     };
-    up(&mut core, &mut double).await;
+    up(&mut core, &mut double);
     check(&core, &mut double);
-    drive(&mut core, &mut double, Input::ExitSeen).await;
+    drive(&mut core, &mut double, Input::ExitSeen);
     check(&core, &mut double);
-    drive(&mut core, &mut double, Input::Retry).await;
+    drive(&mut core, &mut double, Input::Retry);
     check(&core, &mut double);
-    drive(&mut core, &mut double, request(RECONNECT)).await;
+    drive(&mut core, &mut double, request(RECONNECT));
     check(&core, &mut double);
-    drive(&mut core, &mut double, request(STOP)).await;
+    drive(&mut core, &mut double, request(STOP));
     check(&core, &mut double);
     assert_eq!(core.state(), &State::Stopped);
 }
 
-#[tokio::test]
-async fn l13_a_descendant_left_outside_the_group_quarantines_the_generation() {
+#[test]
+fn l13_a_descendant_left_outside_the_group_quarantines_the_generation() {
     // The process layer reports a lineage member it could not end as left.
     let mut core = new_core(restarting(3));
     let mut double = Double::default();
-    up(&mut core, &mut double).await;
+    up(&mut core, &mut double);
     double
         .sweeps
         .push_back((Some(ExitKind::Code(0)), vec![888]));
-    drive(&mut core, &mut double, Input::ExitSeen).await;
+    drive(&mut core, &mut double, Input::ExitSeen);
     match core.state() {
         State::Quarantined { leftover_pids, .. } => assert_eq!(leftover_pids, &[888]),
         other => panic!("expected quarantine, got {other:?}"),
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn restarts_back_off_until_a_crash_loop_which_only_reconnect_ends() {
+#[test]
+fn restarts_back_off_until_a_crash_loop_which_only_reconnect_ends() {
     let mut core = new_core(restarting(2));
     let mut double = Double::default();
-    up(&mut core, &mut double).await;
+    up(&mut core, &mut double);
     let mut delays = Vec::new();
     for _ in 0..2 {
-        drive(&mut core, &mut double, Input::ExitSeen).await;
+        drive(&mut core, &mut double, Input::ExitSeen);
         assert_eq!(core.state().phase(), Backoff);
-        delays.push(core.retry_at().unwrap() - Instant::now());
-        drive(&mut core, &mut double, Input::Retry).await;
+        delays.push(core.retry_at().unwrap() - double.now);
+        drive(&mut core, &mut double, Input::Retry);
         assert_eq!(core.state().phase(), Running);
     }
     assert!(delays[1] > delays[0], "the delay grows: {delays:?}");
-    drive(&mut core, &mut double, Input::ExitSeen).await;
+    drive(&mut core, &mut double, Input::ExitSeen);
     match core.state() {
         State::CrashLoop { error, .. } => assert_eq!(error.kind, ErrorKind::CrashLoop),
         other => panic!("expected a crash loop, got {other:?}"),
     }
     assert_eq!(core.retry_at(), None);
     double.forget();
-    drive(&mut core, &mut double, request(START)).await;
+    drive(&mut core, &mut double, request(START));
     assert_eq!(double.answers(), vec![Err(ErrorKind::CrashLoop)]);
-    drive(&mut core, &mut double, request(RECONNECT)).await;
+    drive(&mut core, &mut double, request(RECONNECT));
     assert_eq!(core.state().phase(), Running);
     assert_eq!(
         core.restarts(),
@@ -634,18 +667,18 @@ async fn restarts_back_off_until_a_crash_loop_which_only_reconnect_ends() {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_restart_that_does_not_come_up_counts_as_a_failure() {
+#[test]
+fn a_restart_that_does_not_come_up_counts_as_a_failure() {
     let mut core = new_core(restarting(3));
     let mut double = Double::default();
-    up(&mut core, &mut double).await;
-    drive(&mut core, &mut double, Input::ExitSeen).await;
+    up(&mut core, &mut double);
+    drive(&mut core, &mut double, Input::ExitSeen);
     double.launches.push_back(Err((
         ServerError::new(ErrorKind::ConnectFailed, ErrorPhase::Initialize, "closed"),
         Some(clean()),
     )));
     double.forget();
-    drive(&mut core, &mut double, Input::Retry).await;
+    drive(&mut core, &mut double, Input::Retry);
     assert_eq!(
         double.records(),
         vec![
@@ -658,17 +691,17 @@ async fn a_restart_that_does_not_come_up_counts_as_a_failure() {
     assert!(core.retry_at().is_some());
 }
 
-#[tokio::test]
-async fn a_clean_exit_is_not_restarted_on_failure_and_never_is_failed() {
+#[test]
+fn a_clean_exit_is_not_restarted_on_failure_and_never_is_failed() {
     let mut core = new_core(restarting(3));
     let mut double = Double::default();
-    up(&mut core, &mut double).await;
+    up(&mut core, &mut double);
     double.sweeps.push_back((Some(ExitKind::Code(0)), vec![]));
-    drive(&mut core, &mut double, Input::ExitSeen).await;
+    drive(&mut core, &mut double, Input::ExitSeen);
     assert_eq!(core.state().phase(), Failed);
     let mut core = core_stopped();
-    up(&mut core, &mut double).await;
-    drive(&mut core, &mut double, Input::ExitSeen).await;
+    up(&mut core, &mut double);
+    drive(&mut core, &mut double, Input::ExitSeen);
     assert_eq!(core.state().phase(), Failed);
     assert_eq!(
         double.records().last(),
@@ -676,8 +709,8 @@ async fn a_clean_exit_is_not_restarted_on_failure_and_never_is_failed() {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn missed_pings_in_a_row_restart_the_server_and_an_answer_resets_the_count() {
+#[test]
+fn missed_pings_in_a_row_restart_the_server_and_an_answer_resets_the_count() {
     let mut core = new_core(Supervision {
         health: Some(HealthCheck {
             interval: ms(100),
@@ -687,16 +720,16 @@ async fn missed_pings_in_a_row_restart_the_server_and_an_answer_resets_the_count
         ..Supervision::default()
     });
     let mut double = Double::default();
-    up(&mut core, &mut double).await;
-    assert_eq!(core.ping_at(), Some(Instant::now() + ms(100)));
+    up(&mut core, &mut double);
+    assert_eq!(core.ping_at(), Some(double.now + ms(100)));
     double.pings.extend([false, true, false]);
     for _ in 0..3 {
-        drive(&mut core, &mut double, Input::Ping).await;
+        drive(&mut core, &mut double, Input::Ping);
     }
     assert_eq!(core.state().generation(), Some(1), "no two misses in a row");
     double.pings.push_back(false);
     double.forget();
-    drive(&mut core, &mut double, Input::Ping).await;
+    drive(&mut core, &mut double, Input::Ping);
     assert_eq!(
         double.records(),
         vec![
@@ -709,21 +742,21 @@ async fn missed_pings_in_a_row_restart_the_server_and_an_answer_resets_the_count
     assert_eq!(core.state().generation(), Some(2));
 }
 
-#[tokio::test(start_paused = true)]
-async fn an_idle_server_is_stopped_and_a_use_starts_its_timer_over() {
+#[test]
+fn an_idle_server_is_stopped_and_a_use_starts_its_timer_over() {
     let mut core = new_core(Supervision {
         idle_timeout: Some(ms(1000)),
         ..Supervision::default()
     });
     let mut double = Double::default();
     assert_eq!(core.idle_at(), None, "only a running server idles");
-    up(&mut core, &mut double).await;
+    up(&mut core, &mut double);
     let first = core.idle_at().unwrap();
-    tokio::time::advance(ms(400)).await;
-    drive(&mut core, &mut double, Input::Used).await;
+    double.now += ms(400);
+    drive(&mut core, &mut double, Input::Used);
     assert_eq!(core.idle_at(), Some(first + ms(400)));
     double.forget();
-    drive(&mut core, &mut double, Input::Idle).await;
+    drive(&mut core, &mut double, Input::Idle);
     assert_eq!(
         double.records().last(),
         Some(&(Stopping, Stopped, Cause::Idle))
@@ -731,12 +764,12 @@ async fn an_idle_server_is_stopped_and_a_use_starts_its_timer_over() {
     assert_eq!(core.idle_at(), None);
 }
 
-#[tokio::test]
-async fn converge_restarts_only_a_running_generation_of_another_definition() {
+#[test]
+fn converge_restarts_only_a_running_generation_of_another_definition() {
     let mut core = new_core(Supervision::default());
     let mut double = Double::default();
     // Not running: a start, whatever the definition.
-    drive(&mut core, &mut double, converge(true)).await;
+    drive(&mut core, &mut double, converge(true));
     assert_eq!(
         double.records(),
         vec![
@@ -746,13 +779,13 @@ async fn converge_restarts_only_a_running_generation_of_another_definition() {
     );
     // Running, same definition: nothing at all.
     double.forget();
-    drive(&mut core, &mut double, converge(false)).await;
+    drive(&mut core, &mut double, converge(false));
     assert!(double.records().is_empty());
     assert_eq!(double.answers(), vec![Ok(())]);
     assert_eq!(core.state().generation(), Some(1));
     // Running, another definition: stop, confirmed, then the next generation (L4).
     double.forget();
-    drive(&mut core, &mut double, converge(true)).await;
+    drive(&mut core, &mut double, converge(true));
     assert_eq!(
         double.records(),
         vec![
@@ -766,36 +799,36 @@ async fn converge_restarts_only_a_running_generation_of_another_definition() {
     // A teardown that fails leaves the next generation unstarted (L4, L7).
     double.forget();
     double.teardowns.push_back(left(&[9]));
-    drive(&mut core, &mut double, converge(true)).await;
+    drive(&mut core, &mut double, converge(true));
     assert!(matches!(core.state(), State::Quarantined { .. }));
     assert_eq!(double.count(|e| matches!(e, Effect::Launch(_))), 0);
     // ... and a quarantine refuses a converge like a start.
     double.forget();
-    drive(&mut core, &mut double, converge(true)).await;
+    drive(&mut core, &mut double, converge(true));
     assert_eq!(double.answers(), vec![Err(ErrorKind::Quarantined)]);
 }
 
-#[tokio::test]
-async fn converge_starts_a_crash_loop_only_for_a_new_definition() {
+#[test]
+fn converge_starts_a_crash_loop_only_for_a_new_definition() {
     let mut core = new_core(restarting(0));
     let mut double = Double::default();
-    up(&mut core, &mut double).await;
-    drive(&mut core, &mut double, Input::ExitSeen).await;
+    up(&mut core, &mut double);
+    drive(&mut core, &mut double, Input::ExitSeen);
     assert!(matches!(core.state(), State::CrashLoop { .. }), "{core:?}");
     double.forget();
-    drive(&mut core, &mut double, converge(false)).await;
+    drive(&mut core, &mut double, converge(false));
     assert_eq!(double.answers(), vec![Err(ErrorKind::CrashLoop)]);
     double.forget();
-    drive(&mut core, &mut double, converge(true)).await;
+    drive(&mut core, &mut double, converge(true));
     assert_eq!(double.answers(), vec![Ok(())]);
     assert!(matches!(core.state(), State::Running { generation: 2, .. }));
 }
 
-#[tokio::test(start_paused = true)]
-async fn new_settings_apply_without_a_restart() {
+#[test]
+fn new_settings_apply_without_a_restart() {
     let mut core = new_core(Supervision::default());
     let mut double = Double::default();
-    up(&mut core, &mut double).await;
+    up(&mut core, &mut double);
     assert_eq!(core.ping_at(), None);
     assert_eq!(core.idle_at(), None);
     let health = HealthCheck {
@@ -803,7 +836,7 @@ async fn new_settings_apply_without_a_restart() {
         timeout: ms(100),
         failures: 2,
     };
-    let now = Instant::now();
+    let now = double.now;
     double.forget();
     drive(
         &mut core,
@@ -813,8 +846,7 @@ async fn new_settings_apply_without_a_restart() {
             idle_timeout: Some(ms(5000)),
             ..Supervision::default()
         }),
-    )
-    .await;
+    );
     // Nothing is recorded, started or stopped; the timers follow the settings.
     assert!(double.log.is_empty());
     assert!(matches!(core.state(), State::Running { generation: 1, .. }));
@@ -824,9 +856,57 @@ async fn new_settings_apply_without_a_restart() {
         &mut core,
         &mut double,
         Input::Configure(Supervision::default()),
-    )
-    .await;
+    );
     assert_eq!(core.ping_at(), None);
     assert_eq!(core.idle_at(), None);
     assert!(double.log.is_empty());
+}
+
+/// A server that crashes 50 ms after each start, restarted when its retry is due,
+/// four times, by a core seeded with `seed`: every effect, and each restart delay.
+fn crash_and_restart(seed: u64) -> (Vec<Effect>, Vec<Duration>) {
+    let mut core = Core::new(State::Stopped, 0, restarting(5), *T0, seed);
+    let mut double = Double::default();
+    up(&mut core, &mut double);
+    let mut delays = Vec::new();
+    for _ in 0..4 {
+        double.now += ms(50);
+        drive(&mut core, &mut double, Input::ExitSeen);
+        let due = core.retry_at().expect("a retry is scheduled");
+        delays.push(due - double.now);
+        double.now = due;
+        drive(&mut core, &mut double, Input::Retry);
+        assert_eq!(core.state().phase(), Running);
+    }
+    (double.log, delays)
+}
+
+#[test]
+fn the_same_seed_and_inputs_give_the_same_effects_and_the_same_jitter() {
+    let (log, delays) = crash_and_restart(11);
+    assert_eq!(crash_and_restart(11), (log.clone(), delays.clone()));
+    assert_eq!(log.iter().filter(|e| matches!(e, Effect::Launch(_))).count(), 5);
+    // The jitter is drawn: the delays are not the undisturbed 100, 200, 400, 800 ms.
+    assert_ne!(delays, vec![ms(100), ms(200), ms(400), ms(800)]);
+}
+
+#[test]
+fn different_seeds_give_different_jitter_within_the_same_bounds() {
+    assert_ne!(crash_and_restart(1).1, crash_and_restart(2).1);
+    let mut first = Vec::new();
+    for seed in 0..16 {
+        let (_, delays) = crash_and_restart(seed);
+        // Restart n waits 100 ms × 2^n, times a factor in [0.8, 1.2) (design §8).
+        for (n, delay) in delays.iter().enumerate() {
+            let base = ms(100) * 2u32.pow(n as u32);
+            assert!(
+                *delay >= base.mul_f64(0.8) && *delay < base.mul_f64(1.2),
+                "seed {seed}, restart {n}: {delay:?}"
+            );
+        }
+        first.push(delays[0]);
+    }
+    first.sort();
+    first.dedup();
+    assert!(first.len() >= 12, "16 seeds, {} first delays", first.len());
 }
