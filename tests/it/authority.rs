@@ -9,14 +9,14 @@
 //! a transition to `starting`, it also notes which processes of the server's earlier
 //! generations are still alive (L4: there must be none).
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Freezer, TEST_ID_VAR, TestFleet, fixture_bin, is_alive, kill_all, read_pid_file};
+use crate::common::{
+    Freezer, TEST_ID_VAR, TestFleet, fixture_bin, is_alive, kill_all, read_pid_file,
+};
 use mcpfleet::config::Timeout;
 use mcpfleet::lifecycle::authority::{
     self, CallOptions, Context, Endpoint, Handle, Reply, RequestError, ServerConfig,

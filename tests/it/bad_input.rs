@@ -9,15 +9,13 @@
 //! `MCPFLEET_FUZZ_ITERS=N` multiplies the number of cases by N (default 1) for a
 //! longer search.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use mcpfleet::config::{self, ConfigError, ConfigErrors, Fleet};
 use mcpfleet::protocol::{self, Line, MAX_LINE_BYTES, Op, Request};
 use serde_json::Value;
@@ -110,7 +108,7 @@ impl Drop for Replay {
 // ---------------------------------------------------------------------------------
 // Valid fleet files to start from
 
-const EXAMPLE: &str = include_str!("../config/example.yaml");
+const EXAMPLE: &str = include_str!("../../config/example.yaml");
 
 /// Fleet files in the shapes the other tests and the README use, covering every key
 /// of the format.

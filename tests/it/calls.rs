@@ -1,10 +1,8 @@
 //! `tools`, `call`, `logs` and `events` through the real binary and a supervisor.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 #[test]

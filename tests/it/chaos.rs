@@ -7,7 +7,7 @@
 //! ```
 //!
 //! Short mode (the default, in CI): a few rounds. Long mode:
-//! `MCPFLEET_CHAOS_ROUNDS=200 cargo test --release --test chaos -- --nocapture`;
+//! `MCPFLEET_CHAOS_ROUNDS=200 cargo test --release --test it chaos:: -- --nocapture`;
 //! `MCPFLEET_CHAOS_SEED=S` replays a seed's choices (timing still differs).
 //!
 //! Faults: concurrent `up`, `down`, `reconnect`, `status`, `call`, `up --force` and
@@ -39,15 +39,13 @@
 //!    harness, not lost; no escapee of any generation (each notes its pid, since
 //!    those that clear their environment carry no tag) is alive.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Child, Output};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const SERVERS: &[&str] = &[

@@ -2,11 +2,9 @@
 //! lifecycle rule that holds in one process (L1, L2, L4, L5, L7, L8, L9) and the
 //! exit codes of docs/design.md §5.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 #[test]

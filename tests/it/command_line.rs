@@ -3,13 +3,11 @@
 //! --tail --timestamps`, `events --since`, the fleet file found from a
 //! subdirectory, and colour (never an escape in a file or a pipe unless asked).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// `mcpfleet ARGS` run in `cwd` with nothing named for it: no `-f`, no

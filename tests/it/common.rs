@@ -8,8 +8,6 @@
 //! so that a failing test does not leak into the next one. `.ci/run` checks again,
 //! for every test id at once, after the whole suite.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -519,7 +517,7 @@ impl Drop for Escapees {
 }
 
 // ---------------------------------------------------------------------------------
-// The gateway's tests (tests/gateway.rs, tests/inspector.rs): fleets of published
+// The gateway's tests (tests/it/gateway.rs, tests/it/inspector.rs): fleets of published
 // servers, the HTTP door, the event log
 
 /// The gateway's HTTP door, as `serve` reported it.

@@ -1,9 +1,9 @@
 //! The completion scripts checked into `completions/` and the manual pages in
 //! `man/` must match what the binary generates.
-//! `MCPFLEET_UPDATE_COMPLETIONS=1 cargo test --test completions` rewrites the
-//! scripts, `MCPFLEET_UPDATE_MAN=1 cargo test --test completions` the pages.
+//! `MCPFLEET_UPDATE_COMPLETIONS=1 cargo test --test it completions::` rewrites the
+//! scripts, `MCPFLEET_UPDATE_MAN=1 cargo test --test it completions::` the pages.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -41,7 +41,7 @@ fn checked_in_completions_are_fresh() {
     }
     assert!(
         stale.is_empty(),
-        "stale completion scripts {stale:?}: run MCPFLEET_UPDATE_COMPLETIONS=1 cargo test --test completions"
+        "stale completion scripts {stale:?}: run MCPFLEET_UPDATE_COMPLETIONS=1 cargo test --test it completions::"
     );
 }
 
@@ -115,7 +115,7 @@ fn checked_in_man_pages_are_fresh() {
         .collect();
     assert!(
         stale.is_empty(),
-        "stale manual pages {stale:?}: run MCPFLEET_UPDATE_MAN=1 cargo test --test completions"
+        "stale manual pages {stale:?}: run MCPFLEET_UPDATE_MAN=1 cargo test --test it completions::"
     );
 }
 

@@ -4,12 +4,10 @@
 //! and a value from a file appears in no output of any command, no log and no
 //! file of the state directory, like a value from `${env:}`.
 
-mod common;
-
 use std::path::Path;
 use std::process::Output;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// The environment of a living process, as `NAME=VALUE` strings.

@@ -2,9 +2,7 @@
 //! file, line, column and key path. `validate` prints the resolved fleet with
 //! secrets redacted.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// Runs `check` on `body` and returns stderr, asserting exit 2 and that no server

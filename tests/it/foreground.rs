@@ -1,11 +1,9 @@
 //! `up --foreground`: the supervisor in the terminal. Ctrl-C tears everything down;
 //! a second Ctrl-C SIGKILLs what is left instead of waiting for its grace periods.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 #[test]

@@ -9,8 +9,6 @@
 //! it receives. Every test ends with `down` and finds no process of its own left,
 //! clients and the `connect` processes they launched included.
 
-mod common;
-
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -20,7 +18,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 /// The bound on whatever a client waits for when speed is not the point (a start

@@ -5,15 +5,13 @@
 //! session and the client's stdout closes; and a `connect` whose stdout is a
 //! file copies bytes as before.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 const BOUND: Duration = Duration::from_secs(30);

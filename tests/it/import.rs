@@ -6,13 +6,11 @@
 //! be carried over are comments with their reason, bad input exits 2 with its
 //! place, and a client's file runs directly (`-f .mcp.json check`, `up`).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// Every literal secret of the example files.

@@ -13,15 +13,13 @@
 //! ends with `down` and finds no process of its own left, the `connect` processes
 //! the Inspector launched included.
 
-mod common;
-
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 /// The bound on one Inspector run (its connect timeout is below it): a hang

@@ -5,12 +5,10 @@
 //! read back through XPath; and check's stdout and exit code are what they are
 //! without the flag.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// The Jenkins JUnit schema, from the project's cache.
 fn schema() -> PathBuf {

@@ -10,14 +10,12 @@
 //! measurements of latency and memory, and two floods on a two-core machine would
 //! measure each other.
 
-mod common;
-
 use std::path::Path;
 use std::process::Output;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// The supervisor's peak resident set may not pass this during a flood. An idle

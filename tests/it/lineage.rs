@@ -7,11 +7,9 @@
 //! environment carry neither mcpfleet's tag nor the test's id: each notes its pid
 //! in a file, and the tests check by pid that it is gone.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// Each escape shape and how many processes it leaves outside the group.

@@ -5,15 +5,13 @@
 //! and a quarantine must have moved. Prometheus and promtool come from Debian's
 //! `prometheus` package, the parser from PyPI (`.ci/install-servers`).
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// A loopback port nobody listens on now.

@@ -6,14 +6,12 @@
 //! server-everything (its `trigger-long-running-operation` reports progress at
 //! each step, then answers) and a fixture server.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 const ANSWER: Duration = Duration::from_secs(45);

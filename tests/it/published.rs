@@ -4,12 +4,10 @@
 //! really has, answers a real call, and is torn down with nothing left; a server
 //! behind `npm exec` (npm -> sh -> node) leaves no orphan.
 
-mod common;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn q(p: &Path) -> String {

@@ -8,15 +8,13 @@
 //! applies edits as they are saved and refuses a broken one; a gateway client sees
 //! the fleet change. Each test ends with the leak check.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 /// The limit of any wait for the fleet to reach a state.

@@ -6,8 +6,6 @@
 //! wrong path, a demand for authorization, the legacy HTTP+SSE transport, a DELETE
 //! answered 500 or 404).
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -18,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use common::*;
+use crate::common::*;
 
 const SECRET: &str = "s3cret-token-never-shown";
 

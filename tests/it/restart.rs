@@ -2,11 +2,9 @@
 //! end to end: the real binary, a supervisor and fixture servers that crash, hang
 //! and idle. Timings here are generous bounds on behaviour, not performance claims.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn events(fleet: &TestFleet, server: &str) -> Vec<Value> {

@@ -3,16 +3,14 @@
 //! rotations, every line once and in order; `supervisor.log` is rotated while
 //! the supervisor writes to it, and when a supervisor starts with it past its
 //! size, and keeps its size when the supervisor has no descriptor left. The soak
-//! test (`tests/soak.rs`) runs the same for minutes.
-
-mod common;
+//! test (`tests/it/soak.rs`) runs the same for minutes.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// `max_file_size` of these tests: a few events per file.

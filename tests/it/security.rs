@@ -12,8 +12,6 @@
 //!   JSON, events, logs or error messages, a failed spawn's included;
 //! - a command is never run through a shell unless `shell: true`.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
@@ -22,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// Connects to `socket` as `uid`, sends a status request and returns what came back.

@@ -4,16 +4,14 @@
 //! `events.ndjson*` and `supervisor.log*` (each file within the size, no more files
 //! than kept), the supervisor's resident memory (`VmRSS`) and its open
 //! descriptors (`/proc/PID/fd`), which must stay flat after a warm-up. The
-//! figures are printed (`cargo test --test soak -- --nocapture`).
+//! figures are printed (`cargo test --test it soak:: -- --nocapture`).
 //!
 //! `MCPFLEET_SOAK_SECS` sets the duration (default 120).
-
-mod common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const MAX: u64 = 16 * 1024;

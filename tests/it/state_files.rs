@@ -3,13 +3,11 @@
 //! fleet whose file is deleted (`status`, `logs`, `events` and `down` still work
 //! from the recorded copy), and `ls`.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// `mcpfleet -f <fleet> ARGS` with the default state directory under `xdg`

@@ -10,8 +10,6 @@
 //! idle, so the property under test is not mixed up with the idle exit (which has a
 //! test of its own, `a_command_sent_while_the_idle_supervisor_lingers_is_answered`).
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -22,7 +20,7 @@ use std::sync::{Arc, Barrier, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;

@@ -4,11 +4,9 @@
 //! pointer, a new server, a server gone from the fleet) exits 9, below every way a
 //! server can fail to start or to end clean (docs/design.md §5).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 /// The input schema of `echo` in the first snapshot: a nested object.

@@ -13,8 +13,6 @@
 //! answers (warnings, no hang), grpc and https (refused with one warning), and no
 //! endpoint at all (no connection made).
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -23,7 +21,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 
 /// The bound on anything a test waits for.

@@ -7,7 +7,7 @@ use std::process::Command;
 
 // The build script itself, for its `describe`; its `main` is not called here.
 #[allow(dead_code)]
-#[path = "../build.rs"]
+#[path = "../../build.rs"]
 mod build_script;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
