@@ -1,4 +1,4 @@
-"""A small OTLP/HTTP trace receiver for the tests of mcpfleet's traces (tests/traces.rs).
+"""A small OTLP/HTTP trace receiver for the tests of mcpfleet's traces (tests/it/traces.rs).
 
 It parses what it receives with the OpenTelemetry project's own message classes
 (PyPI `opentelemetry-proto`, on Google's `protobuf`), never with mcpfleet's code:

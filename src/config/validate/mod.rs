@@ -424,7 +424,7 @@ mod tests {
 
     #[test]
     fn patterns_describe_the_rules() {
-        // The patterns are checked against the parser in tests/schema.rs; here,
+        // The patterns are checked against the parser in tests/it/schema.rs; here,
         // that they are the ones the messages and docs speak of.
         assert_eq!(NAME_PATTERN, "^[a-z0-9][a-z0-9_-]{0,62}$");
         assert!(TIMEOUT_PATTERN.contains(&DURATION_PATTERN[1..DURATION_PATTERN.len() - 1]));

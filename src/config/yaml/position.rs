@@ -18,7 +18,7 @@
 //! text instead of its indicator, a block sequence at its first item instead of
 //! its `-`, and an empty value one column earlier, so reported positions would
 //! change; and it refuses some documents that libyaml reads (in
-//! tests/bad_input.rs, mutated fleet files and non-YAML files such as
+//! tests/it/bad_input.rs, mutated fleet files and non-YAML files such as
 //! /proc/self/status were left with errors without a place), so the approach
 //! here would have to stay as a fallback anyway. The budget keeps this one's
 //! cost bounded: at most 16 MiB of parsing per file.
