@@ -17,6 +17,16 @@ pub fn release_fixture() -> PathBuf {
     root.join("target/release/mcpfleet-fixture")
 }
 
+/// The `mcpfleet` measured: `MCPFLEET_BENCH_BIN` when it is set (another build,
+/// as `benches/compare` alternates them), otherwise this build's.
+// Not every benchmark runs the binary.
+#[allow(dead_code)]
+pub fn mcpfleet_binary() -> PathBuf {
+    std::env::var_os("MCPFLEET_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_mcpfleet")))
+}
+
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }

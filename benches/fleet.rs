@@ -273,7 +273,7 @@ fn fleet_file(dir: &Path, program: &Path, n: usize) -> PathBuf {
 }
 
 fn mcpfleet(fleet: &Path, state: &Path, tag: &str, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_mcpfleet"));
+    let mut c = Command::new(common::mcpfleet_binary());
     c.arg("-f")
         .arg(fleet)
         .args(args)

@@ -1585,8 +1585,9 @@ impl SseEvents {
 // Processes and their guards
 // ---------------------------------------------------------------------------
 
-fn mcpfleet_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_mcpfleet")
+fn mcpfleet_bin() -> &'static Path {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(common::mcpfleet_binary)
 }
 
 /// The run's temporary directory and tag; when it goes, whatever still carries

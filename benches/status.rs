@@ -7,7 +7,6 @@
 #[path = "common.rs"]
 mod common;
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -19,7 +18,7 @@ fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(200);
     let fixture = common::release_fixture();
-    let mcpfleet = PathBuf::from(env!("CARGO_BIN_EXE_mcpfleet"));
+    let mcpfleet = common::mcpfleet_binary();
 
     let dir = tempfile::tempdir().expect("temp dir");
     let fleet = dir.path().join("fleet.yaml");
