@@ -1,8 +1,10 @@
 //! The command line, as clap definitions. Parsed values are plain data; the
 //! commands turn them into the objects they run. Also the source of
-//! `completions/` and `man/`.
+//! `completions/`, `man/` and the book's command reference.
 
 pub mod complete;
+pub mod examples;
+pub mod reference;
 pub mod values;
 
 use std::path::PathBuf;
