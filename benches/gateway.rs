@@ -30,7 +30,7 @@
 //! processes, and the memory of the gateway process (before, with one session,
 //! after the calls, and per session over many sessions on a fresh gateway). Then
 //! `tools/list` of large fleets, and the cold start of `connect` beside the
-//! server's own start. README.md ("The gateway" under "Benchmarks") shows a run.
+//! server's own start. CONTRIBUTING.md ("The gateway" under "Benchmarks") shows a run.
 //!
 //! Every process the benchmark starts carries `MCPFLEET_TEST_ID=<tag>`; guards tear
 //! each fleet down (`down`, then the supervisor), stop mcp-hub's process group and

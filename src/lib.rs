@@ -18,7 +18,8 @@ compile_error!(
     "mcpfleet builds on Linux only: it reads the process table from /proc, watches exits \
      with pidfds, ends process groups, and is a child subreaper (PR_SET_CHILD_SUBREAPER). \
      A port implements the module src/platform/ for this system (src/platform/linux/ is \
-     the model) and adds it to the cfg in src/lib.rs; see \"Platforms\" in README.md"
+     the model) and adds it to the cfg in src/lib.rs; see \"Porting to another system\" in \
+     docs/src/platforms/other-systems.md"
 );
 
 /// Declares the crate's modules on the systems `platform` implements.

@@ -1,8 +1,10 @@
 //! The command line, as clap definitions. Parsed values are plain data; the
 //! commands turn them into the objects they run. Also the source of
-//! `completions/` and `man/`.
+//! `completions/`, `man/` and the book's command reference.
 
 pub mod complete;
+pub mod examples;
+pub mod reference;
 pub mod values;
 
 use std::path::PathBuf;
@@ -184,15 +186,36 @@ pub fn man_pages() -> Vec<(String, Vec<u8>)> {
     commands.extend(top.get_subcommands().filter(|c| !c.is_hide_set()).cloned());
     commands
         .into_iter()
-        .map(|cmd| {
+        .enumerate()
+        .map(|(i, cmd)| {
+            let examples = examples::of(if i == 0 { "mcpfleet" } else { cmd.get_name() });
             let man = clap_mangen::Man::new(cmd);
             let mut page = Vec::new();
             man.render(&mut page)
                 .expect("rendering into memory does not fail");
+            page.extend_from_slice(examples_section(examples).as_bytes());
             page.extend_from_slice(exit_status_section().as_bytes());
             (man.get_filename(), page)
         })
         .collect()
+}
+
+/// The EXAMPLES section of a manual page (roff); empty without examples.
+fn examples_section(examples: &[examples::Example]) -> String {
+    let roff = |text: &str| text.replace('\\', "\\e").replace('-', "\\-");
+    let mut out = String::new();
+    if examples.is_empty() {
+        return out;
+    }
+    out.push_str(".SH EXAMPLES\n");
+    for example in examples {
+        out.push_str(&format!(
+            ".PP\n{}:\n.PP\n.RS 4\n.nf\n\\fB{}\\fR\n.fi\n.RE\n",
+            roff(example.about),
+            roff(example.line)
+        ));
+    }
+    out
 }
 
 /// The EXIT STATUS section of a manual page (roff).

@@ -1,7 +1,8 @@
 //! The operating system, behind one boundary: every call into the kernel that std
 //! and tokio do not make portable, and every file of `/proc`, is made here and
 //! nowhere else in the crate. A port to another system implements this module and
-//! touches no other (docs/architecture.md, "Platforms" in the README).
+//! touches no other (docs/architecture.md, and the book's
+//! docs/src/platforms/other-systems.md).
 //!
 //! ```text
 //!  process::table, lineage, teardown   supervisor::guardian, state       commands

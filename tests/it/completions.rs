@@ -213,3 +213,47 @@ fn help_and_manual_pages_list_the_exit_codes() {
         assert!(text.contains("\\fB9\\fR"), "{page}");
     }
 }
+
+/// Every manual page has an EXAMPLES section with the examples of its command
+/// (`src/cli/examples.rs`), at least one, before the exit codes.
+#[test]
+fn every_manual_page_has_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(common::mcpfleet_bin())
+        .arg("man")
+        .arg("--dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mut cmd = mcpfleet::cli::command().disable_help_subcommand(true);
+    cmd.build();
+    let names = std::iter::once("mcpfleet".to_owned()).chain(
+        cmd.get_subcommands()
+            .filter(|s| !s.is_hide_set())
+            .map(|s| s.get_name().to_owned()),
+    );
+    let mut pages = 0;
+    for name in names {
+        let file = match name.as_str() {
+            "mcpfleet" => "mcpfleet.1".to_owned(),
+            sub => format!("mcpfleet-{sub}.1"),
+        };
+        let page = std::fs::read_to_string(dir.path().join(&file))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let examples = page
+            .find(".SH EXAMPLES\n")
+            .unwrap_or_else(|| panic!("{file} has no EXAMPLES:\n{page}"));
+        let exit = page.find(".SH \"EXIT STATUS\"").expect("EXIT STATUS");
+        assert!(examples < exit, "{file}: EXAMPLES before EXIT STATUS");
+        let section = &page[examples..exit];
+        let listed = mcpfleet::cli::examples::of(&name);
+        assert!(!listed.is_empty(), "{name} has no examples");
+        for example in listed {
+            let line = format!("\\fB{}\\fR", example.line.replace('-', "\\-"));
+            assert!(section.contains(&line), "{file} lacks {line}:\n{section}");
+        }
+        pages += 1;
+    }
+    assert!(pages >= 17, "{pages} pages");
+}

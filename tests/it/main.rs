@@ -12,6 +12,7 @@ mod common;
 
 mod authority;
 mod bad_input;
+mod book;
 mod calls;
 mod chaos;
 mod check;

@@ -230,8 +230,20 @@ fn elsewhere_the_build_stops_at_one_clear_error() {
     );
     // It names the module a port implements and where to read about it.
     let message = stderr.replace('\n', " ");
-    for words in ["src/platform/", "Platforms", "README.md", "/proc", "pidfd"] {
+    for words in [
+        "src/platform/",
+        "Porting to another system",
+        "docs/src/platforms/other-systems.md",
+        "/proc",
+        "pidfd",
+    ] {
         assert!(message.contains(words), "{words}: {stderr}");
     }
+    // The page it names is there, with the section it names.
+    let page = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/platforms/other-systems.md"),
+    )
+    .expect("the page the error names");
+    assert!(page.contains("\n## Porting to another system\n"), "{page}");
     assert!(!stderr.contains("warning"), "{stderr}");
 }
