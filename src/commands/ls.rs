@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::fleet_ops::offline_report;
+use super::answer::offline_report;
 use super::{CliError, Global, client};
 use crate::config::{self, Fleet};
 use crate::lifecycle::state::Phase;

@@ -3,7 +3,8 @@
 //! supervisor, the gauges that `state.json` and the process table tell, with
 //! `mcpfleet_supervisor_up 0` and no counters (docs/design.md §17).
 
-use super::fleet_ops::{no_report, offline_report};
+use super::answer::offline_report;
+use super::request::no_report;
 use super::target::Target;
 use super::{CliError, Global, client};
 use crate::cli::MetricsArgs;

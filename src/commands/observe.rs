@@ -172,7 +172,7 @@ async fn exchange(
 ) -> Result<Result<CallReport, Code>, CliError> {
     match client::ask(&t.dir, &t.fleet.file, start, op, |_| {}).await {
         Ok(doc) => Ok(Ok(doc)),
-        Err(e) => super::fleet_ops::no_report(e, command, "mcpfleet: interrupted", g).map(Err),
+        Err(e) => super::request::no_report(e, command, "mcpfleet: interrupted", g).map(Err),
     }
 }
 

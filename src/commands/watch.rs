@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::fleet_ops::{send, up_op};
+use super::request::{send, up_op};
 use super::target::Target;
 use super::{CliError, Global, read_fleet};
 use crate::cli::UpArgs;

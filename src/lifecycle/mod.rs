@@ -12,6 +12,7 @@ pub mod error;
 pub mod events;
 pub mod ledger;
 pub mod policy;
+mod stamp;
 pub mod state;
 pub mod summary;
 

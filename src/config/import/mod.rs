@@ -168,7 +168,7 @@ pub(crate) fn is_client_file(path: &Path, text: &str) -> bool {
 
 /// Reads and maps a client's file.
 pub fn read(path: &Path) -> Result<Imported, ConfigErrors> {
-    let text = super::read_text(path, "file")?;
+    let text = super::read::read_text(path, "file")?;
     parse(&text, path)
 }
 
@@ -493,7 +493,7 @@ pub(crate) fn load_client_file(
     let imported = parse(text, path)?;
     let yaml = imported.fleet_file();
     let lookup = |name: &str| imported.lookup(name, env);
-    match super::load_str(&yaml, path, &lookup) {
+    match super::parse::load_str(&yaml, path, &lookup) {
         Ok(mut fleet) => {
             fleet.notices = imported.notices();
             Ok(fleet)

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::platform::{ProcStat, Usage};
+use crate::platform::portable::{ProcStat, Usage};
 
 /// Parses the text of `/proc/PID/stat`. The command name (field 2) may contain
 /// spaces and parentheses, so fields are counted from the last `)`.

@@ -424,9 +424,8 @@ impl ObservedClient {
 const LEGACY_PROBE_LIMIT: Duration = Duration::from_secs(3);
 const LEGACY_PROBE_BYTES: usize = 8 * 1024;
 
-/// How much of an error body is read, and how much of it is shown.
+/// How much of an error body is read ([`describe::EXCERPT_CHARS`] of it are shown).
 const BODY_READ_BYTES: usize = 8 * 1024;
-const EXCERPT_CHARS: usize = 200;
 
 type Headers = HashMap<HeaderName, HeaderValue>;
 type Error = StreamableHttpError<reqwest::Error>;
@@ -645,4 +644,32 @@ async fn read_prefix(mut response: reqwest::Response) -> String {
     }
     body.truncate(BODY_READ_BYTES);
     String::from_utf8_lossy(&body).into_owned()
+}
+
+/// The values a server must never get to show back: every header value (and its
+/// longer words: a token without its `Bearer `), and the secrets a URL may carry
+/// (its user info and query values).
+fn secrets_of(remote: &Remote) -> Vec<String> {
+    let mut secrets = Vec::new();
+    for (_, value) in &remote.headers {
+        secrets.push(value.clone());
+        secrets.extend(value.split_whitespace().map(str::to_owned));
+    }
+    if let Ok(url) = reqwest::Url::parse(&remote.url) {
+        secrets.extend(url.password().map(str::to_owned));
+        if !url.username().is_empty() {
+            secrets.push(url.username().to_owned());
+        }
+        if let Some(query) = url.query() {
+            secrets.push(query.to_owned());
+            secrets.extend(
+                query
+                    .split('&')
+                    .filter_map(|p| Some(p.split_once('=')?.1.to_owned())),
+            );
+        }
+    }
+    // Short values ("1", "Bearer") are not looked for; longer first, so that a
+    // value is replaced whole before its parts.
+    crate::process::redact::secrets(secrets.iter().map(String::as_str))
 }
