@@ -30,19 +30,23 @@ on_implemented_platforms! {
     pub mod cli;
     pub mod commands;
     pub mod config;
-    pub mod contract;
-    pub mod gateway;
-    pub mod hash;
-    pub mod host;
+    pub(crate) mod contract;
+    // The gateway and the supervisor are being made one fleet actor; until then
+    // their items keep the visibility they had (their rewrite keeps these lints
+    // and drops the expectation).
+    #[expect(unreachable_pub, reason = "visibility of src/gateway/ is set by its rewrite into the fleet actor")]
+    pub(crate) mod gateway;
+    pub(crate) mod hash;
+    pub(crate) mod host;
     pub mod lifecycle;
     pub mod logging;
-    pub mod metrics;
-    pub mod output;
+    pub(crate) mod metrics;
+    pub(crate) mod output;
     pub mod platform;
     pub mod process;
     pub mod protocol;
-    pub mod reconcile;
+    pub(crate) mod reconcile;
     pub mod state;
     pub mod supervisor;
-    pub mod trace;
+    pub(crate) mod trace;
 }

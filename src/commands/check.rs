@@ -399,7 +399,7 @@ async fn watch_signals(
                 escalate.cancel();
             }
             Press::Exit => {
-                progress.note("mcpfleet: SIGKILL sent; confirming that every process is gone")
+                progress.note("mcpfleet: SIGKILL sent; confirming that every process is gone");
             }
         }
     }

@@ -63,7 +63,7 @@ async fn describe(root: &Path) -> FleetLine {
                 warn(format!(
                     "the copy of the fleet file in {}: {e}",
                     root.display()
-                ))
+                ));
             })
             .ok()
     });

@@ -284,7 +284,7 @@ impl Lineage {
 
     /// Resolves when the set of living members has changed since the last call.
     pub async fn changed(&self) {
-        self.0.changed.notified().await
+        self.0.changed.notified().await;
     }
 
     /// Teardown has begun.
@@ -373,7 +373,7 @@ pub fn observe(table: &Table) {
                     id: ProcId::of(s),
                     candidates: candidates.iter().map(Arc::downgrade).collect(),
                     since: Instant::now(),
-                })
+                });
             }
             Attribution::None => {}
         }

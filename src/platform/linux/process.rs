@@ -192,7 +192,7 @@ mod tests {
 
     // The children here are reaped by the functions under test, not by `wait`.
     #[test]
-    #[allow(clippy::zombie_processes)]
+    #[expect(clippy::zombie_processes, reason = "the function under test reaps the child")]
     fn an_exit_is_seen_unreaped_then_reaped() {
         let child = std::process::Command::new("sh")
             .args(["-c", "exit 7"])
@@ -204,7 +204,7 @@ mod tests {
             match exit_unreaped(pid) {
                 Some(exit) => break exit,
                 None if std::time::Instant::now() < deadline => {
-                    std::thread::sleep(std::time::Duration::from_millis(5))
+                    std::thread::sleep(std::time::Duration::from_millis(5));
                 }
                 None => panic!("exit not seen"),
             }
@@ -218,7 +218,7 @@ mod tests {
     }
 
     #[test]
-    #[allow(clippy::zombie_processes)]
+    #[expect(clippy::zombie_processes, reason = "the function under test reaps the child")]
     fn a_pinned_signal_goes_only_to_the_same_process() {
         let child = std::process::Command::new("sleep")
             .arg("30")

@@ -13,7 +13,7 @@
 //! The server's stdout is read through a guard that bounds what a server can cost
 //! the supervisor, and is read on after the session ends (`stdout.rs`).
 
-#![allow(deprecated)]
+#![expect(deprecated, reason = "roots and sampling are deprecated by the 2026 protocol but still spoken by servers")]
 
 use std::sync::Arc;
 use std::time::Duration;

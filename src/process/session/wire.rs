@@ -269,7 +269,7 @@ impl Outbox {
     /// Resolves once the outbox is closed and its stream let go of: what was
     /// queued is written, or was given up after [`FLUSH_AFTER_CLOSE`].
     pub async fn finished(&self) {
-        self.finished.cancelled().await
+        self.finished.cancelled().await;
     }
 
     /// The outbox as an `AsyncWrite`, for rmcp's transport. Dropping it, or
