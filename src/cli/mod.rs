@@ -3,7 +3,7 @@
 //! `completions/` and `man/`.
 
 pub mod complete;
-pub mod values;
+pub(crate) mod values;
 
 use std::path::PathBuf;
 

@@ -38,7 +38,7 @@ use crate::output::line::{RequestParts, unanswered};
 use crate::output::progress::Progress;
 use crate::output::report::{self, Format, NdjsonEvents, Report, ServerReport, TracingEvents};
 
-pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Result<Code, CliError> {
+pub(crate) async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Result<Code, CliError> {
     let fleet = load_fleet(file)?;
     let specs = host::select(&fleet, &args.servers, Unnamed::Enabled).map_err(|e| {
         let known: Vec<&str> = fleet.servers.iter().map(|s| s.name.as_str()).collect();

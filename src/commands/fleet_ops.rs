@@ -34,7 +34,7 @@ pub type Supervisor = fn(
     Option<Foreground<Report>>,
 ) -> Pin<Box<dyn Future<Output = anyhow::Result<Code>>>>;
 
-pub async fn up(
+pub(crate) async fn up(
     t: Target,
     args: &UpArgs,
     g: &Global,
@@ -88,7 +88,7 @@ async fn dry_run(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError>
 
 /// Opens the gateway's HTTP door in the supervisor (starting it and the servers
 /// as `up` does) and reports where it listens.
-pub async fn serve(t: Target, args: &ServeArgs, g: &Global) -> Result<Code, CliError> {
+pub(crate) async fn serve(t: Target, args: &ServeArgs, g: &Global) -> Result<Code, CliError> {
     let op = Op::Serve {
         servers: args.servers.clone(),
         listen: args.listen.clone(),
@@ -102,7 +102,7 @@ pub async fn serve(t: Target, args: &ServeArgs, g: &Global) -> Result<Code, CliE
     send(&t, op, true, "serve", g).await
 }
 
-pub async fn down(t: Target, args: &DownArgs, g: &Global) -> Result<Code, CliError> {
+pub(crate) async fn down(t: Target, args: &DownArgs, g: &Global) -> Result<Code, CliError> {
     let op = Op::Down {
         servers: args.servers.clone(),
         deadlines: Deadlines {
@@ -199,7 +199,7 @@ async fn await_supervisor(t: &Target, report: &mut Report) {
     }
 }
 
-pub async fn reconnect(t: Target, args: &ReconnectArgs, g: &Global) -> Result<Code, CliError> {
+pub(crate) async fn reconnect(t: Target, args: &ReconnectArgs, g: &Global) -> Result<Code, CliError> {
     let op = Op::Reconnect {
         servers: args.servers.clone(),
         if_generation: args.if_generation,
@@ -214,7 +214,7 @@ pub async fn reconnect(t: Target, args: &ReconnectArgs, g: &Global) -> Result<Co
     send(&t, op, true, "reconnect", g).await
 }
 
-pub async fn reset(t: Target, args: &ResetArgs, g: &Global) -> Result<Code, CliError> {
+pub(crate) async fn reset(t: Target, args: &ResetArgs, g: &Global) -> Result<Code, CliError> {
     let op = Op::Reset {
         server: args.server.clone(),
     };
@@ -223,7 +223,7 @@ pub async fn reset(t: Target, args: &ResetArgs, g: &Global) -> Result<Code, CliE
 
 /// `status` never starts anything: with no supervisor it reads `state.json` and
 /// looks at the processes it names.
-pub async fn status(t: Target, args: &StatusArgs, g: &Global) -> Result<Code, CliError> {
+pub(crate) async fn status(t: Target, args: &StatusArgs, g: &Global) -> Result<Code, CliError> {
     match client::connect(&t.dir, &t.fleet.file, false).await {
         Ok(stream) => {
             let op = Op::Status {
@@ -314,7 +314,7 @@ async fn foreground(
 }
 
 /// `mcpfleet supervise`: the supervisor process itself.
-pub async fn supervise(t: Target, supervisor: Supervisor) -> Result<Code, CliError> {
+pub(crate) async fn supervise(t: Target, supervisor: Supervisor) -> Result<Code, CliError> {
     let text = t.text();
     let version = t.source.as_ref().and_then(|s| s.version);
     supervisor(t.fleet, t.dir, text, version, None).await?;

@@ -25,7 +25,7 @@ use crate::state::{self, RecordedFleet, StateDir};
 /// state directory instead.
 const STATUS_WAIT: Duration = Duration::from_secs(5);
 
-pub async fn run(state_dir: Option<&Path>, g: &Global) -> Result<Code, CliError> {
+pub(crate) async fn run(state_dir: Option<&Path>, g: &Global) -> Result<Code, CliError> {
     let dirs = match state::chosen(state_dir) {
         Some(dir) => [dir]
             .into_iter()

@@ -16,7 +16,7 @@ use crate::protocol::Op;
 use crate::protocol::MetricsText;
 use crate::state::Persisted;
 
-pub async fn run(t: Target, args: &MetricsArgs, g: &Global) -> Result<Code, CliError> {
+pub(crate) async fn run(t: Target, args: &MetricsArgs, g: &Global) -> Result<Code, CliError> {
     let format = if args.openmetrics {
         Format::OpenMetrics
     } else {

@@ -12,7 +12,7 @@ pub(super) const EXCERPT_CHARS: usize = 200;
 /// Whether a server's error text says that it does not know the session: the
 /// wording of the common SDKs ("Session not found", "No valid session ID
 /// provided", "Invalid or expired session ID").
-pub fn names_unknown_session(text: &str) -> bool {
+pub(crate) fn names_unknown_session(text: &str) -> bool {
     let text = text.to_ascii_lowercase();
     text.contains("session")
         && [
