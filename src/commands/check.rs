@@ -70,7 +70,10 @@ pub(crate) async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) 
     // server's lineage current while they run (L13).
     crate::process::lineage::become_subreaper();
     let sweeping = CancellationToken::new();
-    tokio::spawn(crate::process::lineage::keep_current(sweeping.clone()));
+    // `check`'s own tasks beside the authorities (the sweeper, the signal
+    // watcher): stopped and waited for before the last sweep and the report.
+    let helpers = TaskTracker::new();
+    helpers.spawn(crate::process::lineage::keep_current(sweeping.clone()));
     let options = CallOptions {
         connect_timeout: args.connect_timeout,
         cleanup_timeout: args.cleanup_timeout,
@@ -97,7 +100,7 @@ pub(crate) async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) 
     };
     let progress =
         Progress::new(!global.quiet && global.output == Format::Text && global.verbose == 0);
-    let signals = tokio::spawn(watch_signals(
+    let signals = helpers.spawn(watch_signals(
         ctx.interrupt.clone(),
         ctx.escalate.clone(),
         progress.clone(),
@@ -127,6 +130,8 @@ pub(crate) async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) 
     ctx.tracker.wait().await;
     signals.abort();
     sweeping.cancel();
+    helpers.close();
+    helpers.wait().await;
     // The last dead orphans are collected before the report.
     crate::process::lineage::sweep().await;
 

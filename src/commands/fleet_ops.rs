@@ -6,6 +6,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use tokio_util::task::TaskTracker;
+
 use super::client::{self, ClientError};
 use super::target::Target;
 use super::{CliError, Global};
@@ -292,7 +294,8 @@ async fn foreground(
         on_started,
     };
     // With --watch, the changes of the file are sent to this supervisor like any
-    // client's; the watch ends with it.
+    // client's; the watch ends with it, and is waited for.
+    let tasks = TaskTracker::new();
     let watching = args.watch.then(|| {
         let watched = Target {
             fleet: t.fleet.clone(),
@@ -300,7 +303,7 @@ async fn foreground(
             source: t.source.clone(),
             path: t.path.clone(),
         };
-        tokio::spawn(super::watch::alongside(watched, args.clone(), g.clone()))
+        tasks.spawn(super::watch::alongside(watched, args.clone(), g.clone()))
     });
     let text = t.text();
     let version = t.source.as_ref().and_then(|s| s.version);
@@ -308,6 +311,8 @@ async fn foreground(
     if let Some(task) = watching {
         task.abort();
     }
+    tasks.close();
+    tasks.wait().await;
     let teardown = teardown?;
     // The start's outcome and the final teardown's, ranked (a quarantine is a 5).
     Ok(Code::from_i32(code.load(std::sync::atomic::Ordering::SeqCst)).max(teardown))

@@ -86,24 +86,13 @@ pub struct Spawned {
 
 /// The server's stderr log could not be opened: nothing was spawned, and the
 /// program is not to blame.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("cannot open the server's log {}: {error}", path.display())]
 pub struct LogOpenError {
     pub path: std::path::PathBuf,
+    #[source]
     pub error: std::io::Error,
 }
-
-impl std::fmt::Display for LogOpenError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "cannot open the server's log {}: {}",
-            self.path.display(),
-            self.error
-        )
-    }
-}
-
-impl std::error::Error for LogOpenError {}
 
 /// Spawns `launch` as the leader of a new process group. Its stderr, its secrets
 /// redacted, is kept as a tail and, with `stderr_log`, also appended to that file.
