@@ -6,7 +6,7 @@
 //! ```text
 //!  process::table, lineage, teardown   supervisor::guardian, state       commands
 //!            │                                   │                          │
-//!            └──────────────► platform (this API: types here, functions from `os`)
+//!            └──────────────► platform (this API: types from `portable`, functions from `os`)
 //!                                    │
 //!                                    └─ linux/: /proc, pidfd, waitid, killpg,
 //!                                       PR_SET_CHILD_SUBREAPER, O_PATH, rlimit
