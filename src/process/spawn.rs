@@ -95,12 +95,14 @@ pub struct LogOpenError {
 }
 
 /// Spawns `launch` as the leader of a new process group. Its stderr, its secrets
-/// redacted, is kept as a tail and, with `stderr_log`, also appended to that file.
+/// redacted, is kept as a tail and, with `stderr_log`, also appended to that file,
+/// by a task on `tracker` (the caller's, which waits for it).
 pub fn spawn(
     launch: &Launch,
     tag: Tag,
     server: &str,
     stderr_log: Option<&Path>,
+    tracker: &tokio_util::task::TaskTracker,
 ) -> std::io::Result<Spawned> {
     let log = stderr_log
         .map(|path| {
@@ -131,7 +133,7 @@ pub fn spawn(
     let stderr = StderrTail::default();
     let pipe = child.stderr.take().expect("stderr was piped");
     let redactor = Redactor::new(launch.secrets.iter().map(String::as_str));
-    let stderr_task = tokio::spawn(stderr.clone().drain(pipe, server.to_owned(), log, redactor));
+    let stderr_task = tracker.spawn(stderr.clone().drain(pipe, server.to_owned(), log, redactor));
     Ok(Spawned {
         stdin: child.stdin.take(),
         stdout: child.stdout.take(),

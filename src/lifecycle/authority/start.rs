@@ -85,6 +85,7 @@ impl Actor {
                     tag,
                     &self.config.name,
                     self.config.stderr_log.as_deref(),
+                    &self.ctx.tracker,
                 ) {
                     Ok(s) => s,
                     Err(e) => return failed(spawn_error(&self.config.command_shown, &e), None),
