@@ -16,7 +16,7 @@ use std::process::Command;
 /// What the binary is built from, relative to the crate's root: a change to one of
 /// them makes the tree dirty. (The fixture, tests, docs and benchmarks are not in
 /// the binary.)
-pub const SOURCES: &[&str] = &["src", "build.rs", "Cargo.toml", "Cargo.lock"];
+pub(crate) const SOURCES: &[&str] = &["src", "build.rs", "Cargo.toml", "Cargo.lock"];
 
 fn main() {
     let dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
@@ -41,16 +41,16 @@ fn main() {
 
 /// The commit a checkout stands at, as `--version` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Commit {
+pub(crate) struct Commit {
     /// `git rev-parse --short HEAD`.
-    pub hash: String,
+    pub(crate) hash: String,
     /// Whether a file of [`SOURCES`] differs from the commit (untracked new files
     /// under `src` included).
-    pub dirty: bool,
+    pub(crate) dirty: bool,
     /// The commit's date (committer date, `YYYY-MM-DD`), when git gives it.
-    pub date: Option<String>,
+    pub(crate) date: Option<String>,
     /// The files whose change means HEAD moved: the build runs again then.
-    pub watch: Vec<PathBuf>,
+    pub(crate) watch: Vec<PathBuf>,
 }
 
 impl fmt::Display for Commit {
@@ -69,7 +69,7 @@ impl fmt::Display for Commit {
 /// The commit `dir` stands at, asking the program `git`; `None` when `dir` is not
 /// the top of a git work tree (a directory below another repository's top is not
 /// this crate's checkout) or when git cannot be run or answers nothing useful.
-pub fn describe(dir: &Path, git: &Path) -> Option<Commit> {
+pub(crate) fn describe(dir: &Path, git: &Path) -> Option<Commit> {
     let ask = |args: &[&str]| -> Option<String> {
         let out = Command::new(git)
             .arg("-C")

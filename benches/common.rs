@@ -6,7 +6,7 @@ use std::process::Command;
 use std::time::Duration;
 
 /// Builds the fixture server in release mode and returns its path.
-pub fn release_fixture() -> PathBuf {
+pub(crate) fn release_fixture() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(["build", "--release", "--quiet", "-p", "mcpfleet-fixture"])
@@ -19,23 +19,19 @@ pub fn release_fixture() -> PathBuf {
 
 /// The `mcpfleet` measured: `MCPFLEET_BENCH_BIN` when it is set (another build,
 /// as `benches/compare` alternates them), otherwise this build's.
-// Not every benchmark runs the binary.
-#[allow(dead_code)]
-pub fn mcpfleet_binary() -> PathBuf {
+pub(crate) fn mcpfleet_binary() -> PathBuf {
     std::env::var_os("MCPFLEET_BENCH_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_mcpfleet")))
 }
 
-pub fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
 /// Living processes (not zombies) with the environment entry `entry` (or, when
 /// it ends with `-`, one that starts with it).
-// Not every benchmark looks for its processes.
-#[allow(dead_code)]
-pub fn tagged(entry: &str) -> Vec<i32> {
+pub(crate) fn tagged(entry: &str) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };

@@ -19,7 +19,7 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -45,7 +45,7 @@ fn main() {
     raise_open_files();
 
     let fixture = common::release_fixture();
-    let mcpfleet = PathBuf::from(env!("CARGO_BIN_EXE_mcpfleet"));
+    let mcpfleet = common::mcpfleet_binary();
     let dir = tempfile::tempdir().expect("temp dir");
     let fleet = dir.path().join("fleet.yaml");
     let metrics_port = free_port();

@@ -117,7 +117,7 @@ fn parse_args() -> Args {
                     .split(',')
                     .filter_map(|n| n.trim().parse().ok())
                     .filter(|n| *n > 0)
-                    .collect()
+                    .collect();
             }
             // `cargo bench` passes --bench to every target.
             _ => {}
@@ -1489,12 +1489,9 @@ impl LegacySse {
                 }
             }
         });
-        let path = match tokio::time::timeout(Duration::from_secs(10), endpoint_rx).await {
-            Ok(Ok(path)) => path,
-            _ => {
-                reader.abort();
-                return Err(format!("GET {url}: no `endpoint` event"));
-            }
+        let Ok(Ok(path)) = tokio::time::timeout(Duration::from_secs(10), endpoint_rx).await else {
+            reader.abort();
+            return Err(format!("GET {url}: no `endpoint` event"));
         };
         let endpoint = base
             .join(path.trim())

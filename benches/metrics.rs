@@ -59,7 +59,7 @@ impl Side {
     }
 
     fn run(&self, args: &[&str]) {
-        let out = Command::new(env!("CARGO_BIN_EXE_mcpfleet"))
+        let out = Command::new(common::mcpfleet_binary())
             .arg("-f")
             .arg(&self.fleet)
             .args(args)

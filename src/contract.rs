@@ -35,12 +35,12 @@ use crate::output::contract::{
 };
 
 /// The version of the file's format this build reads and writes.
-pub const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 1;
 
 /// The snapshot file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ToolsFile {
+pub(crate) struct ToolsFile {
     pub version: u32,
     /// One entry per server, by name.
     pub servers: BTreeMap<String, ServerTools>,
@@ -49,14 +49,14 @@ pub struct ToolsFile {
 /// One server's tools, by name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
-pub struct ServerTools {
+pub(crate) struct ServerTools {
     pub tools: BTreeMap<String, ToolSchemas>,
 }
 
 /// What a tool takes and gives.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ToolSchemas {
+pub(crate) struct ToolSchemas {
     pub input_schema: Value,
     /// Only for a tool whose server declares one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -66,7 +66,7 @@ pub struct ToolSchemas {
 /// Why a snapshot file cannot be read, and where in it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{}{message}", .at.map_or_else(String::new, |(l, c)| format!("{l}:{c}: ")))]
-pub struct ToolsFileError {
+pub(crate) struct ToolsFileError {
     /// Line and column, both from 1.
     pub at: Option<(usize, usize)>,
     pub message: String,
@@ -74,7 +74,7 @@ pub struct ToolsFileError {
 
 impl ToolsFileError {
     /// The error as `FILE:LINE:COL: why` (or `FILE: why`).
-    pub fn at_file(&self, file: &std::path::Path) -> String {
+    pub(crate) fn at_file(&self, file: &std::path::Path) -> String {
         match self.at {
             Some((line, column)) => format!("{}:{line}:{column}: {}", file.display(), self.message),
             None => format!("{}: {}", file.display(), self.message),
@@ -93,7 +93,7 @@ impl Default for ToolsFile {
 
 impl ToolsFile {
     /// Reads the file's text.
-    pub fn parse(text: &str) -> Result<ToolsFile, ToolsFileError> {
+    pub(crate) fn parse(text: &str) -> Result<ToolsFile, ToolsFileError> {
         let file: ToolsFile = serde_json::from_str(text).map_err(|e| {
             let message = e.to_string();
             let message = message
@@ -118,7 +118,7 @@ impl ToolsFile {
 
     /// The file's text: pretty JSON, `version` first, then servers, tools and the
     /// keys of every schema in sorted order, and a final newline.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut file = self.clone();
         for tool in file.servers.values_mut().flat_map(|s| s.tools.values_mut()) {
             tool.input_schema = sorted(std::mem::take(&mut tool.input_schema));
@@ -133,7 +133,7 @@ impl ToolsFile {
     /// `found` that started replaced by what it listed. A server that did not start
     /// (`None`) keeps its entry, and so does one of `fleet` this run did not check;
     /// entries of servers no longer in `fleet` go.
-    pub fn updated(
+    pub(crate) fn updated(
         previous: Option<&ToolsFile>,
         fleet: &[&str],
         found: &[(&str, Option<&[ListedTool]>)],
@@ -157,7 +157,7 @@ impl ToolsFile {
     }
 
     /// Servers of the file that are not in `fleet`, in sorted order.
-    pub fn missing(&self, fleet: &[&str]) -> Vec<String> {
+    pub(crate) fn missing(&self, fleet: &[&str]) -> Vec<String> {
         self.servers
             .keys()
             .filter(|name| !fleet.contains(&name.as_str()))
@@ -167,7 +167,7 @@ impl ToolsFile {
 
     /// How the tools `found` on server `name` compare with the file's entry for
     /// it; `None` when the server did not start.
-    pub fn compare(&self, name: &str, found: Option<&[ListedTool]>) -> ToolsContract {
+    pub(crate) fn compare(&self, name: &str, found: Option<&[ListedTool]>) -> ToolsContract {
         let Some(found) = found else {
             return contract(ContractStatus::NotStarted, vec![], vec![], vec![]);
         };
@@ -182,7 +182,7 @@ impl ToolsFile {
 
 impl ServerTools {
     /// What a server listed, by name (a name listed twice: the last one).
-    pub fn of(listed: &[ListedTool]) -> ServerTools {
+    pub(crate) fn of(listed: &[ListedTool]) -> ServerTools {
         let tools = listed
             .iter()
             .map(|t| {
@@ -216,7 +216,7 @@ fn contract(
 
 /// Added and removed tools, then the schema changes of the tools in both, each in
 /// tool-name order.
-pub fn compare_tools(expected: &ServerTools, found: &ServerTools) -> ToolsContract {
+pub(crate) fn compare_tools(expected: &ServerTools, found: &ServerTools) -> ToolsContract {
     let added: Vec<String> = found
         .tools
         .keys()
@@ -272,7 +272,7 @@ pub fn compare_tools(expected: &ServerTools, found: &ServerTools) -> ToolsContra
 
 /// One difference between two JSON values, at an RFC 6901 pointer.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Change {
+pub(crate) struct Change {
     pub pointer: String,
     pub kind: ChangeKind,
     pub expected: Option<Value>,
@@ -306,7 +306,7 @@ impl Change {
 /// except the lists that JSON Schema reads as sets (`required`, `enum`, and a
 /// list of `type`s), where order means nothing: an item is added or removed at
 /// its index on its own side.
-pub fn schema_changes(expected: &Value, found: &Value) -> Vec<Change> {
+pub(crate) fn schema_changes(expected: &Value, found: &Value) -> Vec<Change> {
     let mut out = Vec::new();
     walk(&mut String::new(), None, expected, found, &mut out);
     out

@@ -2,7 +2,7 @@
 //! process tag scopes, the gateway's shortened names): stable across versions,
 //! builds and platforms, which the standard library's hasher is not.
 
-pub fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     })

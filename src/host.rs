@@ -24,11 +24,11 @@ pub struct Foreground<R> {
 /// Names that are no server of the fleet, as they were given.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("no server named {} in this fleet", self.quoted())]
-pub struct UnknownServers(pub Vec<String>);
+pub(crate) struct UnknownServers(pub Vec<String>);
 
 impl UnknownServers {
     /// The names, each in backquotes: "`a`, `b`".
-    pub fn quoted(&self) -> String {
+    pub(crate) fn quoted(&self) -> String {
         self.0
             .iter()
             .map(|n| format!("`{n}`"))
@@ -48,7 +48,7 @@ pub enum Unnamed {
 
 /// The servers a command is about: the named ones, each once, in the order they
 /// were named, all of which must exist; with no names, those `unnamed` says.
-pub fn select<'f>(
+pub(crate) fn select<'f>(
     fleet: &'f Fleet,
     names: &[String],
     unnamed: Unnamed,
@@ -77,7 +77,7 @@ pub fn select<'f>(
 
 /// Runs every task at once and returns their results in the order of the tasks,
 /// `None` for one that panicked; `on_done` sees each result as it comes.
-pub async fn join_in_order<F>(
+pub(crate) async fn join_in_order<F>(
     tasks: impl IntoIterator<Item = F>,
     mut on_done: impl FnMut(&F::Output),
 ) -> Vec<Option<F::Output>>
@@ -105,7 +105,7 @@ where
 
 /// Sends `intent` to every authority at once and returns the replies in the order
 /// of `handles`; `on_reply` sees each reply as it comes.
-pub async fn request_all(
+pub(crate) async fn request_all(
     handles: &[Handle],
     intent: Intent,
     options: CallOptions,

@@ -2,13 +2,21 @@
 //! server, bounded waits, verified teardown and exit codes a script can trust.
 //!
 //! Layout: `config` reads fleet files; `lifecycle` holds the authority of each
-//! server; `process` spawns, talks to and tears down server processes; `output`
-//! renders reports and owns the exit-code table; `contract` holds servers' tools to
-//! a snapshot (`check --expect-tools`); `host` is what `check` and the
-//! supervisor, which both hold authorities, share; `trace` exports the supervisor's
-//! spans when asked to; `metrics` counts the lifecycle; `platform` is the one place
-//! that talks to the operating system beyond std and tokio; `commands` and `cli`
-//! are the edge.
+//! server; `process` spawns, talks to and tears down server processes; `platform`
+//! is the one place that talks to the operating system beyond std and tokio;
+//! `state` is the state directory, the contract of the CLI and the supervisor;
+//! `protocol` is the control socket's; `supervisor` hosts the fleet's authorities
+//! in a daemon and `gateway` serves the fleet as one MCP server; `host` is what
+//! `check` and the supervisor, which both hold authorities, share; `reconcile`
+//! plans `up` against the fleet file; `output` renders reports and owns the
+//! exit-code table; `contract` holds servers' tools to a snapshot (`check
+//! --expect-tools`); `metrics` counts the lifecycle; `trace` exports the
+//! supervisor's spans when asked to; `hash` is the one stable hash; `logging` sets
+//! up stderr; `commands` and `cli` are the edge.
+//!
+//! The public surface is what the binary, the integration tests (`tests/it/`) and
+//! the benchmarks use; everything else is `pub(crate)`, and the `unreachable_pub`
+//! lint keeps it so (docs/architecture.md, "Visibility and lints").
 
 // Only Linux has an implementation of `platform` today. Elsewhere this error is
 // all the crate compiles: every module below is left out there, so a build fails
@@ -31,19 +39,23 @@ on_implemented_platforms! {
     pub mod cli;
     pub mod commands;
     pub mod config;
-    pub mod contract;
-    pub mod gateway;
-    pub mod hash;
-    pub mod host;
+    pub(crate) mod contract;
+    // The gateway and the supervisor are being made one fleet actor; until then
+    // their items keep the visibility they had (their rewrite keeps these lints
+    // and drops the expectation).
+    #[expect(unreachable_pub, reason = "visibility of src/gateway/ is set by its rewrite into the fleet actor")]
+    pub(crate) mod gateway;
+    pub(crate) mod hash;
+    pub(crate) mod host;
     pub mod lifecycle;
     pub mod logging;
-    pub mod metrics;
-    pub mod output;
+    pub(crate) mod metrics;
+    pub(crate) mod output;
     pub mod platform;
     pub mod process;
     pub mod protocol;
-    pub mod reconcile;
+    pub(crate) mod reconcile;
     pub mod state;
     pub mod supervisor;
-    pub mod trace;
+    pub(crate) mod trace;
 }

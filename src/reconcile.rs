@@ -11,7 +11,7 @@ use crate::output::plan::{Action, Drift, DriftKind, PlanStep};
 
 /// A server the supervisor holds.
 #[derive(Debug, Clone, Copy)]
-pub struct Known<'a> {
+pub(crate) struct Known<'a> {
     /// The spec its authority was last given.
     pub spec: &'a ServerSpec,
     pub phase: Phase,
@@ -39,7 +39,7 @@ fn strings(keys: Vec<&'static str>) -> Vec<String> {
 /// order; the caller checks the names), then for each held server that is no
 /// longer in the file. `known` finds what the supervisor holds of a server;
 /// `force` is `up --force`; orphans are stopped with `remove_orphans`.
-pub fn plan(
+pub(crate) fn plan(
     file: &Fleet,
     selected: &[&ServerSpec],
     held: &[Known],
@@ -112,7 +112,7 @@ pub fn plan(
 
 /// How a server differs from the file: `in_file` is its spec there (`None`: no
 /// longer in it), `known` what the supervisor holds of it (`None`: nothing yet).
-pub fn drift(in_file: Option<&ServerSpec>, known: Option<&Known>) -> Drift {
+pub(crate) fn drift(in_file: Option<&ServerSpec>, known: Option<&Known>) -> Drift {
     let (spec, k) = match (in_file, known) {
         (None, _) => {
             return Drift {

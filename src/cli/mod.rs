@@ -5,7 +5,7 @@
 pub mod complete;
 pub mod examples;
 pub mod reference;
-pub mod values;
+pub(crate) mod values;
 
 use std::path::PathBuf;
 

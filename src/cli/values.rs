@@ -25,7 +25,7 @@ impl Since {
     }
 }
 
-pub fn parse_since(s: &str) -> Result<Since, String> {
+pub(crate) fn parse_since(s: &str) -> Result<Since, String> {
     let s = s.trim();
     if let Ok(d) = humantime::parse_duration(s) {
         return Ok(Since::Ago(d));
@@ -91,7 +91,7 @@ impl LineCount {
     }
 }
 
-pub fn parse_line_count(s: &str) -> Result<LineCount, String> {
+pub(crate) fn parse_line_count(s: &str) -> Result<LineCount, String> {
     if s == "all" {
         return Ok(LineCount::All);
     }

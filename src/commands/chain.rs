@@ -39,7 +39,7 @@ struct Part {
 const MAX_NUMBER: u32 = 1000;
 
 /// Reads a log file and its rotated files as one stream.
-pub struct Chain {
+pub(crate) struct Chain {
     path: PathBuf,
     /// The newest file read so far, and how far.
     current: Option<(Part, u64)>,
@@ -48,7 +48,7 @@ pub struct Chain {
 }
 
 impl Chain {
-    pub fn new(path: PathBuf) -> Chain {
+    pub(crate) fn new(path: PathBuf) -> Chain {
         Chain {
             path,
             current: None,
@@ -60,7 +60,7 @@ impl Chain {
     /// bytes before the end of the whole chain (`None`: from its start). Returns
     /// whether the window left something out (the first bytes handed on may then
     /// be the rest of a line). From here, [`Chain::read_new`] goes on.
-    pub fn read_existing(
+    pub(crate) fn read_existing(
         &mut self,
         window: Option<u64>,
         out: &mut dyn FnMut(&[u8]) -> io::Result<()>,
@@ -87,7 +87,7 @@ impl Chain {
 
     /// Hands what was written since the last read to `out`, across any
     /// rotations since.
-    pub fn read_new(&mut self, out: &mut dyn FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
+    pub(crate) fn read_new(&mut self, out: &mut dyn FnMut(&[u8]) -> io::Result<()>) -> io::Result<()> {
         let Some((part, offset)) = &mut self.current else {
             // Nothing was there to read before: all of it is new.
             return self.read_existing(None, out).map(drop);
@@ -124,7 +124,7 @@ impl Chain {
 
     /// Whether rotations removed a file before it was read to its end (once:
     /// the flag is cleared).
-    pub fn take_missed(&mut self) -> bool {
+    pub(crate) fn take_missed(&mut self) -> bool {
         std::mem::take(&mut self.missed)
     }
 }

@@ -38,7 +38,7 @@ use crate::output::line::{RequestParts, unanswered};
 use crate::output::progress::Progress;
 use crate::output::report::{self, Format, NdjsonEvents, Report, ServerReport, TracingEvents};
 
-pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Result<Code, CliError> {
+pub(crate) async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Result<Code, CliError> {
     let fleet = load_fleet(file)?;
     let specs = host::select(&fleet, &args.servers, Unnamed::Enabled).map_err(|e| {
         let known: Vec<&str> = fleet.servers.iter().map(|s| s.name.as_str()).collect();
@@ -70,7 +70,10 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
     // server's lineage current while they run (L13).
     crate::process::lineage::become_subreaper();
     let sweeping = CancellationToken::new();
-    tokio::spawn(crate::process::lineage::keep_current(sweeping.clone()));
+    // `check`'s own tasks beside the authorities (the sweeper, the signal
+    // watcher): stopped and waited for before the last sweep and the report.
+    let helpers = TaskTracker::new();
+    helpers.spawn(crate::process::lineage::keep_current(sweeping.clone()));
     let options = CallOptions {
         connect_timeout: args.connect_timeout,
         cleanup_timeout: args.cleanup_timeout,
@@ -97,7 +100,7 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
     };
     let progress =
         Progress::new(!global.quiet && global.output == Format::Text && global.verbose == 0);
-    let signals = tokio::spawn(watch_signals(
+    let signals = helpers.spawn(watch_signals(
         ctx.interrupt.clone(),
         ctx.escalate.clone(),
         progress.clone(),
@@ -127,6 +130,8 @@ pub async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Resu
     ctx.tracker.wait().await;
     signals.abort();
     sweeping.cancel();
+    helpers.close();
+    helpers.wait().await;
     // The last dead orphans are collected before the report.
     crate::process::lineage::sweep().await;
 
@@ -399,7 +404,7 @@ async fn watch_signals(
                 escalate.cancel();
             }
             Press::Exit => {
-                progress.note("mcpfleet: SIGKILL sent; confirming that every process is gone")
+                progress.note("mcpfleet: SIGKILL sent; confirming that every process is gone");
             }
         }
     }

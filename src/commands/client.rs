@@ -24,7 +24,7 @@ const CONNECT_WAIT: Duration = Duration::from_secs(30);
 const RECOVERY_WAIT: Duration = Duration::from_secs(600);
 
 #[derive(Debug, thiserror::Error)]
-pub enum ClientError {
+pub(crate) enum ClientError {
     /// No supervisor could be reached (exit 8).
     #[error("the supervisor is unreachable: {0}")]
     Unreachable(String),
@@ -58,7 +58,7 @@ pub enum ClientError {
 }
 
 /// The supervisor (pid N) of another build, and the protocol versions of both.
-pub fn describe_other_build(pid: Option<i32>, speaks: &[u32]) -> String {
+pub(crate) fn describe_other_build(pid: Option<i32>, speaks: &[u32]) -> String {
     let who = match pid {
         Some(pid) => format!("the supervisor of this fleet (pid {pid})"),
         None => "the supervisor of this fleet".to_owned(),
@@ -79,7 +79,7 @@ pub fn describe_other_build(pid: Option<i32>, speaks: &[u32]) -> String {
 /// The error of a request the supervisor refused with the error line `line`
 /// (its message `message`): [`ClientError::OtherBuild`] when it refused it for
 /// speaking another protocol, else [`ClientError::Refused`].
-pub fn refused(line: &str, message: String, pid: Option<i32>) -> ClientError {
+pub(crate) fn refused(line: &str, message: String, pid: Option<i32>) -> ClientError {
     let refusal = protocol::Refusal::read(line).unwrap_or_else(|| message.clone().into());
     match refusal.other_protocol() {
         Some(other) => ClientError::OtherBuild {
@@ -93,7 +93,7 @@ pub fn refused(line: &str, message: String, pid: Option<i32>) -> ClientError {
 
 /// The pid of the process at the other end of a connection to the control
 /// socket: the supervisor that listens on it.
-pub fn peer_pid(stream: &UnixStream) -> Option<i32> {
+pub(crate) fn peer_pid(stream: &UnixStream) -> Option<i32> {
     stream.peer_cred().ok().and_then(|c| c.pid())
 }
 
@@ -103,7 +103,7 @@ const UNREAD_RETRIES: usize = 3;
 /// Connects (starting a supervisor when `start`) and sends `op`, as
 /// [`connect`] and [`request`]; a request that the supervisor left unread is sent
 /// again on a new connection, to a new supervisor if need be.
-pub async fn ask<R: DeserializeOwned>(
+pub(crate) async fn ask<R: DeserializeOwned>(
     dir: &StateDir,
     fleet_file: &Path,
     start: bool,
@@ -124,7 +124,7 @@ pub async fn ask<R: DeserializeOwned>(
 }
 
 /// Connects to the supervisor of `dir`, starting one for `fleet_file` when `start`.
-pub async fn connect(
+pub(crate) async fn connect(
     dir: &StateDir,
     fleet_file: &Path,
     start: bool,
@@ -244,7 +244,7 @@ fn spawn_supervisor(dir: &StateDir, fleet_file: &Path) -> std::io::Result<std::p
 /// Sends `op` and waits for its report `R` (`Report`, or `CallReport` for `tools`
 /// and `call`), handing each event to `on_event`. A first Ctrl-C (or SIGTERM)
 /// stops waiting: the supervisor goes on with the request.
-pub async fn request<R: DeserializeOwned>(
+pub(crate) async fn request<R: DeserializeOwned>(
     stream: UnixStream,
     op: Op,
     mut on_event: impl FnMut(EventReport),

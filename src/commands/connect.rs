@@ -14,7 +14,7 @@ use std::os::unix::net::UnixStream;
 use tokio::io::{AsyncWriteExt, BufReader};
 
 use super::client::{self, ClientError};
-use super::fleet_ops::no_report;
+use super::request::no_report;
 use super::target::Target;
 use super::{CliError, Global};
 use crate::cli::ConnectArgs;

@@ -2,27 +2,41 @@
 //! clients of the supervisor. Each sends one request and renders its report; the
 //! exit code is the report's, computed by the supervisor from docs/design.md §5.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
+
+use tokio_util::task::TaskTracker;
 
 use super::client::{self, ClientError};
 use super::target::Target;
 use super::{CliError, Global};
 use crate::cli::{DownArgs, ReconnectArgs, ResetArgs, ServeArgs, StatusArgs, UpArgs};
-use crate::config::Fleet;
-use crate::host::{self, Unnamed};
-use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
-use crate::lifecycle::state::Phase;
+use crate::host::{self, Foreground, Unnamed};
 use crate::output::exit::Code;
-use crate::output::progress::Progress;
-use crate::output::report::{self, FailureKind, FailureReport, Format, Report, ServerReport};
+use crate::output::report::{self, Report, ServerReport};
 use crate::process::lineage::ProcId;
-use crate::process::table::Table;
-use crate::protocol::{Deadlines, Op};
-use crate::state::Persisted;
-use crate::state::StateDir;
-use super::Supervisor;
+use crate::protocol::{Deadlines, FileVersion, Op};
+use crate::config::Fleet;
+use crate::state::{Persisted, StateDir};
+use super::answer::{emit, offline_report};
+use super::request::{ask, finish, send, up_op};
 
-pub async fn up(
+/// The supervisor, as `up --foreground` and `supervise` run it in this process:
+/// the binary passes `supervisor::run`, so that the commands, which only send it
+/// requests otherwise, do not depend on it (docs/architecture.md,
+/// "Dependencies"). The arguments are `supervisor::run`'s: the fleet, its state
+/// directory, the fleet file's text as read and its version, and what `up
+/// --foreground` asks.
+pub type Supervisor = fn(
+    Fleet,
+    StateDir,
+    Option<String>,
+    Option<FileVersion>,
+    Option<Foreground<Report>>,
+) -> Pin<Box<dyn Future<Output = anyhow::Result<Code>>>>;
+
+pub(crate) async fn up(
     t: Target,
     args: &UpArgs,
     g: &Global,
@@ -48,22 +62,6 @@ pub async fn up(
         return super::watch::up(t, args, g).await;
     }
     send(&t, up_op(&t, args, false), true, "up", g).await
-}
-
-/// The `up` request of `args`, carrying the fleet file as `t` read it.
-pub(super) fn up_op(t: &Target, args: &UpArgs, dry_run: bool) -> Op {
-    Op::Up {
-        servers: args.servers.clone(),
-        force: args.force,
-        deadlines: Deadlines {
-            wait_ms: args.wait.wait_timeout,
-            connect_ms: args.connect_timeout,
-            cleanup_ms: None,
-        },
-        fleet: t.source.clone(),
-        dry_run,
-        remove_orphans: args.remove_orphans,
-    }
 }
 
 /// `up --dry-run`: the plan, from the supervisor if one runs (never started for
@@ -92,7 +90,7 @@ async fn dry_run(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError>
 
 /// Opens the gateway's HTTP door in the supervisor (starting it and the servers
 /// as `up` does) and reports where it listens.
-pub async fn serve(t: Target, args: &ServeArgs, g: &Global) -> Result<Code, CliError> {
+pub(crate) async fn serve(t: Target, args: &ServeArgs, g: &Global) -> Result<Code, CliError> {
     let op = Op::Serve {
         servers: args.servers.clone(),
         listen: args.listen.clone(),
@@ -106,7 +104,7 @@ pub async fn serve(t: Target, args: &ServeArgs, g: &Global) -> Result<Code, CliE
     send(&t, op, true, "serve", g).await
 }
 
-pub async fn down(t: Target, args: &DownArgs, g: &Global) -> Result<Code, CliError> {
+pub(crate) async fn down(t: Target, args: &DownArgs, g: &Global) -> Result<Code, CliError> {
     let op = Op::Down {
         servers: args.servers.clone(),
         deadlines: Deadlines {
@@ -203,7 +201,7 @@ async fn await_supervisor(t: &Target, report: &mut Report) {
     }
 }
 
-pub async fn reconnect(t: Target, args: &ReconnectArgs, g: &Global) -> Result<Code, CliError> {
+pub(crate) async fn reconnect(t: Target, args: &ReconnectArgs, g: &Global) -> Result<Code, CliError> {
     let op = Op::Reconnect {
         servers: args.servers.clone(),
         if_generation: args.if_generation,
@@ -218,7 +216,7 @@ pub async fn reconnect(t: Target, args: &ReconnectArgs, g: &Global) -> Result<Co
     send(&t, op, true, "reconnect", g).await
 }
 
-pub async fn reset(t: Target, args: &ResetArgs, g: &Global) -> Result<Code, CliError> {
+pub(crate) async fn reset(t: Target, args: &ResetArgs, g: &Global) -> Result<Code, CliError> {
     let op = Op::Reset {
         server: args.server.clone(),
     };
@@ -227,7 +225,7 @@ pub async fn reset(t: Target, args: &ResetArgs, g: &Global) -> Result<Code, CliE
 
 /// `status` never starts anything: with no supervisor it reads `state.json` and
 /// looks at the processes it names.
-pub async fn status(t: Target, args: &StatusArgs, g: &Global) -> Result<Code, CliError> {
+pub(crate) async fn status(t: Target, args: &StatusArgs, g: &Global) -> Result<Code, CliError> {
     match client::connect(&t.dir, &t.fleet.file, false).await {
         Ok(stream) => {
             let op = Op::Status {
@@ -263,196 +261,6 @@ fn offline_lines(
     Ok(offline_report(&t.fleet, &t.dir, persisted, &selected))
 }
 
-/// The lines of the servers of `fleet` named in `selected`, from `state.json` and
-/// the process table, with no supervisor: a server is running while the main process of its
-/// recorded generation is, and anything else of it alive is a leftover.
-pub(super) fn offline_report(
-    fleet: &Fleet,
-    dir: &StateDir,
-    persisted: &Persisted,
-    selected: &[&str],
-) -> Vec<ServerReport> {
-    let scope = crate::state::tag_scope(dir);
-    let mut lines = Vec::new();
-    let table = Table::scan();
-    // In fleet order, whatever the order of the names.
-    for spec in &fleet.servers {
-        if !selected.contains(&spec.name.as_str()) {
-            continue;
-        }
-        let rec = persisted
-            .servers
-            .get(&spec.name)
-            .cloned()
-            .unwrap_or_default();
-        let mut state = Phase::Stopped;
-        let mut pid = None;
-        let mut code = Code::Ok;
-        let mut error = None;
-        // Every living process of any generation of this server, found by its tag:
-        // also one whose generation's record never reached state.json (a
-        // supervisor killed right after a spawn).
-        let alive = table.tagged_with_prefix(&format!("{scope}:{}:", spec.name));
-        if !alive.is_empty() {
-            // Running only while the main process of its recorded generation is:
-            // anything else (a grandchild, say) is a leftover.
-            let leader = rec
-                .live
-                .as_ref()
-                .filter(|live| alive.iter().any(|(p, _)| p.pid == live.pid))
-                .map(|live| live.pid);
-            state = if leader.is_some() {
-                Phase::Running
-            } else {
-                Phase::Quarantined
-            };
-            pid = leader;
-            let pids: Vec<String> = alive.iter().map(|(p, _)| p.pid.to_string()).collect();
-            error = Some(ServerError::new(
-                ErrorKind::Quarantined,
-                ErrorPhase::Request,
-                format!(
-                    "left running by a supervisor that is gone (pids {}); the next `up` or `down` recovers it",
-                    pids.join(", ")
-                ),
-            ));
-            code = Code::TeardownNotClean;
-        }
-        if let Some(q) = &rec.quarantine {
-            state = Phase::Quarantined;
-            code = Code::TeardownNotClean;
-            error = Some(ServerError::new(
-                ErrorKind::Quarantined,
-                ErrorPhase::Teardown,
-                q.message.clone(),
-            ));
-        }
-        let mut line =
-            ServerReport::unpublished(&spec.name, spec.transport.kind(), state, error, code);
-        line.generation = (rec.last_generation > 0).then_some(rec.last_generation);
-        line.pid = pid;
-        lines.push(line);
-    }
-    lines
-}
-
-pub(super) async fn send(
-    t: &Target,
-    op: Op,
-    start: bool,
-    command: &'static str,
-    g: &Global,
-) -> Result<Code, CliError> {
-    finish(ask(t, op, start, command, g).await, command, g)
-}
-
-/// Sends `op` (starting a supervisor when `start`), showing its progress and
-/// events as the output format asks, and returns its report.
-async fn ask(
-    t: &Target,
-    op: Op,
-    start: bool,
-    command: &'static str,
-    g: &Global,
-) -> Result<Report, ClientError> {
-    let ndjson = g.output == Format::Ndjson;
-    let verbose = g.verbose > 0 && g.output == Format::Text;
-    let progress = Progress::new(!g.quiet && g.output == Format::Text && g.verbose == 0);
-    let total = match &op {
-        Op::Up { servers, .. } | Op::Down { servers, .. } | Op::Reconnect { servers, .. }
-            if !servers.is_empty() =>
-        {
-            servers.len()
-        }
-        _ => t.fleet.servers.len(),
-    };
-    progress.stage(command, total);
-    let result = client::ask(&t.dir, &t.fleet.file, start, op, |event| {
-        // A server is done when it reaches a state that ends the request for it.
-        let settled =
-            matches!(
-                event.to,
-                Phase::Running | Phase::Failed | Phase::Quarantined
-            ) || (event.to == Phase::Stopped && event.from == Phase::Stopping && command == "down");
-        if settled {
-            progress.done_one(&event.server);
-        }
-        if ndjson {
-            let _ = report::write_stdout(&report::event_line(&event));
-        } else if verbose {
-            let (from, to) = (event.from.as_str(), event.to.as_str());
-            eprintln!("{:?} {from:?} -> {to:?}", event.server);
-        }
-    })
-    .await;
-    progress.finish();
-    result
-}
-
-pub(super) fn finish(
-    result: Result<Report, ClientError>,
-    command: &'static str,
-    g: &Global,
-) -> Result<Code, CliError> {
-    match result {
-        Ok(report) => emit(report, g),
-        Err(e) => {
-            let interrupted = format!(
-                "mcpfleet {command}: interrupted; the supervisor carries on with the request (see `mcpfleet status` and `mcpfleet events`)"
-            );
-            no_report(e, command, &interrupted, g)
-        }
-    }
-}
-
-/// What a request that got no report ends in: an interruption (130, after
-/// `interrupted` on stderr), a usage error, an internal error, or an unreachable
-/// supervisor.
-pub(super) fn no_report(
-    e: ClientError,
-    command: &str,
-    interrupted: &str,
-    g: &Global,
-) -> Result<Code, CliError> {
-    match e {
-        ClientError::Interrupted => {
-            eprintln!("{interrupted}");
-            Ok(Code::Interrupted)
-        }
-        ClientError::Refused(m) if m.starts_with("usage: ") => {
-            Err(CliError::Usage(m["usage: ".len()..].to_owned()))
-        }
-        ClientError::Refused(m) | ClientError::Unreadable(m) => {
-            Err(CliError::Internal(anyhow::anyhow!(m)))
-        }
-        e @ (ClientError::Unreachable(_) | ClientError::Unread(_)) => {
-            Ok(unreachable(command, &e, g))
-        }
-        e @ ClientError::OtherBuild { .. } => Ok(super::other_build::refuse(command, &e, g)),
-    }
-}
-
-/// Reports a supervisor that could not be reached (or was lost mid-request) on
-/// stderr and, for scripts reading JSON, as a document on stdout. Returns 8.
-pub(super) fn unreachable(command: &str, e: &ClientError, g: &Global) -> Code {
-    eprintln!("mcpfleet {command}: {e}");
-    if g.output != Format::Text {
-        let error = FailureReport {
-            kind: FailureKind::Unreachable,
-            message: e.to_string(),
-        };
-        let doc = super::failed_command(command, Code::Unreachable, error, None);
-        let _ = report::write_stdout(&report::json_line(&doc));
-    }
-    Code::Unreachable
-}
-
-pub(super) fn emit(report: Report, g: &Global) -> Result<Code, CliError> {
-    report::write_stdout(&report::render(&report, g.output))
-        .map_err(|e| anyhow::anyhow!("cannot write to stdout: {e}"))?;
-    Ok(Code::from_i32(report.exit_code))
-}
-
 /// `up --foreground`: the supervisor runs in this terminal until Ctrl-C, which
 /// means `down` with all its guarantees (a second SIGKILLs, a third exits).
 async fn foreground(
@@ -486,7 +294,8 @@ async fn foreground(
         on_started,
     };
     // With --watch, the changes of the file are sent to this supervisor like any
-    // client's; the watch ends with it.
+    // client's; the watch ends with it, and is waited for.
+    let tasks = TaskTracker::new();
     let watching = args.watch.then(|| {
         let watched = Target {
             fleet: t.fleet.clone(),
@@ -494,7 +303,7 @@ async fn foreground(
             source: t.source.clone(),
             path: t.path.clone(),
         };
-        tokio::spawn(super::watch::alongside(watched, args.clone(), g.clone()))
+        tasks.spawn(super::watch::alongside(watched, args.clone(), g.clone()))
     });
     let text = t.text();
     let version = t.source.as_ref().and_then(|s| s.version);
@@ -502,13 +311,15 @@ async fn foreground(
     if let Some(task) = watching {
         task.abort();
     }
+    tasks.close();
+    tasks.wait().await;
     let teardown = teardown?;
     // The start's outcome and the final teardown's, ranked (a quarantine is a 5).
     Ok(Code::from_i32(code.load(std::sync::atomic::Ordering::SeqCst)).max(teardown))
 }
 
 /// `mcpfleet supervise`: the supervisor process itself.
-pub async fn supervise(t: Target, supervisor: Supervisor) -> Result<Code, CliError> {
+pub(crate) async fn supervise(t: Target, supervisor: Supervisor) -> Result<Code, CliError> {
     let text = t.text();
     let version = t.source.as_ref().and_then(|s| s.version);
     supervisor(t.fleet, t.dir, text, version, None).await?;

@@ -11,7 +11,7 @@ use crate::config::import;
 use crate::output::exit::Code;
 use crate::output::report::write_stdout;
 
-pub fn run(args: &ImportArgs, global: &Global) -> Result<Code, CliError> {
+pub(crate) fn run(args: &ImportArgs, global: &Global) -> Result<Code, CliError> {
     let name = fleet_name(args)?;
     let imported = import::read(&args.file).map_err(CliError::Import)?;
     let text = imported.fleet_file_named(Some(&name));

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::fleet_ops::offline_report;
+use super::answer::offline_report;
 use super::{CliError, Global, client};
 use crate::config::{self, Fleet};
 use crate::lifecycle::state::Phase;
@@ -25,7 +25,7 @@ use crate::state::{self, RecordedFleet, StateDir};
 /// state directory instead.
 const STATUS_WAIT: Duration = Duration::from_secs(5);
 
-pub async fn run(state_dir: Option<&Path>, g: &Global) -> Result<Code, CliError> {
+pub(crate) async fn run(state_dir: Option<&Path>, g: &Global) -> Result<Code, CliError> {
     let dirs = match state::chosen(state_dir) {
         Some(dir) => [dir]
             .into_iter()
@@ -63,7 +63,7 @@ async fn describe(root: &Path) -> FleetLine {
                 warn(format!(
                     "the copy of the fleet file in {}: {e}",
                     root.display()
-                ))
+                ));
             })
             .ok()
     });

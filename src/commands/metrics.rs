@@ -3,7 +3,8 @@
 //! supervisor, the gauges that `state.json` and the process table tell, with
 //! `mcpfleet_supervisor_up 0` and no counters (docs/design.md §17).
 
-use super::fleet_ops::{no_report, offline_report};
+use super::answer::offline_report;
+use super::request::no_report;
 use super::target::Target;
 use super::{CliError, Global, client};
 use crate::cli::MetricsArgs;
@@ -15,7 +16,7 @@ use crate::protocol::Op;
 use crate::protocol::MetricsText;
 use crate::state::Persisted;
 
-pub async fn run(t: Target, args: &MetricsArgs, g: &Global) -> Result<Code, CliError> {
+pub(crate) async fn run(t: Target, args: &MetricsArgs, g: &Global) -> Result<Code, CliError> {
     let format = if args.openmetrics {
         Format::OpenMetrics
     } else {

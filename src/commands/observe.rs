@@ -20,7 +20,7 @@ use crate::output::report::{Format, json_line, serde_plain, write_stdout};
 use crate::process::stderr::unstamp;
 use crate::protocol::{Deadlines, Op};
 
-pub async fn tools(t: Target, args: &ToolsArgs, g: &Global) -> Result<Code, CliError> {
+pub(crate) async fn tools(t: Target, args: &ToolsArgs, g: &Global) -> Result<Code, CliError> {
     let op = Op::Tools {
         server: args.server.clone(),
         deadlines: Deadlines::default(),
@@ -66,7 +66,7 @@ fn tools_table(servers: &[crate::output::calls::ServerTools]) -> String {
     crate::output::table::render(&rows)
 }
 
-pub async fn call(t: Target, args: &CallArgs, g: &Global) -> Result<Code, CliError> {
+pub(crate) async fn call(t: Target, args: &CallArgs, g: &Global) -> Result<Code, CliError> {
     let arguments = match &args.arguments {
         None => None,
         Some(text) => match serde_json::from_str::<Value>(text) {
@@ -172,7 +172,7 @@ async fn exchange(
 ) -> Result<Result<CallReport, Code>, CliError> {
     match client::ask(&t.dir, &t.fleet.file, start, op, |_| {}).await {
         Ok(doc) => Ok(Ok(doc)),
-        Err(e) => super::fleet_ops::no_report(e, command, "mcpfleet: interrupted", g).map(Err),
+        Err(e) => super::request::no_report(e, command, "mcpfleet: interrupted", g).map(Err),
     }
 }
 
@@ -180,7 +180,7 @@ fn print(text: &str) -> Result<(), CliError> {
     write_stdout(text).map_err(|e| anyhow::anyhow!("cannot write to stdout: {e}").into())
 }
 
-pub async fn logs(t: Target, args: &LogsArgs) -> Result<Code, CliError> {
+pub(crate) async fn logs(t: Target, args: &LogsArgs) -> Result<Code, CliError> {
     let since = args.since.map(|s| s.earliest(SystemTime::now()));
     let lines = args.lines.get();
     if args.gateway {
@@ -220,7 +220,7 @@ pub async fn logs(t: Target, args: &LogsArgs) -> Result<Code, CliError> {
     Ok(Code::Ok)
 }
 
-pub async fn events(t: Target, args: &EventsArgs) -> Result<Code, CliError> {
+pub(crate) async fn events(t: Target, args: &EventsArgs) -> Result<Code, CliError> {
     let since = args.since.map(|s| s.earliest(SystemTime::now()));
     let view = View::new(Kind::Events, since, false, String::new());
     let mut tail = Tail::new(t.dir.events(), view);

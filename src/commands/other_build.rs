@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use super::client::{ClientError, describe_other_build};
-use super::fleet_ops::{emit, offline_report};
+use super::answer::{emit, offline_report};
 use super::target::Target;
 use super::{CliError, Global};
 use crate::config::DEFAULT_TIMEOUT;
@@ -35,7 +35,7 @@ pub(super) fn refuse(command: &str, e: &ClientError, g: &Global) -> Code {
         message,
     } = e
     else {
-        return super::fleet_ops::unreachable(command, e, g);
+        return super::answer::unreachable(command, e, g);
     };
     let fix = if command == "down" {
         "`mcpfleet down` with no server named stops the whole fleet (by signal; the supervisor \
@@ -54,7 +54,7 @@ pub(super) fn refuse(command: &str, e: &ClientError, g: &Global) -> Code {
             kind: FailureKind::Unreachable,
             message,
         };
-        let doc = super::failed_command(command, Code::Unreachable, error, None);
+        let doc = super::cli_error::failed_command(command, Code::Unreachable, error, None);
         let _ = report::write_stdout(&report::json_line(&doc));
     }
     Code::Unreachable

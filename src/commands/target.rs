@@ -348,18 +348,15 @@ fn from_copy(path: &Path, named: Named, chosen: Option<&Path>) -> Result<Target,
         };
         ConfigErrors::single(path, format!("{what}{extra}")).into()
     };
-    let root = match recording_dir(path, named, chosen).map_err(CliError::Usage)? {
-        Some(root) => root,
-        None => {
-            return Err(match chosen {
-                Some(dir) => missing(&format!(
-                    ", and there is no state directory {} to find a copy of it in",
-                    dir.display()
-                )),
-                None if named == Named::Default => missing(""),
-                None => missing(", and no state directory records a copy of it"),
-            });
-        }
+    let Some(root) = recording_dir(path, named, chosen).map_err(CliError::Usage)? else {
+        return Err(match chosen {
+            Some(dir) => missing(&format!(
+                ", and there is no state directory {} to find a copy of it in",
+                dir.display()
+            )),
+            None if named == Named::Default => missing(""),
+            None => missing(", and no state directory records a copy of it"),
+        });
     };
     let dir = StateDir::open(&root).map_err(|e| anyhow::anyhow!("{e}"))?;
     let recorded = recorded_fleet(dir.root())

@@ -9,7 +9,7 @@ use super::{CliError, Global, load_fleet};
 use crate::output::exit::Code;
 use crate::output::report::{Format, SCHEMA_VERSION, write_stdout};
 
-pub fn run(file: Option<&Path>, global: &Global) -> Result<Code, CliError> {
+pub(crate) fn run(file: Option<&Path>, global: &Global) -> Result<Code, CliError> {
     let fleet = load_fleet(file)?;
     let text = match global.output {
         Format::Text => fleet.resolved_yaml(),

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::fleet_ops::{send, up_op};
+use super::request::{send, up_op};
 use super::target::Target;
 use super::{CliError, Global, read_fleet};
 use crate::cli::UpArgs;
@@ -81,7 +81,7 @@ async fn next_change(path: &Path, stamp: &mut Stamp, signals: &mut Option<Signal
 }
 
 /// `up --watch` without `--foreground`: the first `up`, then one per change.
-pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> {
+pub(crate) async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> {
     let mut stamp = Stamp::of(&t.path);
     // Listening from the start: once a request has listened for Ctrl-C, the
     // signal no longer ends the process by itself.
@@ -118,7 +118,7 @@ pub async fn up(t: Target, args: &UpArgs, g: &Global) -> Result<Code, CliError> 
 /// `up --watch --foreground`: the supervisor runs in this process and made the
 /// first `up`; each change is sent to it like any client's. Ends when the
 /// supervisor's Ctrl-C ends the requests (the caller drops it at teardown).
-pub async fn alongside(t: Target, args: UpArgs, g: Global) {
+pub(crate) async fn alongside(t: Target, args: UpArgs, g: Global) {
     let mut stamp = Stamp::of(&t.path);
     let mut signals = None;
     let mut current = t;

@@ -38,12 +38,12 @@ impl Timeout {
 /// A per-request deadline on the control socket: a number of milliseconds, where
 /// 0 stands for `none` (a deadline is never zero, see [`DurationError::Zero`]),
 /// and an absent field for the server's own setting.
-pub mod millis {
+pub(crate) mod millis {
     use super::Timeout;
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
-    pub fn serialize<S: Serializer>(t: &Option<Timeout>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(t: &Option<Timeout>, s: S) -> Result<S::Ok, S::Error> {
         match t {
             None => s.serialize_none(),
             Some(Timeout::Never) => s.serialize_u64(0),
@@ -53,7 +53,7 @@ pub mod millis {
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Timeout>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Timeout>, D::Error> {
         Ok(Option::<u64>::deserialize(d)?.map(|ms| match ms {
             0 => Timeout::Never,
             ms => Timeout::After(Duration::from_millis(ms)),

@@ -11,7 +11,7 @@
 //!
 //! The 2026 protocol deprecates roots and sampling (rmcp marks their types so);
 //! every version the gateway and its servers speak still has them.
-#![allow(deprecated)]
+#![expect(deprecated, reason = "roots and sampling are deprecated by the 2026 protocol but spoken by every version we serve")]
 
 use std::sync::atomic::Ordering;
 

@@ -41,7 +41,7 @@ pub struct QuarantineRecord {
 }
 
 /// Resolves once a note is durable, or with the error that kept it from being so.
-pub type Durable = Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>>;
+pub(crate) type Durable = Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>>;
 
 /// Durable notes of an authority. Called from the authority task, in order: each
 /// note takes effect in the ledger's order when the method is called, and the
@@ -70,7 +70,7 @@ pub trait Ledger: Send + Sync {
 }
 
 /// Keeps nothing: for `check`, whose authorities live and die with one process.
-pub struct NoLedger;
+pub(crate) struct NoLedger;
 
 fn nothing_to_keep() -> Durable {
     Box::pin(std::future::ready(Ok(())))

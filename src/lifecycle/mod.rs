@@ -7,11 +7,12 @@
 //! structured replies that the output layer renders.
 
 pub mod authority;
-pub mod core;
+pub(crate) mod core;
 pub mod error;
 pub mod events;
-pub mod ledger;
-pub mod policy;
+pub(crate) mod ledger;
+pub(crate) mod policy;
+mod stamp;
 pub mod state;
 pub mod summary;
 

@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-pub use crate::config::{HealthCheck, RestartMode, RestartPolicy};
+pub(crate) use crate::config::{HealthCheck, RestartMode, RestartPolicy};
 use crate::platform::ExitKind;
 
 /// Everything an authority does without being asked.
@@ -21,7 +21,7 @@ pub struct Supervision {
 
 /// Whether an exit like `exit` calls for a restart under `mode` (an unknown exit
 /// status counts as a failure).
-pub fn restarts_after(mode: RestartMode, exit: Option<ExitKind>) -> bool {
+pub(crate) fn restarts_after(mode: RestartMode, exit: Option<ExitKind>) -> bool {
     match mode {
         RestartMode::Never => false,
         RestartMode::Always => true,
@@ -32,7 +32,7 @@ pub fn restarts_after(mode: RestartMode, exit: Option<ExitKind>) -> bool {
 /// The delay before restart number `attempt` (0 for the first): `initial * 2^attempt`,
 /// capped at `max`, then spread by ±20% with `jitter` in [0, 1) so that servers that
 /// fell together do not come back together.
-pub fn backoff(policy: &RestartPolicy, attempt: u32, jitter: f64) -> Duration {
+pub(crate) fn backoff(policy: &RestartPolicy, attempt: u32, jitter: f64) -> Duration {
     let base = policy
         .backoff_initial
         .saturating_mul(2u32.saturating_pow(attempt.min(31)))
@@ -42,14 +42,14 @@ pub fn backoff(policy: &RestartPolicy, attempt: u32, jitter: f64) -> Duration {
 
 /// The restarts of one server, to tell a crash loop from bad luck.
 #[derive(Debug, Default, Clone)]
-pub struct RestartHistory {
+pub(crate) struct RestartHistory {
     restarts: VecDeque<Instant>,
 }
 
 impl RestartHistory {
     /// Records a restart at `now`; true when that makes more than `max_restarts`
     /// within `window`: a crash loop, and no restart should happen.
-    pub fn record(&mut self, policy: &RestartPolicy, now: Instant) -> bool {
+    pub(crate) fn record(&mut self, policy: &RestartPolicy, now: Instant) -> bool {
         while let Some(first) = self.restarts.front() {
             if now.duration_since(*first) > policy.window {
                 self.restarts.pop_front();
@@ -66,18 +66,18 @@ impl RestartHistory {
     }
 
     /// How many restarts are in the current window: the attempt number for backoff.
-    pub fn count(&self) -> u32 {
+    pub(crate) fn count(&self) -> u32 {
         self.restarts.len() as u32
     }
 
     /// A server that stayed up for a whole window starts over with a clean slate.
-    pub fn forget_if_stable(&mut self, policy: &RestartPolicy, up_for: Duration) {
+    pub(crate) fn forget_if_stable(&mut self, policy: &RestartPolicy, up_for: Duration) {
         if up_for >= policy.window {
             self.restarts.clear();
         }
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.restarts.clear();
     }
 }

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Generation;
-use super::events::millis;
+use super::stamp::millis;
 use crate::process::teardown::TeardownReport;
 
 /// How teardown ended (L5).

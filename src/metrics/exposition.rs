@@ -48,14 +48,14 @@ impl Format {
 
 /// The type of a metric family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Counter,
     Gauge,
     Histogram,
 }
 
 /// Writes metric families, one after the other, in one of the formats.
-pub struct Writer {
+pub(crate) struct Writer {
     out: String,
     format: Format,
 }
@@ -70,7 +70,7 @@ const MAX_SPARE: usize = 8 * 1024 * 1024;
 /// Keeps `text`'s buffer for the next [`Writer`]. A scrape of a large fleet is
 /// hundreds of KB: freed on one thread and taken anew on another, each thread's
 /// allocator arena would keep a copy of it resident.
-pub fn recycle(mut text: String) {
+pub(crate) fn recycle(mut text: String) {
     if text.capacity() <= MAX_SPARE {
         text.clear();
         *SPARE.lock().unwrap_or_else(|p| p.into_inner()) = Some(text);
@@ -81,7 +81,7 @@ impl Writer {
     /// A writer whose text will be about `size` bytes: the buffer is the last
     /// one [`recycle`]d, or taken once at that size, not grown by doubling
     /// (each doubling leaves garbage behind).
-    pub fn new(format: Format, size: usize) -> Writer {
+    pub(crate) fn new(format: Format, size: usize) -> Writer {
         let spare = SPARE.lock().unwrap_or_else(|p| p.into_inner()).take();
         let mut out = spare.unwrap_or_default();
         out.reserve(size);
@@ -91,7 +91,7 @@ impl Writer {
     /// Begins a family. `name` is the family's name without `_total`; the
     /// samples of a counter are named `NAME_total`. A name that ends in
     /// `_seconds` or `_bytes` carries that unit.
-    pub fn family(&mut self, name: &str, kind: Kind, help: &str) {
+    pub(crate) fn family(&mut self, name: &str, kind: Kind, help: &str) {
         let kind_name = match kind {
             Kind::Counter => "counter",
             Kind::Gauge => "gauge",
@@ -127,13 +127,13 @@ impl Writer {
     }
 
     /// One sample: `name` is the sample's full name (`..._total`, `..._bucket`).
-    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+    pub(crate) fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
         self.sample_with(name, "", labels, None, value);
     }
 
     /// One sample named `name` + `suffix`, with `labels` and then `le` when given.
     /// Writes straight into the text: a scrape allocates nothing per sample.
-    pub fn sample_with(
+    pub(crate) fn sample_with(
         &mut self,
         name: &str,
         suffix: &str,
@@ -170,7 +170,7 @@ impl Writer {
     }
 
     /// The samples of one histogram series: cumulative buckets, sum and count.
-    pub fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &Histogram) {
+    pub(crate) fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &Histogram) {
         let mut cumulative = 0u64;
         for (i, le) in LE.iter().enumerate() {
             cumulative += h.counts[i];
@@ -181,7 +181,7 @@ impl Writer {
         self.sample_with(name, "_count", labels, None, h.count as f64);
     }
 
-    pub fn finish(mut self) -> String {
+    pub(crate) fn finish(mut self) -> String {
         if self.format == Format::OpenMetrics {
             self.out.push_str("# EOF\n");
         }
@@ -193,7 +193,7 @@ impl Writer {
 /// millisecond (a call through the gateway) to two minutes (a slow teardown).
 /// Each bucket is a line per server and histogram at every scrape: few enough
 /// that a fleet of hundreds stays a small scrape.
-pub const BOUNDS: [f64; 12] = [
+pub(crate) const BOUNDS: [f64; 12] = [
     0.0005, 0.0025, 0.01, 0.025, 0.1, 0.25, 1.0, 2.5, 10.0, 30.0, 60.0, 120.0,
 ];
 
@@ -206,7 +206,7 @@ const LE: [&str; BOUNDS.len()] = [
 
 /// A histogram of durations with the [`BOUNDS`] buckets.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Histogram {
+pub(crate) struct Histogram {
     /// Per bucket (not cumulative); a value above every bound counts only in `count`.
     counts: [u64; BOUNDS.len()],
     count: u64,
@@ -214,7 +214,7 @@ pub struct Histogram {
 }
 
 impl Histogram {
-    pub fn observe(&mut self, seconds: f64) {
+    pub(crate) fn observe(&mut self, seconds: f64) {
         let seconds = if seconds.is_finite() && seconds > 0.0 {
             seconds
         } else {
@@ -227,9 +227,6 @@ impl Histogram {
         self.sum += seconds;
     }
 
-    pub fn count(&self) -> u64 {
-        self.count
-    }
 }
 
 fn number(out: &mut String, value: f64) {

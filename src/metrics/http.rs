@@ -18,16 +18,16 @@ use super::Prepared;
 use super::exposition::Format;
 
 /// The path of the metrics.
-pub const PATH: &str = "/metrics";
+pub(crate) const PATH: &str = "/metrics";
 
 /// What takes the metrics in a format at each scrape, to be written on the
 /// renderer's thread; `None` once the supervisor is gone.
-pub type Render = Arc<dyn Fn(Format) -> Option<Prepared> + Send + Sync>;
+pub(crate) type Render = Arc<dyn Fn(Format) -> Option<Prepared> + Send + Sync>;
 
 type Body = BoxBody<Bytes, Infallible>;
 
 /// The answer to a request for [`PATH`] that carried the token.
-pub async fn answer<B>(request: &Request<B>, render: &Render) -> Response<Body> {
+pub(crate) async fn answer<B>(request: &Request<B>, render: &Render) -> Response<Body> {
     if request.method() != Method::GET && request.method() != Method::HEAD {
         let mut response = text(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -137,7 +137,7 @@ impl Drop for Recycled {
 }
 
 /// The answer to any other path.
-pub fn not_found() -> Response<Body> {
+pub(crate) fn not_found() -> Response<Body> {
     text(
         StatusCode::NOT_FOUND,
         "not found: the metrics are at /metrics",

@@ -11,8 +11,8 @@
 //! Labels are bounded: a server's name (from the fleet file), an outcome, a cause
 //! or a reason from a closed list; never a pid, a generation or an error message.
 
-pub mod exposition;
-pub mod http;
+pub(crate) mod exposition;
+pub(crate) mod http;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -163,7 +163,7 @@ fn refusal(e: &Event) -> Option<usize> {
 
 /// One server as a scrape sees it.
 #[derive(Debug, Clone)]
-pub struct ServerView {
+pub(crate) struct ServerView {
     pub name: String,
     pub state: Phase,
     pub generation: Option<u64>,
@@ -177,7 +177,7 @@ pub struct ServerView {
 
 /// The supervisor's own resources.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ProcessView {
+pub(crate) struct ProcessView {
     pub resident_bytes: u64,
     pub open_fds: u64,
     pub cpu_seconds: f64,
@@ -186,7 +186,7 @@ pub struct ProcessView {
 
 /// What a scrape shows besides the counters.
 #[derive(Debug, Clone, Default)]
-pub struct View {
+pub(crate) struct View {
     /// The servers, in fleet order (orphans after).
     pub servers: Vec<ServerView>,
     /// Open client sessions of the gateway (`None`: no supervisor).
@@ -211,7 +211,7 @@ const PHASES: [Phase; 8] = [
 /// its counters and histograms. Every server of the view has every series, at
 /// zero until something happens, so that `rate()` and `increase()` see the
 /// first one.
-pub fn render(metrics: Option<&Metrics>, view: View, format: Format) -> String {
+pub(crate) fn render(metrics: Option<&Metrics>, view: View, format: Format) -> String {
     prepare(metrics, view, format).render()
 }
 
@@ -230,7 +230,7 @@ pub struct Prepared {
 
 /// Copies what the metrics text shows now: the counts under their lock, and
 /// the buffer the text will be written into.
-pub fn prepare(metrics: Option<&Metrics>, view: View, format: Format) -> Prepared {
+pub(crate) fn prepare(metrics: Option<&Metrics>, view: View, format: Format) -> Prepared {
     // About 6 KB per server (its histograms' buckets are most of it).
     let w = Writer::new(format, 8 * 1024 + 6 * 1024 * view.servers.len());
     let counted = metrics.map(|m| m.servers.lock().unwrap_or_else(|p| p.into_inner()).clone());

@@ -114,7 +114,7 @@ impl Code {
 }
 
 /// The exit-code table as text: a heading, then a line per code.
-pub fn table() -> String {
+pub(crate) fn table() -> String {
     let mut out = String::from("Exit codes (when servers end differently, the most severe wins):\n");
     for code in Code::ALL {
         out.push_str(&format!("  {:<4} {}\n", code.as_i32(), code.meaning()));

@@ -7,7 +7,7 @@ use super::report::Format;
 
 /// A fleet as `ls` shows it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct FleetLine {
+pub(crate) struct FleetLine {
     /// The fleet's `name:`, else the state directory's own name.
     pub name: String,
     /// The fleet file the state directory records; `None` when it records none.
@@ -22,7 +22,7 @@ pub struct FleetLine {
 }
 
 /// Renders the lines in `format`; with none, a header only (text) or `[]`.
-pub fn render(lines: &[FleetLine], format: Format) -> String {
+pub(crate) fn render(lines: &[FleetLine], format: Format) -> String {
     match format {
         Format::Json => {
             let mut s = serde_json::to_string_pretty(lines).expect("fleet lines serialize");

@@ -16,7 +16,7 @@ use crate::lifecycle::summary::TeardownSummary;
 
 /// What the report says about the run beside its servers.
 #[derive(Debug, Clone)]
-pub struct Suite {
+pub(crate) struct Suite {
     /// The fleet's `name:`, else its file: the suite's name.
     pub name: String,
     /// The last part of the test cases' class name, `mcpfleet.<class>`.
@@ -35,7 +35,7 @@ pub struct Suite {
 }
 
 /// The document.
-pub fn render(report: &Report, suite: &Suite) -> String {
+pub(crate) fn render(report: &Report, suite: &Suite) -> String {
     let failures = report.servers.iter().filter(|s| s.exit_code != 0).count();
     let tests = report.servers.len() + suite.skipped.len();
     let time = seconds(suite.time);
@@ -224,13 +224,13 @@ fn allowed(c: char) -> bool {
 /// Text content: markup characters escaped, a carriage return kept as a
 /// reference (a parser would turn a literal one into a line feed), what XML
 /// cannot carry replaced.
-pub fn text(s: &str) -> String {
+pub(crate) fn text(s: &str) -> String {
     escape(s, false)
 }
 
 /// An attribute value in double quotes: also the quote, and tabs and line ends
 /// as references (a parser would turn literal ones into spaces).
-pub fn attr(s: &str) -> String {
+pub(crate) fn attr(s: &str) -> String {
     escape(s, true)
 }
 

@@ -58,7 +58,7 @@ impl RequestParts {
 
 /// The error of a request that its authority did not answer: busy (its wait
 /// deadline passed, L2) or gone (L9).
-pub fn unanswered(e: &RequestError) -> ServerError {
+pub(crate) fn unanswered(e: &RequestError) -> ServerError {
     let kind = match e {
         RequestError::Busy(..) => ErrorKind::Busy,
         RequestError::Gone(_) => ErrorKind::Cancelled,

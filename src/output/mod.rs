@@ -2,13 +2,13 @@
 //! (`check --junit`), tool contracts as reported, progress on a terminal, and the
 //! exit-code table. Output never touches processes.
 
-pub mod calls;
-pub mod contract;
-pub mod exit;
-pub mod fleets;
-pub mod junit;
-pub mod line;
-pub mod plan;
-pub mod progress;
-pub mod report;
-pub mod table;
+pub(crate) mod calls;
+pub(crate) mod contract;
+pub(crate) mod exit;
+pub(crate) mod fleets;
+pub(crate) mod junit;
+pub(crate) mod line;
+pub(crate) mod plan;
+pub(crate) mod progress;
+pub(crate) mod report;
+pub(crate) mod table;

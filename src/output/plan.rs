@@ -137,7 +137,7 @@ impl PlanStep {
 }
 
 /// The plan as a table, for `up --dry-run`.
-pub fn plan_table(steps: &[PlanStep]) -> String {
+pub(crate) fn plan_table(steps: &[PlanStep]) -> String {
     let dash = |v: &[String]| {
         if v.is_empty() {
             "-".to_owned()
@@ -180,7 +180,7 @@ fn join_note(first: &str, rest: &str) -> String {
 }
 
 /// "1 to start, 2 to restart, ..." for the last line of `up --dry-run`.
-pub fn plan_counts(steps: &[PlanStep]) -> String {
+pub(crate) fn plan_counts(steps: &[PlanStep]) -> String {
     let count = |a: Action| steps.iter().filter(|s| s.action == a).count();
     let parts: Vec<String> = [
         (Action::Start, "to start"),

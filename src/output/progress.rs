@@ -8,12 +8,12 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// A progress bar that may be invisible; callers use it the same way either way.
 #[derive(Clone)]
-pub struct Progress {
+pub(crate) struct Progress {
     bar: ProgressBar,
 }
 
 impl Progress {
-    pub fn new(visible: bool) -> Progress {
+    pub(crate) fn new(visible: bool) -> Progress {
         let bar = ProgressBar::with_draw_target(
             None,
             if visible && std::io::stderr().is_terminal() {
@@ -32,7 +32,7 @@ impl Progress {
     }
 
     /// Starts a new stage, e.g. "starting" 50 servers.
-    pub fn stage(&self, name: &str, total: usize) {
+    pub(crate) fn stage(&self, name: &str, total: usize) {
         self.bar.set_prefix(name.to_owned());
         self.bar.set_length(total as u64);
         self.bar.set_position(0);
@@ -40,17 +40,17 @@ impl Progress {
     }
 
     /// One more item of the stage is done.
-    pub fn done_one(&self, what: &str) {
+    pub(crate) fn done_one(&self, what: &str) {
         self.bar.set_message(what.to_owned());
         self.bar.inc(1);
     }
 
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         self.bar.finish_and_clear();
     }
 
     /// Prints a line above the bar (or plainly when the bar is hidden).
-    pub fn note(&self, line: &str) {
+    pub(crate) fn note(&self, line: &str) {
         if self.bar.is_hidden() {
             eprintln!("{line}");
         } else {

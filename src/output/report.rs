@@ -15,7 +15,7 @@ use crate::lifecycle::events::{Event, EventSink};
 use crate::lifecycle::state::{Generation, Phase};
 use crate::lifecycle::summary::TeardownSummary;
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -277,7 +277,7 @@ impl Report {
 
 /// Writes to stdout, treating a closed pipe (`| head`) as the reader's choice, not
 /// as an error.
-pub fn write_stdout(text: &str) -> std::io::Result<()> {
+pub(crate) fn write_stdout(text: &str) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
@@ -286,7 +286,7 @@ pub fn write_stdout(text: &str) -> std::io::Result<()> {
 }
 
 /// Renders the final report in `format`.
-pub fn render(report: &Report, format: Format) -> String {
+pub(crate) fn render(report: &Report, format: Format) -> String {
     match format {
         Format::Json => {
             let mut s = serde_json::to_string_pretty(report).expect("reports serialize");
@@ -300,7 +300,7 @@ pub fn render(report: &Report, format: Format) -> String {
 
 /// A document as one line of JSON, its keys in sorted order: how the documents
 /// other than a `Report` (`tools`, `call`, a command that could not run) print.
-pub fn json_line<T: Serialize>(doc: &T) -> String {
+pub(crate) fn json_line<T: Serialize>(doc: &T) -> String {
     let value = serde_json::to_value(doc).expect("documents serialize");
     format!("{value}\n")
 }
@@ -315,7 +315,7 @@ fn typed_line<T: Serialize>(kind: &str, doc: &T) -> String {
 }
 
 /// An event's NDJSON line.
-pub fn event_line(event: &EventReport) -> String {
+pub(crate) fn event_line(event: &EventReport) -> String {
     typed_line("event", event)
 }
 
@@ -490,12 +490,12 @@ pub(crate) fn serde_plain<T: Serialize>(v: &T) -> String {
 }
 
 /// Prints each event as an NDJSON line the moment it is recorded.
-pub struct NdjsonEvents {
+pub(crate) struct NdjsonEvents {
     lock: Mutex<()>,
 }
 
 impl NdjsonEvents {
-    pub fn new() -> NdjsonEvents {
+    pub(crate) fn new() -> NdjsonEvents {
         NdjsonEvents {
             lock: Mutex::new(()),
         }
@@ -517,7 +517,7 @@ impl EventSink for NdjsonEvents {
 }
 
 /// Logs each event through tracing, for `-v`.
-pub struct TracingEvents;
+pub(crate) struct TracingEvents;
 
 impl EventSink for TracingEvents {
     fn record(&self, e: &Event) {

@@ -2,7 +2,7 @@
 //! cell (counted in characters), two spaces between columns, no trailing blanks.
 
 /// The width of each column of `rows`.
-pub fn widths<const N: usize>(rows: &[[String; N]]) -> [usize; N] {
+pub(crate) fn widths<const N: usize>(rows: &[[String; N]]) -> [usize; N] {
     let mut widths = [0usize; N];
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -13,7 +13,7 @@ pub fn widths<const N: usize>(rows: &[[String; N]]) -> [usize; N] {
 }
 
 /// One row laid out in `widths`, with its newline.
-pub fn line<const N: usize>(row: &[String; N], widths: [usize; N]) -> String {
+pub(crate) fn line<const N: usize>(row: &[String; N], widths: [usize; N]) -> String {
     let cells: Vec<String> = row
         .iter()
         .zip(widths)
@@ -25,7 +25,7 @@ pub fn line<const N: usize>(row: &[String; N], widths: [usize; N]) -> String {
 }
 
 /// Every row of `rows`, the first being the header.
-pub fn render<const N: usize>(rows: &[[String; N]]) -> String {
+pub(crate) fn render<const N: usize>(rows: &[[String; N]]) -> String {
     let widths = widths(rows);
     rows.iter().map(|row| line(row, widths)).collect()
 }

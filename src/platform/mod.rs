@@ -7,7 +7,7 @@
 //! ```text
 //!  process::table, lineage, teardown   supervisor::guardian, state       commands
 //!            │                                   │                          │
-//!            └──────────────► platform (this API: types here, functions from `os`)
+//!            └──────────────► platform (this API: types from `portable`, functions from `os`)
 //!                                    │
 //!                                    └─ linux/: /proc, pidfd, waitid, killpg,
 //!                                       PR_SET_CHILD_SUBREAPER, O_PATH, rlimit
@@ -44,8 +44,7 @@
 //! On another system the crate does not build: `lib.rs` compiles nothing but its
 //! one `compile_error!` there.
 
-use std::fmt;
-
+mod portable;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
@@ -70,79 +69,5 @@ pub use os::{
     set_open_files_limit, stderr_size, too_many_open_files, out_of_descriptors,
 };
 
-/// What kind of stream a descriptor is ([`stream_kind`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StreamKind {
-    /// A pipe or a FIFO.
-    Pipe,
-    /// A socket.
-    Socket,
-    /// Anything else: a terminal, a file, a device.
-    Other,
-}
-
-/// What this process uses, for its metrics ([`own_usage`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Usage {
-    pub resident_bytes: u64,
-    pub open_fds: u64,
-    /// User and system time.
-    pub cpu_seconds: f64,
-    /// Seconds since the Unix epoch.
-    pub start_time_seconds: f64,
-}
-
-/// One process as the process table shows it, reduced to what teardown and
-/// identity need.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProcStat {
-    pub pid: i32,
-    pub ppid: i32,
-    /// Process group id: the group that [`signal_group`] reaches.
-    pub pgid: i32,
-    /// Session id: a process that called `setsid` has left its server's session.
-    pub sid: i32,
-    /// The state letter; `Z` (zombie) and `X` (dead) are no longer running.
-    pub state: char,
-    /// When the process started, in the system's own unit (on Linux, clock ticks
-    /// since boot): with the boot id it tells a reused pid apart from the process
-    /// that was recorded, and a child never started before its parent.
-    pub start_time: u64,
-}
-
-impl ProcStat {
-    /// A zombie has exited: it holds its pid until reaped but runs no code.
-    pub fn is_alive(&self) -> bool {
-        !matches!(self.state, 'Z' | 'X' | 'x')
-    }
-}
-
-/// What a process's exit looked like, when it was seen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitKind {
-    Code(i32),
-    Signal(i32),
-}
-
-impl fmt::Display for ExitKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ExitKind::Code(c) => write!(f, "exit code {c}"),
-            ExitKind::Signal(s) => match Signal::try_from(*s) {
-                Ok(sig) => write!(f, "killed by {}", sig.as_str()),
-                Err(_) => write!(f, "killed by signal {s}"),
-            },
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exit_kinds_read_well() {
-        assert_eq!(ExitKind::Code(3).to_string(), "exit code 3");
-        assert_eq!(ExitKind::Signal(9).to_string(), "killed by SIGKILL");
-    }
-}
+// The types every implementation answers with.
+pub use portable::{ExitKind, ProcStat, StreamKind, Usage};

@@ -65,7 +65,7 @@ impl ProcId {
 
 /// A living member as the last pass saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Member {
+pub(crate) struct Member {
     pub id: ProcId,
     pub pgid: i32,
     pub sid: i32,
@@ -78,7 +78,7 @@ const KNOWN_PIDS: usize = 512;
 
 /// The lineage of one generation. Cheap to clone; all clones are one lineage.
 #[derive(Clone)]
-pub struct Lineage(Arc<Shared>);
+pub(crate) struct Lineage(Arc<Shared>);
 
 struct Shared {
     /// The server's first process and its process group, once it is spawned. A
@@ -163,10 +163,10 @@ static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
 static SPAWNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Held from just before a server is spawned until its lineage is tracked.
-pub struct Spawning(());
+pub(crate) struct Spawning(());
 
 impl Spawning {
-    pub fn begin() -> Spawning {
+    pub(crate) fn begin() -> Spawning {
         SPAWNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Spawning(())
     }
@@ -192,7 +192,7 @@ impl Lineage {
     /// member by parentage, but it counts as a generation that may own an orphan:
     /// a process forked by the new server before its lineage knew its root is
     /// then never given to another generation on the ground that it was alone.
-    pub fn prepare(tag: &str) -> Lineage {
+    pub(crate) fn prepare(tag: &str) -> Lineage {
         // From the first lineage on, every pass over the process table updates
         // them all: before it there is nothing to update.
         table::on_every_pass(observe);
@@ -210,20 +210,20 @@ impl Lineage {
     }
 
     /// The server's first process is `root`, leader of process group `pgid`.
-    pub fn started(&self, root: ProcId, pgid: i32) {
+    pub(crate) fn started(&self, root: ProcId, pgid: i32) {
         if self.0.root.set((root, pgid)).is_ok() {
             lock(&self.0.inner).remember(root.pid);
         }
     }
 
     /// Living members other than the root, as the last pass saw them.
-    pub fn members(&self) -> Vec<Member> {
+    pub(crate) fn members(&self) -> Vec<Member> {
         lock(&self.0.inner).members.values().copied().collect()
     }
 
     /// Living members that are not in the server's process group: what a signal to
     /// the group does not reach.
-    pub fn outside_group(&self) -> Vec<Member> {
+    pub(crate) fn outside_group(&self) -> Vec<Member> {
         let pgid = self.0.pgid();
         lock(&self.0.inner)
             .members
@@ -237,7 +237,7 @@ impl Lineage {
     /// undecided between it and other generations. A supervisor that starts after
     /// a crash tears down every generation its predecessor left, so for it an
     /// orphan that may be this generation's is one to end.
-    pub fn recorded(&self) -> Vec<ProcId> {
+    pub(crate) fn recorded(&self) -> Vec<ProcId> {
         let mut ids: Vec<ProcId> = self.members().iter().map(|m| m.id).collect();
         let guard = registry();
         if let Some(reg) = guard.as_ref() {
@@ -254,7 +254,7 @@ impl Lineage {
     /// the module comment). A teardown is not over while there are any: they are
     /// decided once the other generations that may own them end too, and what is
     /// still undecided when the teardown's time is up is reported as left.
-    pub fn undecided(&self) -> Vec<ProcId> {
+    pub(crate) fn undecided(&self) -> Vec<ProcId> {
         let guard = registry();
         let Some(reg) = guard.as_ref() else {
             return Vec::new();
@@ -270,7 +270,7 @@ impl Lineage {
     /// True when no member is alive and no orphan that may be this generation's
     /// is undecided, as one consistent view (a pass moves an orphan from
     /// undecided to member under the same lock).
-    pub fn settled(&self) -> bool {
+    pub(crate) fn settled(&self) -> bool {
         let guard = registry();
         let undecided = guard.as_ref().is_some_and(|reg| {
             reg.undecided
@@ -283,30 +283,30 @@ impl Lineage {
     }
 
     /// Resolves when the set of living members has changed since the last call.
-    pub async fn changed(&self) {
-        self.0.changed.notified().await
+    pub(crate) async fn changed(&self) {
+        self.0.changed.notified().await;
     }
 
     /// Teardown has begun.
-    pub fn begin_ending(&self) {
+    pub(crate) fn begin_ending(&self) {
         lock(&self.0.inner).ending = true;
     }
 
     /// Members seen outside the process group since teardown began.
-    pub fn escaped_while_ending(&self) -> Vec<i32> {
+    pub(crate) fn escaped_while_ending(&self) -> Vec<i32> {
         lock(&self.0.inner).escaped.iter().copied().collect()
     }
 
     /// Teardown is over: what is still alive stays with the report (and the
     /// quarantine), and the lineage takes no new members.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         lock(&self.0.inner).closed = true;
     }
 }
 
 /// Brings every lineage of this process up to date with `table`. Called by every
 /// pass over the process table (registered with `table::on_every_pass`).
-pub fn observe(table: &Table) {
+pub(crate) fn observe(table: &Table) {
     let mut guard = registry();
     let Some(reg) = guard.as_mut() else { return };
     reg.lineages.retain(|w| w.strong_count() > 0);
@@ -373,7 +373,7 @@ pub fn observe(table: &Table) {
                     id: ProcId::of(s),
                     candidates: candidates.iter().map(Arc::downgrade).collect(),
                     since: Instant::now(),
-                })
+                });
             }
             Attribution::None => {}
         }
@@ -552,23 +552,23 @@ fn attribute(s: &ProcStat, tag: Option<&str>, lineages: &[Arc<Shared>]) -> Attri
 /// Sends `signal` to the process `id`, and to no other that may have taken its pid
 /// since: the process is pinned (`platform::signal_pinned`), and its start time is
 /// checked after pinning. False when it was already gone.
-pub fn signal(id: ProcId, signal: Signal) -> bool {
+pub(crate) fn signal(id: ProcId, signal: Signal) -> bool {
     platform::signal_pinned(id.pid, signal, || id.is_alive())
 }
 
 /// How often the lineages of running servers are refreshed, and dead orphans reaped.
-pub const SWEEP_EVERY: Duration = Duration::from_secs(2);
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(2);
 
 /// One pass over the process table: refreshes every lineage and reaps the dead
 /// orphans re-parented to this process.
-pub async fn sweep() {
+pub(crate) async fn sweep() {
     let table = table::fresh(Instant::now()).await;
     reap_orphans(&table);
 }
 
 /// Sweeps every [`SWEEP_EVERY`] until `stop` fires: what keeps the lineages of
 /// running servers current between teardowns, in the supervisor and in `check`.
-pub async fn keep_current(stop: tokio_util::sync::CancellationToken) {
+pub(crate) async fn keep_current(stop: tokio_util::sync::CancellationToken) {
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
@@ -579,7 +579,7 @@ pub async fn keep_current(stop: tokio_util::sync::CancellationToken) {
 
 /// Makes this process a child subreaper: orphans of its servers are re-parented
 /// to it instead of to init, so no descendant of a server leaves its tree.
-pub fn become_subreaper() {
+pub(crate) fn become_subreaper() {
     if let Err(e) = platform::become_subreaper() {
         tracing::warn!(error = %e, "cannot become a child subreaper; a descendant of a server that is orphaned may escape teardown");
     }
@@ -590,7 +590,7 @@ pub fn become_subreaper() {
 /// are reaped one by one by pid, never with `waitpid(-1)`, which would steal the
 /// exit status of the leaders that tokio waits on. A leader leads its own group in
 /// our session and is registered as a lineage root; anything else is an orphan.
-pub fn reap_orphans(table: &Table) {
+pub(crate) fn reap_orphans(table: &Table) {
     let me = std::process::id() as i32;
     let dead: Vec<&ProcStat> = table
         .procs()

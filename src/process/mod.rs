@@ -11,13 +11,13 @@
 //! through `platform`.
 
 pub mod limits;
-pub mod lineage;
-pub mod notice;
-pub mod redact;
-pub mod remote;
-pub mod session;
+pub(crate) mod lineage;
+pub(crate) mod notice;
+pub(crate) mod redact;
+pub(crate) mod remote;
+pub(crate) mod session;
 pub mod spawn;
-pub mod stderr;
-pub mod table;
-pub mod tag;
-pub mod teardown;
+pub(crate) mod stderr;
+pub(crate) mod table;
+pub(crate) mod tag;
+pub(crate) mod teardown;

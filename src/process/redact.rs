@@ -23,14 +23,14 @@ use std::sync::Arc;
 use memchr::memmem;
 
 /// What replaces a secret.
-pub const MARKER: &[u8] = b"[redacted]";
+pub(crate) const MARKER: &[u8] = b"[redacted]";
 
 /// The shortest value that is looked for (docs/design.md §6).
-pub const MIN_SECRET_BYTES: usize = 8;
+pub(crate) const MIN_SECRET_BYTES: usize = 8;
 
 /// The values to look for, as given: those too short dropped, duplicates dropped,
 /// longest first.
-pub fn secrets<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+pub(crate) fn secrets<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut secrets: Vec<String> = values
         .into_iter()
         .filter(|s| s.len() >= MIN_SECRET_BYTES)
@@ -42,7 +42,7 @@ pub fn secrets<'a>(values: impl IntoIterator<Item = &'a str>) -> Vec<String> {
 }
 
 /// `text` with every secret of `secrets` replaced by [`MARKER`].
-pub fn redact(text: &str, secrets: &[String]) -> String {
+pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
     if !secrets.iter().any(|s| text.contains(s.as_str())) {
         return text.to_owned();
     }

@@ -86,32 +86,23 @@ pub struct Spawned {
 
 /// The server's stderr log could not be opened: nothing was spawned, and the
 /// program is not to blame.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("cannot open the server's log {}: {error}", path.display())]
 pub struct LogOpenError {
     pub path: std::path::PathBuf,
+    #[source]
     pub error: std::io::Error,
 }
 
-impl std::fmt::Display for LogOpenError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "cannot open the server's log {}: {}",
-            self.path.display(),
-            self.error
-        )
-    }
-}
-
-impl std::error::Error for LogOpenError {}
-
 /// Spawns `launch` as the leader of a new process group. Its stderr, its secrets
-/// redacted, is kept as a tail and, with `stderr_log`, also appended to that file.
+/// redacted, is kept as a tail and, with `stderr_log`, also appended to that file,
+/// by a task on `tracker` (the caller's, which waits for it).
 pub fn spawn(
     launch: &Launch,
     tag: Tag,
     server: &str,
     stderr_log: Option<&Path>,
+    tracker: &tokio_util::task::TaskTracker,
 ) -> std::io::Result<Spawned> {
     let log = stderr_log
         .map(|path| {
@@ -142,7 +133,7 @@ pub fn spawn(
     let stderr = StderrTail::default();
     let pipe = child.stderr.take().expect("stderr was piped");
     let redactor = Redactor::new(launch.secrets.iter().map(String::as_str));
-    let stderr_task = tokio::spawn(stderr.clone().drain(pipe, server.to_owned(), log, redactor));
+    let stderr_task = tracker.spawn(stderr.clone().drain(pipe, server.to_owned(), log, redactor));
     Ok(Spawned {
         stdin: child.stdin.take(),
         stdout: child.stdout.take(),

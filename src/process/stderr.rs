@@ -29,9 +29,9 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use super::redact::Redactor;
 
 /// How many of the last stderr lines are kept for error messages.
-pub const TAIL_LINES: usize = 20;
+pub(crate) const TAIL_LINES: usize = 20;
 /// The longest stderr line kept; the rest of a longer line is dropped.
-pub const MAX_LINE_BYTES: usize = 1024;
+pub(crate) const MAX_LINE_BYTES: usize = 1024;
 
 /// The last lines a server wrote to stderr. Shared between the drain task, which
 /// appends, and the authority, which reads a copy when it reports an error; it holds
@@ -153,19 +153,19 @@ impl StderrTail {
 
 /// Puts the time before every line of a server's stderr, for its log file.
 #[derive(Default)]
-pub struct Stamper {
+pub(crate) struct Stamper {
     /// The last chunk ended inside a line, whose time is written already.
     mid_line: bool,
 }
 
 /// Between a line's time and its text in a server's log.
-pub const STAMP_SEPARATOR: u8 = b'\t';
+pub(crate) const STAMP_SEPARATOR: u8 = b'\t';
 /// The length of a time as written by [`Stamper`]: `2026-05-04T10:21:07.114Z`.
 const STAMP_LEN: usize = 24;
 
 impl Stamper {
     /// `chunk` as the log holds it: `now` before each line that begins in it.
-    pub fn stamp(&mut self, chunk: &[u8], now: SystemTime) -> Vec<u8> {
+    pub(crate) fn stamp(&mut self, chunk: &[u8], now: SystemTime) -> Vec<u8> {
         let mut time = None;
         let mut out = Vec::with_capacity(chunk.len() + STAMP_LEN + 1);
         let mut rest = chunk;
@@ -189,7 +189,7 @@ impl Stamper {
 
 impl Stamper {
     /// What ends the log's last line when the server's stderr closed inside it.
-    pub fn finish(&mut self) -> Option<&'static [u8]> {
+    pub(crate) fn finish(&mut self) -> Option<&'static [u8]> {
         std::mem::take(&mut self.mid_line).then_some(b"\n")
     }
 }
@@ -203,7 +203,7 @@ fn stamp_time(t: SystemTime) -> String {
 /// A line of a server's log, as its time and the text the server wrote. A line
 /// with no time (one written by an earlier version of mcpfleet, or the rest of
 /// a line that the log's rotation cut in two) is `(None, line)`.
-pub fn unstamp(line: &str) -> (Option<SystemTime>, &str) {
+pub(crate) fn unstamp(line: &str) -> (Option<SystemTime>, &str) {
     let stamped = line.as_bytes().get(STAMP_LEN) == Some(&STAMP_SEPARATOR);
     match line.get(..STAMP_LEN).filter(|_| stamped) {
         Some(time) => match humantime::parse_rfc3339(time) {
@@ -224,7 +224,7 @@ pub struct LogFile {
 }
 
 /// The size at which a stderr log is rotated.
-pub const MAX_LOG_BYTES: u64 = 4 * 1024 * 1024;
+pub(crate) const MAX_LOG_BYTES: u64 = 4 * 1024 * 1024;
 
 impl LogFile {
     /// Opens `path` for appending (0600, never through a symlink).

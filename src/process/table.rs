@@ -21,7 +21,7 @@ use crate::platform::{self, ProcStat};
 /// A process as one scan saw it, with the value of its `MCPFLEET_TAG` when its
 /// environment carries one (only read for living processes).
 #[derive(Debug, Clone)]
-pub struct Proc {
+pub(crate) struct Proc {
     pub stat: ProcStat,
     pub tag: Option<Arc<str>>,
 }
@@ -31,7 +31,7 @@ pub struct Proc {
 /// children to reap); with many servers torn down at once, one pass answers all of
 /// them instead of one pass per question per server (see [`fresh`]).
 #[derive(Debug)]
-pub struct Table {
+pub(crate) struct Table {
     /// When the pass began: it saw every process that existed before this instant.
     pub started: Instant,
     procs: Vec<Proc>,
@@ -39,7 +39,7 @@ pub struct Table {
 
 impl Table {
     /// Reads the table now, in the calling thread.
-    pub fn scan() -> Table {
+    pub(crate) fn scan() -> Table {
         let started = Instant::now();
         let me = std::process::id() as i32;
         let mut guard = TAGS.lock().unwrap_or_else(|p| p.into_inner());
@@ -78,12 +78,12 @@ impl Table {
         table
     }
 
-    pub fn procs(&self) -> &[Proc] {
+    pub(crate) fn procs(&self) -> &[Proc] {
         &self.procs
     }
 
     /// Living members of a process group (zombies excluded).
-    pub fn group_members(&self, pgid: i32) -> Vec<ProcStat> {
+    pub(crate) fn group_members(&self, pgid: i32) -> Vec<ProcStat> {
         self.procs
             .iter()
             .filter(|p| p.stat.pgid == pgid && p.stat.is_alive())
@@ -94,7 +94,7 @@ impl Table {
     /// Living processes (other than this one) whose `MCPFLEET_TAG` is `value`:
     /// every descendant of a server inherits its tag, including one that left the
     /// process group with `setsid`.
-    pub fn tagged(&self, value: &str) -> Vec<ProcStat> {
+    pub(crate) fn tagged(&self, value: &str) -> Vec<ProcStat> {
         self.procs
             .iter()
             .filter(|p| p.tag.as_deref() == Some(value))
@@ -104,7 +104,7 @@ impl Table {
 
     /// Living processes whose tag starts with `prefix`, each with the rest of the
     /// tag: how a supervisor finds every generation of its own scope.
-    pub fn tagged_with_prefix(&self, prefix: &str) -> Vec<(ProcStat, String)> {
+    pub(crate) fn tagged_with_prefix(&self, prefix: &str) -> Vec<(ProcStat, String)> {
         self.procs
             .iter()
             .filter_map(|p| {
@@ -120,7 +120,7 @@ static OBSERVER: OnceLock<fn(&Table)> = OnceLock::new();
 
 /// Has every pass from now on call `observe` with its table before anyone else
 /// sees it. The first call decides; later ones change nothing.
-pub fn on_every_pass(observe: fn(&Table)) {
+pub(crate) fn on_every_pass(observe: fn(&Table)) {
     let _ = OBSERVER.set(observe);
 }
 
@@ -136,7 +136,7 @@ static LAST: tokio::sync::Mutex<Option<Arc<Table>>> = tokio::sync::Mutex::const_
 /// A table that began after `after`. Callers that ask while a pass is under way
 /// queue for the next one, which then serves them all: N concurrent teardowns
 /// cost a few passes, not N.
-pub async fn fresh(after: Instant) -> Arc<Table> {
+pub(crate) async fn fresh(after: Instant) -> Arc<Table> {
     let mut last = LAST.lock().await;
     if let Some(table) = last.as_ref()
         && table.started >= after

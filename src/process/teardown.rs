@@ -32,7 +32,7 @@ use super::tag::Tag;
 use crate::config::Timeout;
 use crate::platform::{self, Signal};
 
-pub use crate::platform::ExitKind;
+pub(crate) use crate::platform::ExitKind;
 
 /// The strongest signal teardown had to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +53,7 @@ impl TeardownSignal {
 /// How long each step of teardown may wait. Together they never exceed the
 /// server's `cleanup_timeout`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Grace {
+pub(crate) struct Grace {
     pub eof: Duration,
     pub term: Duration,
     /// `None` only when the user wrote `cleanup_timeout: none`.
@@ -64,7 +64,7 @@ impl Grace {
     /// Splits a cleanup deadline: 30% for stdin EOF, 50% after SIGTERM, 20% to
     /// confirm SIGKILL. An unbounded cleanup still escalates after fixed graces but
     /// then waits for confirmation without limit.
-    pub fn from_cleanup(cleanup: Timeout) -> Grace {
+    pub(crate) fn from_cleanup(cleanup: Timeout) -> Grace {
         match cleanup.as_duration() {
             Some(total) => Grace {
                 eof: total.mul_f64(0.3),
@@ -120,7 +120,7 @@ impl TeardownReport {
 }
 
 /// The process side of a generation that teardown works on.
-pub struct Target<'a> {
+pub(crate) struct Target<'a> {
     pub child: &'a mut tokio::process::Child,
     pub pid: i32,
     pub pgid: i32,
@@ -224,7 +224,7 @@ impl Run<'_> {
 /// from there.
 /// `escalate` cuts the graceful steps short: once it fires, the group gets SIGKILL
 /// at once (a second Ctrl-C); the confirmation that follows is never skipped.
-pub async fn teardown(
+pub(crate) async fn teardown(
     target: Target<'_>,
     grace: Grace,
     started: Instant,
@@ -328,7 +328,7 @@ pub async fn teardown(
 /// For what is left of a quarantined or recovered generation: its processes are no
 /// longer anyone's children, so they are found by their tag and their identities,
 /// not by a group leader.
-pub async fn kill_leftovers(tag: &str, ids: &[ProcId], limit: Duration) -> Vec<i32> {
+pub(crate) async fn kill_leftovers(tag: &str, ids: &[ProcId], limit: Duration) -> Vec<i32> {
     let deadline = Instant::now() + limit;
     loop {
         let alive = leftovers_alive(tag, ids).await;
@@ -347,7 +347,7 @@ pub async fn kill_leftovers(tag: &str, ids: &[ProcId], limit: Duration) -> Vec<i
 }
 
 /// The living processes that carry `tag` or are one of `ids`.
-pub async fn leftovers_alive(tag: &str, ids: &[ProcId]) -> Vec<ProcId> {
+pub(crate) async fn leftovers_alive(tag: &str, ids: &[ProcId]) -> Vec<ProcId> {
     let table = table::fresh(Instant::now()).await;
     let mut alive: Vec<ProcId> = table.tagged(tag).iter().map(ProcId::of).collect();
     alive.extend(ids.iter().copied().filter(ProcId::is_alive));

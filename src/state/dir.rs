@@ -10,18 +10,21 @@
 //! file's path and a copy of its text, so that a second file cannot take it over
 //! and a fleet whose file is gone can still be stopped.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::config::Fleet;
-use super::record::{PATH_FILE, recorded_fleet, supervisor_runs};
 use crate::hash::fnv1a;
 /// The control socket's path as `bind` and `connect` can take it, however long the
 /// state directory's path is.
 pub use crate::platform::SocketPath;
 
+/// The recorded path of the fleet file, followed by a newline.
+pub const PATH_FILE: &str = "fleet.path";
+/// The recorded copy of the fleet file.
+pub const COPY_FILE: &str = "fleet.yaml";
 /// The supervisor's own log, in the state directory.
 pub const SUPERVISOR_LOG: &str = "supervisor.log";
 
@@ -173,43 +176,6 @@ pub fn state_root() -> io::Result<PathBuf> {
     Ok(base.join("mcpfleet"))
 }
 
-/// The state directory, wherever it is, of a detached supervisor that runs now
-/// for the fleet file `file` (canonical): the same fleet file leads to the same
-/// supervisor whatever environment a caller has (docs/design.md §3, "One
-/// supervisor per fleet file"). Found by the command lines of this user's
-/// processes (`mcpfleet ... --state-dir DIR supervise`), each directory then
-/// held to what it says itself: a directory of this user, whose record names
-/// `file` and whose lock a process holds.
-pub fn live_supervisor_of(file: &Path) -> Option<PathBuf> {
-    let mut seen: Vec<PathBuf> = Vec::new();
-    for pid in crate::platform::pids() {
-        let Some(args) = crate::platform::own_cmdline(pid) else {
-            continue;
-        };
-        if args.last().is_none_or(|a| a != "supervise") {
-            continue;
-        }
-        let Some(dir) = args
-            .windows(2)
-            .find(|w| w[0] == "--state-dir")
-            .map(|w| PathBuf::from(&w[1]))
-        else {
-            continue;
-        };
-        if !dir.is_absolute() || seen.contains(&dir) {
-            continue;
-        }
-        seen.push(dir.clone());
-        let serves = is_own_dir(&dir)
-            && matches!(recorded_fleet(&dir), Ok(Some(r)) if r.path == file)
-            && supervisor_runs(&dir).unwrap_or(false);
-        if serves {
-            return Some(dir);
-        }
-    }
-    None
-}
-
 /// Whether `path` is a directory of this user, not reached through a symlink:
 /// one that may be a state directory (it is not created or changed).
 pub fn is_own_dir(path: &Path) -> bool {
@@ -238,95 +204,6 @@ pub fn state_dirs(root: &Path) -> io::Result<Vec<PathBuf>> {
         .collect();
     dirs.sort();
     Ok(dirs)
-}
-
-/// Reads at most `limit` bytes of a file of the state directory, never following
-/// a symlink planted in its place; `Ok(None)` when it is larger.
-pub fn read_bounded_nofollow(path: &Path, limit: usize) -> io::Result<Option<Vec<u8>>> {
-    use std::io::Read;
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(crate::platform::O_NOFOLLOW)
-        .open(path)?;
-    let mut bytes = Vec::new();
-    file.take(limit as u64 + 1).read_to_end(&mut bytes)?;
-    Ok((bytes.len() <= limit).then_some(bytes))
-}
-
-/// Opens a file in the state directory for appending (created 0600), never
-/// following a symlink planted in its place.
-pub fn open_append(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(crate::platform::O_NOFOLLOW)
-        .open(path)
-}
-
-/// Reads a whole file of the state directory, never following a symlink planted in
-/// its place.
-pub fn read_nofollow(path: &Path) -> io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut file = OpenOptions::new()
-        .read(true)
-        .custom_flags(crate::platform::O_NOFOLLOW)
-        .open(path)?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
-}
-
-/// Opens a file for reading and writing (created 0600), never following a symlink.
-pub fn open_rw(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .mode(0o600)
-        .custom_flags(crate::platform::O_NOFOLLOW)
-        .open(path)
-}
-
-/// Takes the exclusive lock of `file`, trying again every 20 ms until `deadline`
-/// unless `stop_waiting` says there is no point. `Ok(false)`: not taken.
-pub async fn lock_before(
-    file: &File,
-    deadline: std::time::Instant,
-    mut stop_waiting: impl AsyncFnMut() -> bool,
-) -> io::Result<bool> {
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(true),
-            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
-                if stop_waiting().await {
-                    return Ok(false);
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-            Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
-            Err(std::fs::TryLockError::Error(e)) => return Err(e),
-        }
-    }
-}
-
-/// Replaces `path` atomically with `bytes`: write a temporary file beside it, flush
-/// it to disk, rename it over the old one. A reader sees the old or the new file,
-/// never a torn one.
-pub fn replace_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    use std::io::Write;
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    let _ = fs::remove_file(&tmp);
-    let mut file = OpenOptions::new()
-        .create_new(true)
-        .write(true)
-        .mode(0o600)
-        .custom_flags(crate::platform::O_NOFOLLOW)
-        .open(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_data()?;
-    fs::rename(&tmp, path)
 }
 
 /// The name of a fleet's state directory.
@@ -358,6 +235,7 @@ fn fleet_key(fleet: &Fleet) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::{open_append, open_rw, read_nofollow, replace_atomically};
 
     #[test]
     fn state_files_are_never_read_through_a_symlink() {

@@ -1,5 +1,5 @@
 //! The state directory (docs/design.md §3), the contract between the CLI and the
-//! supervisor: where it is and how its files are opened (`dir.rs`), the fleet file
+//! supervisor: where it is (`dir.rs`) and how its files are opened (`files.rs`), the fleet file
 //! it serves and whether a supervisor holds its lock (`record.rs`), `state.json`
 //! as data (`persisted.rs`), and its rotating files, `events.ndjson` and
 //! `supervisor.log` (`rotation.rs`).
@@ -8,17 +8,20 @@
 //! `supervisor` (docs/architecture.md, "Dependencies").
 
 mod dir;
+mod files;
 mod persisted;
 mod record;
 pub mod rotation;
 
 pub use dir::{
-    STATE_DIR_ENV, SUPERVISOR_LOG, SocketPath, StateDir, chosen, is_own_dir, live_supervisor_of,
+    COPY_FILE, PATH_FILE, STATE_DIR_ENV, SUPERVISOR_LOG, SocketPath, StateDir, chosen,
+    is_own_dir, state_dirs, state_root, tag_scope,
+};
+pub use files::{
     lock_before, open_append, open_rw, read_bounded_nofollow, read_nofollow, replace_atomically,
-    state_dirs, state_root, tag_scope,
 };
 pub use persisted::{Persisted, STATE_VERSION, ServerRecord, SupervisorRecord};
 pub use record::{
-    COPY_FILE, Claim, ClaimError, PATH_FILE, RecordError, RecordedFleet, claim, find_recording,
+    Claim, ClaimError, RecordError, RecordedFleet, claim, find_recording, live_supervisor_of,
     record_fleet, recorded_fleet, supervisor_runs,
 };

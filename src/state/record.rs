@@ -17,12 +17,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::{read_bounded_nofollow, replace_atomically};
+use super::dir::{COPY_FILE, PATH_FILE, is_own_dir, state_dirs};
+use super::files::{read_bounded_nofollow, replace_atomically};
 
-/// The recorded path of the fleet file, followed by a newline.
-pub const PATH_FILE: &str = "fleet.path";
-/// The recorded copy of the fleet file.
-pub const COPY_FILE: &str = "fleet.yaml";
 /// Far beyond any path the kernel takes (4096 bytes).
 const PATH_MAX_BYTES: usize = 64 * 1024;
 
@@ -235,11 +232,48 @@ pub fn claim(
 
 /// The state directories under `root` that record `file`.
 pub fn find_recording(root: &Path, file: &Path) -> Vec<PathBuf> {
-    super::state_dirs(root)
+    state_dirs(root)
         .unwrap_or_default()
         .into_iter()
         .filter(|dir| matches!(recorded_fleet(dir), Ok(Some(r)) if r.path == file))
         .collect()
+}
+
+/// The state directory, wherever it is, of a detached supervisor that runs now
+/// for the fleet file `file` (canonical): the same fleet file leads to the same
+/// supervisor whatever environment a caller has (docs/design.md §3, "One
+/// supervisor per fleet file"). Found by the command lines of this user's
+/// processes (`mcpfleet ... --state-dir DIR supervise`), each directory then
+/// held to what it says itself: a directory of this user, whose record names
+/// `file` and whose lock a process holds.
+pub fn live_supervisor_of(file: &Path) -> Option<PathBuf> {
+    let mut seen: Vec<PathBuf> = Vec::new();
+    for pid in crate::platform::pids() {
+        let Some(args) = crate::platform::own_cmdline(pid) else {
+            continue;
+        };
+        if args.last().is_none_or(|a| a != "supervise") {
+            continue;
+        }
+        let Some(dir) = args
+            .windows(2)
+            .find(|w| w[0] == "--state-dir")
+            .map(|w| PathBuf::from(&w[1]))
+        else {
+            continue;
+        };
+        if !dir.is_absolute() || seen.contains(&dir) {
+            continue;
+        }
+        seen.push(dir.clone());
+        let serves = is_own_dir(&dir)
+            && matches!(recorded_fleet(&dir), Ok(Some(r)) if r.path == file)
+            && supervisor_runs(&dir).unwrap_or(false);
+        if serves {
+            return Some(dir);
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -9,15 +9,15 @@ use std::time::Duration;
 use url::Url;
 
 /// The OTLP exporter's default timeout of one export.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The resource's `service.name` unless `OTEL_SERVICE_NAME` (or
 /// `OTEL_RESOURCE_ATTRIBUTES`) names one.
-pub const DEFAULT_SERVICE: &str = "mcpfleet";
+pub(crate) const DEFAULT_SERVICE: &str = "mcpfleet";
 
 /// How spans are put on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
+pub(crate) enum Protocol {
     /// `http/protobuf`: the specification's default.
     Protobuf,
     /// `http/json`.
@@ -25,14 +25,14 @@ pub enum Protocol {
 }
 
 impl Protocol {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Protocol::Protobuf => "http/protobuf",
             Protocol::Json => "http/json",
         }
     }
 
-    pub fn content_type(self) -> &'static str {
+    pub(crate) fn content_type(self) -> &'static str {
         match self {
             Protocol::Protobuf => "application/x-protobuf",
             Protocol::Json => "application/json",
@@ -42,7 +42,7 @@ impl Protocol {
 
 /// Where and how to export.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Config {
+pub(crate) struct Config {
     pub endpoint: Url,
     pub protocol: Protocol,
     /// Sent with every export (`OTEL_EXPORTER_OTLP_HEADERS`). Values may be
@@ -56,7 +56,7 @@ pub struct Config {
 
 /// What the environment asks for.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Setup {
+pub(crate) enum Setup {
     /// No endpoint (or exporting is switched off): nothing is started.
     Off,
     /// An endpoint was given but cannot be served; the reason, for the log.
@@ -67,7 +67,7 @@ pub enum Setup {
 
 /// Reads the setup from `var` (the environment, in the supervisor). A variable
 /// set to the empty string counts as unset, as the specification says.
-pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Setup {
+pub(crate) fn from_env(var: impl Fn(&str) -> Option<String>) -> Setup {
     let var = |name: &str| {
         var(name)
             .map(|v| v.trim().to_owned())

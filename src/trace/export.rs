@@ -25,16 +25,16 @@ use super::wire::{self, Resource};
 use crate::lifecycle::events::Event;
 
 /// Spans a batch is sent at, without waiting for the tick.
-pub const BATCH: usize = 512;
+pub(super) const BATCH: usize = 512;
 /// How often a batch that is not full is sent.
-pub const EVERY: Duration = Duration::from_secs(1);
+pub(super) const EVERY: Duration = Duration::from_secs(1);
 /// Items the queue holds while an export is under way.
-pub const QUEUE: usize = 2048;
+pub(super) const QUEUE: usize = 2048;
 /// How often a failing collector is written about.
 const WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// What the queue carries.
-pub enum Item {
+pub(super) enum Item {
     /// A transition, turned into a span by the task (`Spans` keeps per-server
     /// state, so it lives there, not with the caller).
     Event(Box<Event>),
@@ -43,13 +43,13 @@ pub enum Item {
 
 /// Counters shared by the callers and the task.
 #[derive(Debug, Default)]
-pub struct Counts {
+pub(super) struct Counts {
     /// Items refused because the queue was full.
     pub dropped: AtomicU64,
 }
 
 /// The task's side.
-pub struct Exporter {
+pub(super) struct Exporter {
     config: Config,
     client: reqwest::Client,
     counts: Arc<Counts>,
@@ -69,7 +69,7 @@ struct Failures {
 }
 
 impl Exporter {
-    pub fn new(config: Config, counts: Arc<Counts>) -> Result<Exporter, reqwest::Error> {
+    pub(super) fn new(config: Config, counts: Arc<Counts>) -> Result<Exporter, reqwest::Error> {
         let client = reqwest::Client::builder()
             .timeout(config.timeout)
             .connect_timeout(config.timeout)
@@ -87,7 +87,7 @@ impl Exporter {
 
     /// Runs until `stop`, then sends what is queued (within one timeout) and ends.
     /// Closing the queue's last sender also ends it.
-    pub async fn run(mut self, mut queue: mpsc::Receiver<Item>, stop: CancellationToken) {
+    pub(super) async fn run(mut self, mut queue: mpsc::Receiver<Item>, stop: CancellationToken) {
         let mut tick = tokio::time::interval(EVERY);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {

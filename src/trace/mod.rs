@@ -16,10 +16,10 @@
 //! and counts it), wait unboundedly (every export is bounded by the timeout, the
 //! final flush too), or log a header's value (they may be credentials).
 
-pub mod config;
+pub(crate) mod config;
 mod export;
-pub mod span;
-pub mod wire;
+pub(crate) mod span;
+pub(crate) mod wire;
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
@@ -58,7 +58,7 @@ impl Queue {
 }
 
 /// The running exporter, held by the supervisor until it exits.
-pub struct Traces {
+pub(crate) struct Traces {
     stop: CancellationToken,
     task: tokio::task::JoinHandle<()>,
     timeout: Duration,
@@ -68,7 +68,7 @@ pub struct Traces {
 /// (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`);
 /// otherwise starts nothing. A setting that cannot be served is one warning.
 /// `fleet` names the resource (`mcpfleet.fleet`: the fleet's name, else its file).
-pub fn start(fleet: &crate::config::Fleet) -> Option<Traces> {
+pub(crate) fn start(fleet: &crate::config::Fleet) -> Option<Traces> {
     let (mut config, warnings) = match config::from_env(|name| std::env::var(name).ok()) {
         Setup::Off => return None,
         Setup::Refused(why) => {
@@ -124,7 +124,7 @@ pub fn start(fleet: &crate::config::Fleet) -> Option<Traces> {
 
 impl Traces {
     /// Sends what is queued and stops, within the export timeout (and a moment).
-    pub async fn finish(self) {
+    pub(crate) async fn finish(self) {
         self.stop.cancel();
         let bound = self.timeout + Duration::from_millis(500);
         if tokio::time::timeout(bound, self.task).await.is_err() {
@@ -134,7 +134,7 @@ impl Traces {
 }
 
 /// Offers a transition to the exporter, if one runs. Never waits.
-pub fn record(event: &Event) {
+pub(crate) fn record(event: &Event) {
     if let Some(queue) = QUEUE.get() {
         queue.offer(Item::Event(Box::new(event.clone())));
     }
@@ -142,7 +142,7 @@ pub fn record(event: &Event) {
 
 /// The span of one `tools/call` through the gateway; nothing when no exporter
 /// runs.
-pub struct Call(Option<Box<Pending>>);
+pub(crate) struct Call(Option<Box<Pending>>);
 
 struct Pending {
     tool: String,
@@ -153,7 +153,7 @@ struct Pending {
 
 impl Call {
     /// A call of the gateway's tool `tool` begins.
-    pub fn begin(tool: &str) -> Call {
+    pub(crate) fn begin(tool: &str) -> Call {
         Call(QUEUE.get().map(|_| {
             Box::new(Pending {
                 tool: tool.to_owned(),
@@ -165,14 +165,14 @@ impl Call {
     }
 
     /// The call was routed to `server`.
-    pub fn server(&mut self, server: &str) {
+    pub(crate) fn server(&mut self, server: &str) {
         if let Some(p) = &mut self.0 {
             p.server = Some(server.to_owned());
         }
     }
 
     /// The call went to the running `generation`.
-    pub fn generation(&mut self, generation: Generation) {
+    pub(crate) fn generation(&mut self, generation: Generation) {
         if let Some(p) = &mut self.0 {
             p.generation = Some(generation);
         }
@@ -180,14 +180,14 @@ impl Call {
 
     /// The call was answered with what `answer` makes, which is made only when
     /// traces are exported.
-    pub fn end_with(self, answer: impl FnOnce() -> Result<CallToolResponse, ErrorData>) {
+    pub(crate) fn end_with(self, answer: impl FnOnce() -> Result<CallToolResponse, ErrorData>) {
         if self.0.is_some() {
             self.end(&answer());
         }
     }
 
     /// The call was answered with `answer`.
-    pub fn end(self, answer: &Result<CallToolResponse, ErrorData>) {
+    pub(crate) fn end(self, answer: &Result<CallToolResponse, ErrorData>) {
         let (Some(p), Some(queue)) = (self.0, QUEUE.get()) else {
             return;
         };

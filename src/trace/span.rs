@@ -15,7 +15,7 @@ use crate::lifecycle::state::Phase;
 
 /// One finished span.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Span {
+pub(crate) struct Span {
     pub trace_id: [u8; 16],
     pub span_id: [u8; 8],
     pub name: &'static str,
@@ -30,7 +30,7 @@ pub struct Span {
 
 /// OTLP's span kinds that occur here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// An operation of the supervisor's own.
     Internal = 1,
     /// A request a client made of the gateway.
@@ -38,14 +38,14 @@ pub enum Kind {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     Str(String),
     Int(i64),
 }
 
 impl Span {
     /// A span with fresh random ids, the root of a trace of its own.
-    pub fn new(name: &'static str, kind: Kind, start: SystemTime, end: SystemTime) -> Span {
+    pub(crate) fn new(name: &'static str, kind: Kind, start: SystemTime, end: SystemTime) -> Span {
         Span {
             trace_id: fastrand::u128(1..).to_be_bytes(),
             span_id: fastrand::u64(1..).to_be_bytes(),
@@ -58,20 +58,20 @@ impl Span {
         }
     }
 
-    pub fn str(&mut self, key: &'static str, value: impl Into<String>) {
+    pub(crate) fn str(&mut self, key: &'static str, value: impl Into<String>) {
         self.attributes.push((key, Value::Str(value.into())));
     }
 
-    pub fn int(&mut self, key: &'static str, value: i64) {
+    pub(crate) fn int(&mut self, key: &'static str, value: i64) {
         self.attributes.push((key, Value::Int(value)));
     }
 
-    pub fn uint(&mut self, key: &'static str, value: u64) {
+    pub(crate) fn uint(&mut self, key: &'static str, value: u64) {
         self.int(key, i64::try_from(value).unwrap_or(i64::MAX));
     }
 }
 
-pub fn nanos(t: SystemTime) -> u64 {
+pub(crate) fn nanos(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
@@ -79,13 +79,13 @@ pub fn nanos(t: SystemTime) -> u64 {
 /// Turns events into spans; remembers, per server, the wait of the operation
 /// that an opening event began.
 #[derive(Debug, Default)]
-pub struct Spans {
+pub(crate) struct Spans {
     waited: HashMap<String, u64>,
 }
 
 impl Spans {
     /// The span `event` ends, if it ends one.
-    pub fn of(&mut self, event: &Event) -> Option<Span> {
+    pub(crate) fn of(&mut self, event: &Event) -> Option<Span> {
         let opens = event.from != event.to
             && matches!(event.to, Phase::Starting | Phase::Stopping)
             && event.duration_ms == 0

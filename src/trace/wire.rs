@@ -14,10 +14,10 @@ use serde_json::{Value as Json, json};
 use super::span::{Span, Value};
 
 /// The instrumentation scope's name.
-pub const SCOPE: &str = "mcpfleet";
+pub(crate) const SCOPE: &str = "mcpfleet";
 
 /// What every batch is sent with.
-pub struct Resource<'a> {
+pub(crate) struct Resource<'a> {
     pub attributes: &'a [(String, String)],
 }
 
@@ -122,7 +122,7 @@ fn span(s: &Span) -> Message {
 /// `Resource { repeated KeyValue attributes = 1; }`,
 /// `ScopeSpans { InstrumentationScope scope = 1; repeated Span spans = 2; }`,
 /// `InstrumentationScope { string name = 1; string version = 2; }`.
-pub fn protobuf(resource: &Resource, spans: &[Span]) -> Vec<u8> {
+pub(crate) fn protobuf(resource: &Resource, spans: &[Span]) -> Vec<u8> {
     let mut res = Message::default();
     for (k, v) in resource.attributes {
         res.message(1, key_value(k, &Value::Str(v.clone())));
@@ -162,7 +162,7 @@ fn json_value(v: &Value) -> Json {
 }
 
 /// The same request in OTLP's JSON encoding.
-pub fn json(resource: &Resource, spans: &[Span]) -> Vec<u8> {
+pub(crate) fn json(resource: &Resource, spans: &[Span]) -> Vec<u8> {
     let spans: Vec<Json> = spans
         .iter()
         .map(|s| {

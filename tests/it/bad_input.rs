@@ -849,7 +849,7 @@ fn quoted_key(name: &str) -> String {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
             c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
+                out.push_str(&format!("\\x{:02x}", c as u32));
             }
             c => out.push(c),
         }

@@ -16,16 +16,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub const TEST_ID_VAR: &str = "MCPFLEET_TEST_ID";
+pub(crate) const TEST_ID_VAR: &str = "MCPFLEET_TEST_ID";
 
 /// The `mcpfleet` binary under test.
-pub fn mcpfleet_bin() -> PathBuf {
+pub(crate) fn mcpfleet_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_mcpfleet"))
 }
 
 /// The fixture server, built once per test binary (it lives in its own package, so
 /// cargo does not hand its path to this one).
-pub fn fixture_bin() -> &'static Path {
+pub(crate) fn fixture_bin() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -47,7 +47,7 @@ pub fn fixture_bin() -> &'static Path {
 /// The cache of published servers (`.cache/`: npm packages in `npm/`, Python ones
 /// in the virtualenv `venv/`), installed by `.ci/install-servers` on first use so
 /// that `cargo test` works on a fresh machine.
-pub fn published_servers() -> &'static Path {
+pub(crate) fn published_servers() -> &'static Path {
     static CACHE: OnceLock<PathBuf> = OnceLock::new();
     CACHE.get_or_init(|| {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -77,7 +77,7 @@ fn unique_id(label: &str) -> String {
 }
 
 /// A fleet file in its own temporary directory, and the processes started for it.
-pub struct TestFleet {
+pub(crate) struct TestFleet {
     pub dir: tempfile::TempDir,
     pub path: PathBuf,
     pub test_id: String,
@@ -85,7 +85,7 @@ pub struct TestFleet {
 
 impl TestFleet {
     /// A fleet file with `body` as its text.
-    pub fn raw(label: &str, body: &str) -> TestFleet {
+    pub(crate) fn raw(label: &str, body: &str) -> TestFleet {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("mcpfleet.yaml");
         std::fs::write(&path, body).expect("write fleet file");
@@ -97,7 +97,7 @@ impl TestFleet {
     }
 
     /// A fleet of fixture servers: `(name, fixture args, extra server keys)`.
-    pub fn fixtures(label: &str, servers: &[(&str, &[&str], &str)]) -> TestFleet {
+    pub(crate) fn fixtures(label: &str, servers: &[(&str, &[&str], &str)]) -> TestFleet {
         let mut body = String::from("version: 1\nservers:\n");
         for (name, args, extra) in servers {
             body.push_str(&fixture_server(name, args, extra));
@@ -106,13 +106,13 @@ impl TestFleet {
     }
 
     /// This fleet's state directory (inside the test's temporary directory).
-    pub fn state_dir(&self) -> PathBuf {
+    pub(crate) fn state_dir(&self) -> PathBuf {
         self.dir.path().join("state")
     }
 
     /// `mcpfleet -f <fleet> ARGS`, tagged with this test's id, with its own state
     /// directory.
-    pub fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(mcpfleet_bin());
         cmd.arg("-f")
             .arg(&self.path)
@@ -126,7 +126,7 @@ impl TestFleet {
     }
 
     /// Starts `mcpfleet ARGS` in the background with stdout and stderr captured.
-    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+    pub(crate) fn spawn(&self, args: &[&str]) -> std::process::Child {
         self.command(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -135,12 +135,12 @@ impl TestFleet {
     }
 
     /// Runs `mcpfleet` to its end, bounded: a hang fails the test instead of CI.
-    pub fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         run_bounded(self.command(args), Duration::from_secs(120))
     }
 
     /// Runs with `--output json` and parses the document.
-    pub fn run_json(&self, args: &[&str]) -> (Output, Value) {
+    pub(crate) fn run_json(&self, args: &[&str]) -> (Output, Value) {
         let mut all = vec!["--output", "json"];
         all.extend_from_slice(args);
         let out = self.run(&all);
@@ -150,19 +150,19 @@ impl TestFleet {
 
     /// The pid the supervisor wrote on the first line of `supervisor.lock`, if any
     /// (it may have exited since).
-    pub fn lock_pid(&self) -> Option<i32> {
+    pub(crate) fn lock_pid(&self) -> Option<i32> {
         lock_pid_in(&self.state_dir())
     }
 
     /// Living processes that carry this test's id.
-    pub fn alive(&self) -> Vec<i32> {
+    pub(crate) fn alive(&self) -> Vec<i32> {
         processes_with(&format!("{TEST_ID_VAR}={}", self.test_id))
     }
 
     /// Fails when anything this test started is still alive, after a grace for
     /// processes that are exiting right now (an idle supervisor lingers a few
     /// seconds before it exits).
-    pub fn assert_no_leftovers(&self) {
+    pub(crate) fn assert_no_leftovers(&self) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let alive = self.alive();
@@ -186,7 +186,7 @@ impl Drop for TestFleet {
 }
 
 /// The YAML of one fixture server.
-pub fn fixture_server(name: &str, args: &[&str], extra: &str) -> String {
+pub(crate) fn fixture_server(name: &str, args: &[&str], extra: &str) -> String {
     let args: Vec<String> = args
         .iter()
         .map(|a| serde_json::to_string(a).unwrap())
@@ -205,7 +205,7 @@ pub fn fixture_server(name: &str, args: &[&str], extra: &str) -> String {
 }
 
 /// Runs a command with a hard limit; on timeout it is killed and the test fails.
-pub fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
+pub(crate) fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
     let child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -231,13 +231,13 @@ unsafe extern "C" {
 }
 
 /// Sends SIGINT (a Ctrl-C) to `pid`.
-pub fn sigint(pid: u32) {
+pub(crate) fn sigint(pid: u32) {
     // SAFETY: kill(2) with the pid of a child this test started.
     unsafe { libc_kill(pid as i32, 2) };
 }
 
 /// Sends SIGKILL to each pid.
-pub fn kill_all(pids: &[i32]) {
+pub(crate) fn kill_all(pids: &[i32]) {
     for pid in pids {
         // SAFETY: kill(2) with a pid we found alive; a stale pid gets ESRCH.
         unsafe { libc_kill(*pid, 9) };
@@ -245,7 +245,7 @@ pub fn kill_all(pids: &[i32]) {
 }
 
 /// Whether a process is alive (not a zombie).
-pub fn is_alive(pid: i32) -> bool {
+pub(crate) fn is_alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
             let state = stat
@@ -259,7 +259,7 @@ pub fn is_alive(pid: i32) -> bool {
 
 /// Living processes whose environment contains `entry` (`NAME=VALUE`), or, when
 /// `entry` ends with `=`, any value of that variable.
-pub fn processes_with(entry: &str) -> Vec<i32> {
+pub(crate) fn processes_with(entry: &str) -> Vec<i32> {
     let me = std::process::id() as i32;
     let mut found = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -297,14 +297,14 @@ fn describe(pid: i32) -> String {
 }
 
 /// The pid on the first line of `supervisor.lock` in `state_dir`.
-pub fn lock_pid_in(state_dir: &Path) -> Option<i32> {
+pub(crate) fn lock_pid_in(state_dir: &Path) -> Option<i32> {
     let text = std::fs::read_to_string(state_dir.join("supervisor.lock")).ok()?;
     text.lines().next()?.trim().parse().ok()
 }
 
 /// The JSON document a command printed; a test fails, showing both streams, when
 /// there is none.
-pub fn parse_doc(out: &Output) -> Value {
+pub(crate) fn parse_doc(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "stdout is not JSON ({e}); exit {:?}\nstdout:\n{}\nstderr:\n{}",
@@ -315,17 +315,17 @@ pub fn parse_doc(out: &Output) -> Value {
     })
 }
 
-pub fn stdout(out: &Output) -> String {
+pub(crate) fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-pub fn stderr(out: &Output) -> String {
+pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// The exit code, with stdout and stderr in the message when it is not `want`.
 #[track_caller]
-pub fn assert_code(out: &Output, want: i32) {
+pub(crate) fn assert_code(out: &Output, want: i32) {
     assert_eq!(
         out.status.code(),
         Some(want),
@@ -337,7 +337,7 @@ pub fn assert_code(out: &Output, want: i32) {
 
 /// The report entry of one server.
 #[track_caller]
-pub fn server<'a>(doc: &'a Value, name: &str) -> &'a Value {
+pub(crate) fn server<'a>(doc: &'a Value, name: &str) -> &'a Value {
     doc["servers"]
         .as_array()
         .expect("servers array")
@@ -347,7 +347,7 @@ pub fn server<'a>(doc: &'a Value, name: &str) -> &'a Value {
 }
 
 /// Reads the fixture's pid file: (pid, grandchildren).
-pub fn read_pid_file(path: &Path) -> (i32, Vec<i32>) {
+pub(crate) fn read_pid_file(path: &Path) -> (i32, Vec<i32>) {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         if let Ok(text) = std::fs::read_to_string(path) {
@@ -373,14 +373,14 @@ pub fn read_pid_file(path: &Path) -> (i32, Vec<i32>) {
 /// splitmix64: a tiny deterministic generator, so that randomized tests replay
 /// from a seed. Every seed gives a good stream.
 #[derive(Clone)]
-pub struct Rng(pub u64);
+pub(crate) struct Rng(pub u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -389,24 +389,24 @@ impl Rng {
     }
 
     /// Uniform in `0..n` (`0` when `n` is 0).
-    pub fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
 
     /// A duration of up to `ms` milliseconds (exclusive).
-    pub fn millis_below(&mut self, ms: usize) -> Duration {
+    pub(crate) fn millis_below(&mut self, ms: usize) -> Duration {
         Duration::from_millis(self.below(ms) as u64)
     }
 
-    pub fn chance(&mut self, percent: usize) -> bool {
+    pub(crate) fn chance(&mut self, percent: usize) -> bool {
         self.below(100) < percent
     }
 
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+    pub(crate) fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
 
-    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+    pub(crate) fn bytes(&mut self, n: usize) -> Vec<u8> {
         (0..n).map(|_| self.next() as u8).collect()
     }
 }
@@ -415,7 +415,7 @@ impl Rng {
 /// until it is thawed (as a process stuck in the kernel would be): how the tests
 /// make a teardown that cannot be confirmed. On drop, whatever is in it is thawed,
 /// killed and waited for, and the cgroup is removed.
-pub struct Freezer {
+pub(crate) struct Freezer {
     pub dir: PathBuf,
 }
 
@@ -423,7 +423,7 @@ pub struct Freezer {
 const FREEZER_ROOT: &str = "/sys/fs/cgroup/freezer";
 
 impl Freezer {
-    pub fn new(label: &str) -> Freezer {
+    pub(crate) fn new(label: &str) -> Freezer {
         assert!(
             Path::new(FREEZER_ROOT).join("freezer.state").exists()
                 || Path::new(FREEZER_ROOT).join("cgroup.procs").exists(),
@@ -436,12 +436,12 @@ impl Freezer {
     }
 
     /// The cgroup's path, for the fixture's `--frozen-grandchild`.
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         self.dir.to_str().expect("utf-8 path")
     }
 
     /// The pids in the cgroup.
-    pub fn pids(&self) -> Vec<i32> {
+    pub(crate) fn pids(&self) -> Vec<i32> {
         std::fs::read_to_string(self.dir.join("cgroup.procs"))
             .unwrap_or_default()
             .lines()
@@ -450,7 +450,7 @@ impl Freezer {
     }
 
     /// Lets the frozen processes run again: a SIGKILL sent meanwhile takes effect.
-    pub fn thaw(&self) {
+    pub(crate) fn thaw(&self) {
         let _ = std::fs::write(self.dir.join("freezer.state"), "THAWED");
     }
 }
@@ -477,7 +477,7 @@ impl Drop for Freezer {
 /// The pids that the fixture's `--escape` descendants noted in `PID_FILE.escapees`,
 /// once `n` of them have. Escapees that clear their environment carry no test id:
 /// hold them in an [`Escapees`] so that a failing test still ends them.
-pub fn wait_escapees(pid_file: &Path, n: usize) -> Escapees {
+pub(crate) fn wait_escapees(pid_file: &Path, n: usize) -> Escapees {
     let mut path = pid_file.as_os_str().to_owned();
     path.push(".escapees");
     let path = PathBuf::from(path);
@@ -501,7 +501,7 @@ pub fn wait_escapees(pid_file: &Path, n: usize) -> Escapees {
 }
 
 /// Escaped processes of a test, killed when it ends whatever happened.
-pub struct Escapees(pub Vec<i32>);
+pub(crate) struct Escapees(pub Vec<i32>);
 
 impl Drop for Escapees {
     fn drop(&mut self) {
@@ -521,18 +521,18 @@ impl Drop for Escapees {
 // servers, the HTTP door, the event log
 
 /// The gateway's HTTP door, as `serve` reported it.
-pub struct Http {
+pub(crate) struct Http {
     pub url: String,
     pub token: String,
 }
 
 /// A path as a string in a fleet file (JSON quoting, which YAML reads).
-pub fn quoted(path: &Path) -> String {
+pub(crate) fn quoted(path: &Path) -> String {
     serde_json::to_string(path.to_str().expect("utf-8 path")).unwrap()
 }
 
 /// The published server-everything, over stdio.
-pub fn everything(name: &str) -> String {
+pub(crate) fn everything(name: &str) -> String {
     let script = published_servers()
         .join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     format!(
@@ -544,7 +544,7 @@ pub fn everything(name: &str) -> String {
 /// A fleet of the servers given as YAML (`fixture_server`, `everything`, ...),
 /// whose call results name the server and generation that answered
 /// (`gateway.meta: true`).
-pub fn fleet_of(label: &str, servers: &[String]) -> TestFleet {
+pub(crate) fn fleet_of(label: &str, servers: &[String]) -> TestFleet {
     TestFleet::raw(
         label,
         &format!(
@@ -557,7 +557,7 @@ pub fn fleet_of(label: &str, servers: &[String]) -> TestFleet {
 /// Opens the HTTP door on a free loopback port (starting `servers`, all by
 /// default) and checks what `serve` reports.
 #[track_caller]
-pub fn serve(fleet: &TestFleet, servers: &[&str]) -> Http {
+pub(crate) fn serve(fleet: &TestFleet, servers: &[&str]) -> Http {
     let mut args = vec!["serve", "--listen", "127.0.0.1:0"];
     args.extend_from_slice(servers);
     let (out, doc) = fleet.run_json(&args);
@@ -568,7 +568,7 @@ pub fn serve(fleet: &TestFleet, servers: &[&str]) -> Http {
 /// The door a `serve` document reports; its token file is `gateway.token` in the
 /// state directory.
 #[track_caller]
-pub fn http_of(fleet: &TestFleet, doc: &Value) -> Http {
+pub(crate) fn http_of(fleet: &TestFleet, doc: &Value) -> Http {
     let gateway = &doc["gateway"];
     let url = gateway["url"]
         .as_str()
@@ -598,7 +598,7 @@ pub fn http_of(fleet: &TestFleet, doc: &Value) -> Http {
 }
 
 /// The names of a server's tools, as `mcpfleet tools SERVER` lists them.
-pub fn tools_of(fleet: &TestFleet, name: &str) -> Vec<String> {
+pub(crate) fn tools_of(fleet: &TestFleet, name: &str) -> Vec<String> {
     let (out, doc) = fleet.run_json(&["tools", name]);
     assert_code(&out, 0);
     server(&doc, name)["tools"]
@@ -610,14 +610,14 @@ pub fn tools_of(fleet: &TestFleet, name: &str) -> Vec<String> {
 }
 
 /// The text of a call's result.
-pub fn text(result: &Value) -> &str {
+pub(crate) fn text(result: &Value) -> &str {
     result["content"][0]["text"]
         .as_str()
         .unwrap_or_else(|| panic!("no text: {result}"))
 }
 
 /// The gateway's lines of the event log.
-pub fn gateway_events(fleet: &TestFleet) -> Vec<Value> {
+pub(crate) fn gateway_events(fleet: &TestFleet) -> Vec<Value> {
     std::fs::read_to_string(fleet.state_dir().join("events.ndjson"))
         .unwrap_or_default()
         .lines()
@@ -628,7 +628,7 @@ pub fn gateway_events(fleet: &TestFleet) -> Vec<Value> {
 
 /// `down` of the whole fleet, then nothing of the test is left.
 #[track_caller]
-pub fn down_and_no_leftovers(fleet: &TestFleet) {
+pub(crate) fn down_and_no_leftovers(fleet: &TestFleet) {
     let out = fleet.run(&["down"]);
     assert_code(&out, 0);
     fleet.assert_no_leftovers();

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 // The build script itself, for its `describe`; its `main` is not called here.
-#[allow(dead_code)]
+#[expect(dead_code, reason = "the build script's `main` is not called here")]
 #[path = "../../build.rs"]
 mod build_script;
 

@@ -11,12 +11,12 @@ use super::{Imported, Server, Transport};
 
 impl Imported {
     /// The fleet file, comments included.
-    pub fn fleet_file(&self) -> String {
+    pub(crate) fn fleet_file(&self) -> String {
         self.fleet_file_named(None)
     }
 
     /// The fleet file with the fleet's `name:` when given, comments included.
-    pub fn fleet_file_named(&self, name: Option<&str>) -> String {
+    pub(crate) fn fleet_file_named(&self, name: Option<&str>) -> String {
         let mut out = String::new();
         self.header(&mut out);
         out.push_str("version: 1\n");

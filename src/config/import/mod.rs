@@ -29,13 +29,13 @@ use super::error::{ConfigError, ConfigErrors};
 use super::validate::is_name;
 use super::walk::key_path;
 use json::{Json, Pos, Value};
-pub use secrets::Secret;
+pub(crate) use secrets::Secret;
 use secrets::Vault;
 use vars::Places;
 
 /// The client whose file it is, as far as the file tells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Client {
+pub(crate) enum Client {
     ClaudeDesktop,
     ClaudeCode,
     Cursor,
@@ -47,7 +47,7 @@ pub enum Client {
 
 impl Client {
     /// The client's name: `Claude Desktop`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Client::ClaudeDesktop => "Claude Desktop",
             Client::ClaudeCode => "Claude Code",
@@ -59,7 +59,7 @@ impl Client {
     }
 
     /// How the client and its file are called, for the fleet file's header.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Client::ClaudeDesktop => "Claude Desktop (claude_desktop_config.json)",
             Client::ClaudeCode => "Claude Code (.mcp.json)",
@@ -73,7 +73,7 @@ impl Client {
 
 /// A client's file, mapped.
 #[derive(Debug)]
-pub struct Imported {
+pub(crate) struct Imported {
     /// The file as the user named it.
     pub source: PathBuf,
     pub client: Client,
@@ -89,7 +89,7 @@ pub struct Imported {
 
 /// One entry carried over.
 #[derive(Debug, Clone)]
-pub struct Server {
+pub(crate) struct Server {
     /// A valid fleet server name.
     pub name: String,
     /// The entry's name in the client's file.
@@ -109,7 +109,7 @@ pub struct Server {
 
 /// The keys of a carried entry, in the fleet file's syntax (`${env:NAME}`).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Transport {
+pub(crate) enum Transport {
     Stdio {
         command: String,
         args: Vec<String>,
@@ -136,7 +136,7 @@ pub(crate) struct Place {
 
 /// An entry that could not be carried over.
 #[derive(Debug, Clone)]
-pub struct Skipped {
+pub(crate) struct Skipped {
     /// The entry's name in the client's file.
     pub name: String,
     /// The line of its name.
@@ -167,13 +167,13 @@ pub(crate) fn is_client_file(path: &Path, text: &str) -> bool {
 }
 
 /// Reads and maps a client's file.
-pub fn read(path: &Path) -> Result<Imported, ConfigErrors> {
-    let text = super::read_text(path, "file")?;
+pub(crate) fn read(path: &Path) -> Result<Imported, ConfigErrors> {
+    let text = super::read::read_text(path, "file")?;
     parse(&text, path)
 }
 
 /// Maps the text of a client's file that came from `path`.
-pub fn parse(text: &str, path: &Path) -> Result<Imported, ConfigErrors> {
+pub(crate) fn parse(text: &str, path: &Path) -> Result<Imported, ConfigErrors> {
     let doc = json::parse(text).map_err(|e| ConfigErrors {
         file: path.to_path_buf(),
         errors: vec![ConfigError {
@@ -363,7 +363,7 @@ fn fleet_name(original: &str, taken: &HashSet<String>) -> String {
 /// The fleet's `name:` for an imported file that will live in `dir`, as docker
 /// compose names a project after its directory: the directory's name made a
 /// valid name, else `fleet`.
-pub fn name_for_dir(dir: &Path) -> String {
+pub(crate) fn name_for_dir(dir: &Path) -> String {
     let base = dir
         .file_name()
         .map(|n| as_name(&n.to_string_lossy()))
@@ -397,7 +397,7 @@ fn as_name(original: &str) -> String {
 impl Imported {
     /// What the user is told on stderr besides the fleet file: servers
     /// renamed, entries not carried over, and each server's notes.
-    pub fn notices(&self) -> Vec<String> {
+    pub(crate) fn notices(&self) -> Vec<String> {
         let mut out = Vec::new();
         for server in &self.servers {
             if server.name != server.original {
@@ -493,7 +493,7 @@ pub(crate) fn load_client_file(
     let imported = parse(text, path)?;
     let yaml = imported.fleet_file();
     let lookup = |name: &str| imported.lookup(name, env);
-    match super::load_str(&yaml, path, &lookup) {
+    match super::parse::load_str(&yaml, path, &lookup) {
         Ok(mut fleet) => {
             fleet.notices = imported.notices();
             Ok(fleet)

@@ -33,7 +33,7 @@ pub(crate) fn is_secret_name(name: &str) -> bool {
 
 /// One secret moved out of the file.
 #[derive(Clone)]
-pub struct Secret {
+pub(crate) struct Secret {
     /// The variable that holds it now.
     pub var: String,
     /// Where it was, worded for the user: `env GITHUB_TOKEN of server github`.

@@ -10,7 +10,8 @@ use super::super::dotenv;
 use super::super::expand::Text;
 use super::super::walk::{At, Entry, Validator};
 use super::super::yaml::Node;
-use super::super::{EnvFile, MAX_FILE_BYTES};
+use super::super::read::MAX_FILE_BYTES;
+use super::super::spec::EnvFile;
 
 impl Validator<'_> {
     pub(super) fn env_file(&mut self, entry: &Entry) -> Vec<EnvFile> {

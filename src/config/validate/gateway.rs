@@ -4,7 +4,7 @@
 use super::super::keys::Level;
 use super::super::walk::{Entry, Validator};
 use super::super::yaml::Node;
-use super::super::{ExposeSpec, GatewaySpec, MAX_CAP, MetricsSpec};
+use super::super::spec::{ExposeSpec, GatewaySpec, MAX_CAP, MetricsSpec};
 
 /// The longest `prefix:`: room is left for `__` and the tool's own name within
 /// the 64 characters clients accept.

@@ -10,7 +10,7 @@
 use super::super::keys::Level;
 use super::super::walk::{Entry, Validator};
 use super::super::yaml::Node;
-use super::super::{Rotation, SupervisorSpec};
+use super::super::spec::{Rotation, SupervisorSpec};
 
 /// A size as the fleet file writes it: a positive whole number and a unit.
 /// Values too large for 64 bits and sizes under [`Rotation::MIN_BYTES`] also

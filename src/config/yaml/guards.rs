@@ -7,8 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use serde::de;
 
-use super::SyntaxError;
-use super::position::line_column;
+use super::node::{SyntaxError, line_column};
 
 /// More values than any fleet file needs; a bound on what aliases may expand to,
 /// because serde_yaml's own repetition limit scales with the document and lets a
@@ -87,7 +86,7 @@ impl BuildState {
 
 #[cfg(test)]
 mod tests {
-    use super::super::parse;
+    use super::super::build::parse;
     use super::*;
 
     #[test]

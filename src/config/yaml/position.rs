@@ -27,17 +27,8 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::guards::{BuildState, TOO_BIG, guarded};
-use super::{Build, Step, SyntaxError};
-
-/// Where the `count`-th node built (counting from 1) is, as its parent's position.
-pub(super) fn place_of_node(text: &str, count: usize) -> Option<(usize, usize)> {
-    let state = BuildState::new(count.checked_sub(1)?);
-    let built =
-        guarded(|| Build { state: &state }.deserialize(serde_yaml::Deserializer::from_str(text)))?;
-    let location = built.err()?.location()?;
-    Some((location.line(), location.column()))
-}
+use super::guards::{TOO_BIG, guarded};
+use super::node::{Step, SyntaxError, line_column};
 
 /// Line and column (1-based) of the node at `steps`, or `None` when the document
 /// does not lead there (which would be a bug in the caller's path).
@@ -96,18 +87,6 @@ fn second_document(text: &str) -> Option<(usize, usize)> {
     let second = guarded(|| serde_yaml::Deserializer::from_str(text).nth(1))??;
     let err = guarded(|| Seek { steps: &[] }.deserialize(second))?.err()?;
     err.location().map(|l| (l.line(), l.column()))
-}
-
-/// 1-based line and column (in characters) of a byte offset.
-pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let mut end = offset.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let before = &text[..end];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[line_start..].chars().count() + 1)
 }
 
 /// The message of the deliberate failure at the target node; any other error
@@ -218,7 +197,7 @@ impl<'de> Visitor<'de> for Seek<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::parse;
+    use super::super::build::parse;
     use super::*;
 
     #[test]

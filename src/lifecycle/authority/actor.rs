@@ -2,7 +2,171 @@
 //! the task, how each effect is carried out, and how every transition is recorded
 //! (L1, L9, L12) and published.
 
-use super::*;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::super::core::{self as machine, Core, Effect, Input};
+use super::super::error::{ErrorKind, ErrorPhase, ServerError};
+use super::super::events::{Event, millis, rfc3339};
+use super::super::ledger::{Ledger, NoLedger};
+use super::super::state::{Generation, Phase, State};
+use super::super::summary::{Outcome, TeardownSummary};
+use crate::process::lineage::ProcId;
+use crate::process::notice::Listener;
+use crate::process::session::{self};
+
+use super::config::{CallOptions, ServerConfig};
+use super::context::{Context, Initial};
+use super::handle::{Handle, Touches};
+use super::live::{Live, LiveKind};
+use super::messages::{ListedTool, Message, Reply};
+use super::snapshot::{Reach, Snapshot};
+use super::drive;
+
+/// Starts the authority task of one server that keeps no durable notes. `last_generation`
+/// is the highest generation id this server ever had, so that ids never repeat (L3).
+pub fn spawn(config: ServerConfig, last_generation: Generation, ctx: Context) -> Handle {
+    spawn_with(
+        config,
+        Initial {
+            last_generation,
+            ..Initial::default()
+        },
+        Arc::new(NoLedger),
+        ctx,
+    )
+}
+
+/// Starts the authority task of one server, with its durable notes in `ledger`.
+pub fn spawn_with(
+    config: ServerConfig,
+    initial: Initial,
+    ledger: Arc<dyn Ledger>,
+    ctx: Context,
+) -> Handle {
+    // Bounded: a caller that floods the queue waits on `send`, under its own deadline.
+    let (tx, rx) = mpsc::channel(64);
+    let name: Arc<str> = config.name.as_str().into();
+    let (state, quarantine_left) = match initial.quarantine {
+        Some(q) => (
+            State::Quarantined {
+                generation: q.generation,
+                error: ServerError::new(ErrorKind::TeardownFailed, ErrorPhase::Teardown, q.message),
+                leftover_pids: q.leftover_pids,
+            },
+            Some((q.tag, q.leftover)),
+        ),
+        None => (State::Stopped, None),
+    };
+    let (publish, published) = watch::channel(Snapshot {
+        name: config.name.clone(),
+        transport: config.endpoint.name().to_owned(),
+        state: Phase::Stopped,
+        generation: None,
+        pid: None,
+        tools: None,
+        server_info: None,
+        uptime_ms: None,
+        ready_at: None,
+        restarts: 0,
+        retry_in_ms: None,
+        retry_at: None,
+        error: None,
+        last_teardown: None,
+        definition: None,
+    });
+    let (publish_peer, published_peer) = watch::channel(None);
+    let (config_tx, configs) = watch::channel(config.clone());
+    // The restart jitter of each server is drawn from a seed of its own, so that
+    // servers that fell together do not come back together (docs/design.md §8).
+    let core = Core::new(
+        state,
+        initial.last_generation,
+        config.supervision,
+        drive::now(),
+        fastrand::u64(..),
+    );
+    let actor = Actor {
+        config,
+        configs,
+        launched: None,
+        live: None,
+        last_teardown: None,
+        torn_down: None,
+        quarantine_left,
+        ended: None,
+        ledger,
+        publish,
+        publish_peer,
+        request: Request::default(),
+        started_at: Instant::now(),
+        listener: initial.listener,
+        ctx: ctx.clone(),
+    };
+    actor.publish(&core);
+    ctx.tracker.spawn(actor.run(core, rx));
+    Handle {
+        name,
+        tx,
+        published,
+        published_peer,
+        config: Arc::new(config_tx),
+        events: ctx.events.clone(),
+        touches: Arc::new(Touches::new()),
+    }
+}
+
+/// The executor of one server's core: what the server holds and where its
+/// transitions go.
+pub(super) struct Actor {
+    /// The configuration as last read from `configs`: its settings apply at once,
+    /// its definition from the next generation on.
+    pub(super) config: ServerConfig,
+    /// Where a new configuration comes from ([`Handle::configure`]); closed with
+    /// the last handle.
+    pub(super) configs: watch::Receiver<ServerConfig>,
+    /// The definition the last generation was started from.
+    pub(super) launched: Option<crate::config::Definition>,
+    /// `Some` exactly while the state is `Running`.
+    pub(super) live: Option<Live>,
+    pub(super) last_teardown: Option<TeardownSummary>,
+    /// The outcome of the teardown just done, for the event of the transition
+    /// that concludes it.
+    pub(super) torn_down: Option<Outcome>,
+    /// The environment tag of the quarantined generation and the identities of
+    /// what was left of it, to find those processes again.
+    pub(super) quarantine_left: Option<(String, Vec<ProcId>)>,
+    /// The tag and leftovers of the generation last torn down or swept, for the
+    /// ledger note of its end.
+    pub(super) ended: Option<(String, Vec<ProcId>)>,
+    pub(super) ledger: Arc<dyn Ledger>,
+    /// Where the state is published for `Handle::snapshot`.
+    pub(super) publish: watch::Sender<Snapshot>,
+    /// Where the running generation's peer is published for `Handle::peer`.
+    pub(super) publish_peer: watch::Sender<Option<Reach>>,
+    /// The request being carried out (default options when none: a restart, a
+    /// health restart, an idle stop, shutdown).
+    pub(super) request: Request,
+    /// When the current start began (its reservation), for its connect duration.
+    pub(super) started_at: Instant,
+    pub(super) listener: Option<Arc<dyn Listener>>,
+    pub(super) ctx: Context,
+}
+
+/// The request being carried out: its options, and what its reply will carry.
+#[derive(Default)]
+pub(super) struct Request {
+    pub(super) options: CallOptions,
+    pub(super) reply: Option<oneshot::Sender<Reply>>,
+    /// Spawn to ready, when the request started a generation.
+    pub(super) connect: Option<Duration>,
+    /// The last teardown the request performed (a stop, or a failed start's).
+    pub(super) teardown: Option<TeardownSummary>,
+    /// What the generation the request started listed.
+    pub(super) listed: Option<Arc<[ListedTool]>>,
+}
 
 /// Sleeps until `at` (one of the core's timers), or forever when there is nothing
 /// to wait for.

@@ -2,7 +2,37 @@
 //! for the authority under their own deadline; state and the MCP peer are read
 //! from what the authority last published, never behind a start or teardown.
 
-use super::*;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::service::{Peer, RoleClient};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::super::events::{EventSink, millis};
+use super::super::state::{Generation, Intent};
+
+use super::config::{CallOptions, ServerConfig};
+use super::messages::{Message, NotRunning, Reply, RequestError};
+use super::snapshot::{Reach, Snapshot};
+
+/// A cheap, cloneable way to reach one server's authority.
+#[derive(Clone)]
+pub struct Handle {
+    pub(super) name: Arc<str>,
+    /// Closed by the authority task when it ends; a send error means it is gone.
+    pub(super) tx: mpsc::Sender<Message>,
+    /// The authority's state as it last published it; only the authority writes it.
+    pub(super) published: watch::Receiver<Snapshot>,
+    /// The running generation's MCP peer, published likewise.
+    pub(super) published_peer: watch::Receiver<Option<Reach>>,
+    /// The server's configuration for its next generation, which the authority
+    /// reads when it wakes (docs/design.md §16); the handles share it.
+    pub(super) config: Arc<watch::Sender<ServerConfig>>,
+    /// Told of a request withdrawn because its wait ran out (for metrics).
+    pub(super) events: Arc<dyn EventSink>,
+    /// When the last use was sent to the authority.
+    pub(super) touches: Arc<Touches>,
+}
 
 impl Handle {
     pub fn name(&self) -> &str {

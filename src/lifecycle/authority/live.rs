@@ -1,7 +1,18 @@
 //! What a running generation holds: its session, and its processes or its
 //! remote session's end.
 
-use super::*;
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+
+use super::super::state::Generation;
+use crate::platform::ExitWatch;
+use crate::process::lineage::Lineage;
+use crate::process::remote::DeleteProbe;
+use crate::process::session::Session;
+use crate::process::spawn::Tag;
+use crate::process::stderr::StderrTail;
+
 
 /// What a running generation holds.
 pub(super) struct Live {

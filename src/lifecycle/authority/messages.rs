@@ -1,7 +1,18 @@
 //! What travels between a `Handle` and its authority: the request messages, the
 //! reply, and why a request may get none.
 
-use super::*;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+
+use super::super::error::ServerError;
+use super::super::state::Intent;
+use super::super::summary::TeardownSummary;
+use crate::config::Timeout;
+
+use super::config::{CallOptions};
+use super::snapshot::{Snapshot};
 
 /// The answer to a transition request.
 #[derive(Debug, Clone)]

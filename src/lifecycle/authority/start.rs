@@ -1,7 +1,26 @@
 //! Starting a generation: spawn or connect, the handshake and tools/list under
 //! the connect deadline, and the teardown of a half start (L2, L3, L8).
 
-use super::*;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use super::super::core::{Ended, Started};
+use super::super::error::{ErrorKind, ErrorPhase, ServerError};
+use super::super::ledger::{LiveRecord};
+use super::super::state::Generation;
+use crate::config::Timeout;
+use crate::platform::ExitWatch;
+use crate::process::lineage::{Lineage, ProcId};
+use crate::process::remote::DeleteProbe;
+use crate::process::session::{Session, SessionError};
+use crate::process::spawn::{self, Tag};
+use crate::process::teardown::ExitKind;
+
+use super::actor::Actor;
+use super::config::{Endpoint};
+use super::live::{Live, LiveKind, LiveProcess};
+use super::messages::{ListedTool};
 
 impl Actor {
     /// Takes `generation` in the ledger before anything is spawned, so that it is
@@ -66,6 +85,7 @@ impl Actor {
                     tag,
                     &self.config.name,
                     self.config.stderr_log.as_deref(),
+                    &self.ctx.tracker,
                 ) {
                     Ok(s) => s,
                     Err(e) => return failed(spawn_error(&self.config.command_shown, &e), None),

@@ -1,7 +1,25 @@
 //! Stopping a generation: the verified teardown (L5), quarantine and its
 //! clearing (L7), and the durable notes of how a generation ended.
 
-use super::*;
+use std::time::{Duration, Instant};
+
+
+use super::super::core::{self as machine, Ended, Input};
+use super::super::error::{ErrorKind, ErrorPhase, ServerError};
+use super::super::events::millis;
+use super::super::ledger::{QuarantineRecord};
+use super::super::state::Generation;
+use super::super::summary::{Outcome, TeardownSummary};
+use crate::config::Timeout;
+use crate::process::remote::{DeleteOutcome, lost_session};
+use crate::process::session::Session;
+use crate::process::teardown::{self, Grace, TeardownReport};
+
+use super::actor::Actor;
+use super::live::{Live, LiveKind};
+
+/// How long a process whose session ended is given to be seen exiting.
+const EXIT_AFTER_EOF: Duration = Duration::from_millis(200);
 
 impl Actor {
     /// Looks for what is left of a quarantined generation and, with `kill`,

@@ -42,7 +42,7 @@ mod tests;
 
 /// What happened, as the core learns it.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Input {
+pub(crate) enum Input {
     /// A caller asks for a transition; `waited` is how long it queued (L12).
     /// `stale`: the last generation was started from another definition than
     /// the one a new generation would get (for [`Intent::Converge`]).
@@ -88,7 +88,7 @@ pub enum Input {
 
 /// How a launch ended.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Started {
+pub(crate) struct Started {
     pub generation: Generation,
     /// The main process (`None` for a remote server), or why the start failed.
     pub result: Result<Option<i32>, ServerError>,
@@ -100,7 +100,7 @@ pub struct Started {
 
 /// What a teardown or sweep found.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Ended {
+pub(crate) struct Ended {
     /// What could not be confirmed gone (L7, L13).
     pub leftover_pids: Vec<i32>,
     /// Why the teardown failed, when it did without leftovers (a session that
@@ -113,7 +113,7 @@ pub struct Ended {
 
 /// What the authority must do, in order.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Effect {
+pub(crate) enum Effect {
     /// Take `generation` in the ledger before anything is spawned (L3); answer
     /// [`Input::Reserved`]. Refused at once when the authority is interrupted.
     Reserve(Generation),
@@ -145,14 +145,14 @@ pub enum Effect {
 
 /// What a quarantine keeps: why, and which pids were left.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Quarantine {
+pub(crate) struct Quarantine {
     pub message: String,
     pub leftover_pids: Vec<i32>,
 }
 
 /// One recorded transition.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Transition {
+pub(crate) struct Transition {
     pub from: Phase,
     pub to: Phase,
     pub generation: Option<Generation>,
@@ -184,7 +184,7 @@ enum OpKind {
 /// One server's lifecycle: its state, its highest generation, its restart history
 /// and its timers.
 #[derive(Debug)]
-pub struct Core {
+pub(crate) struct Core {
     state: State,
     last_generation: Generation,
     supervision: Supervision,
@@ -208,7 +208,7 @@ impl Core {
     /// A core in `state` (stopped, or quarantined as an earlier holder left it),
     /// whose generations continue after `last_generation` (L3, L10), made at `now`,
     /// whose restart delays are spread by jitter drawn from `seed`.
-    pub fn new(
+    pub(crate) fn new(
         state: State,
         last_generation: Generation,
         supervision: Supervision,
@@ -230,39 +230,39 @@ impl Core {
         }
     }
 
-    pub fn state(&self) -> &State {
+    pub(crate) fn state(&self) -> &State {
         &self.state
     }
 
-    pub fn last_generation(&self) -> Generation {
+    pub(crate) fn last_generation(&self) -> Generation {
         self.last_generation
     }
 
     /// Restarts by the restart policy within the current window.
-    pub fn restarts(&self) -> u32 {
+    pub(crate) fn restarts(&self) -> u32 {
         self.history.count()
     }
 
-    pub fn retry_at(&self) -> Option<Instant> {
+    pub(crate) fn retry_at(&self) -> Option<Instant> {
         self.retry_at
     }
 
-    pub fn ping_at(&self) -> Option<Instant> {
+    pub(crate) fn ping_at(&self) -> Option<Instant> {
         self.ping_at
     }
 
     /// When the running server is due to be stopped for idleness.
-    pub fn idle_at(&self) -> Option<Instant> {
+    pub(crate) fn idle_at(&self) -> Option<Instant> {
         let idle = self.supervision.idle_timeout?;
         matches!(self.state, State::Running { .. }).then(|| self.last_used + idle)
     }
 
-    pub fn missed_pings(&self) -> u32 {
+    pub(crate) fn missed_pings(&self) -> u32 {
         self.missed_pings
     }
 
     /// Decides what `input` leads to.
-    pub fn step(&mut self, input: Input, now: Instant) -> Vec<Effect> {
+    pub(crate) fn step(&mut self, input: Input, now: Instant) -> Vec<Effect> {
         let mut out = Vec::new();
         match input {
             Input::Request {

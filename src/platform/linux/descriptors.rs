@@ -8,7 +8,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, sendmsg};
 use nix::sys::stat::{SFlag, fstat};
 
-use crate::platform::StreamKind;
+use crate::platform::portable::StreamKind;
 
 /// What `fd` is: a pipe (or FIFO), a socket, or anything else (a terminal, a
 /// file, `/dev/null`).

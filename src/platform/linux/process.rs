@@ -11,7 +11,7 @@ use nix::unistd::Pid;
 pub use nix::errno::Errno;
 pub use nix::sys::signal::Signal;
 
-use crate::platform::ExitKind;
+use crate::platform::portable::ExitKind;
 
 /// Sends `signal` to every process of group `pgid`. A group that is already empty
 /// is no error: there is nothing left to signal.
@@ -167,13 +167,32 @@ pub fn home_dir() -> Option<std::path::PathBuf> {
     Some(user.dir).filter(|d| d.is_absolute())
 }
 
+/// A signal is named as this system names it (`SIGKILL`).
+impl std::fmt::Display for ExitKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExitKind::Code(c) => write!(f, "exit code {c}"),
+            ExitKind::Signal(s) => match Signal::try_from(*s) {
+                Ok(sig) => write!(f, "killed by {}", sig.as_str()),
+                Err(_) => write!(f, "killed by signal {s}"),
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    #[test]
+    fn exit_kinds_read_well() {
+        assert_eq!(ExitKind::Code(3).to_string(), "exit code 3");
+        assert_eq!(ExitKind::Signal(9).to_string(), "killed by SIGKILL");
+    }
+
     // The children here are reaped by the functions under test, not by `wait`.
     #[test]
-    #[allow(clippy::zombie_processes)]
+    #[expect(clippy::zombie_processes, reason = "the function under test reaps the child")]
     fn an_exit_is_seen_unreaped_then_reaped() {
         let child = std::process::Command::new("sh")
             .args(["-c", "exit 7"])
@@ -185,7 +204,7 @@ mod tests {
             match exit_unreaped(pid) {
                 Some(exit) => break exit,
                 None if std::time::Instant::now() < deadline => {
-                    std::thread::sleep(std::time::Duration::from_millis(5))
+                    std::thread::sleep(std::time::Duration::from_millis(5));
                 }
                 None => panic!("exit not seen"),
             }
@@ -199,7 +218,7 @@ mod tests {
     }
 
     #[test]
-    #[allow(clippy::zombie_processes)]
+    #[expect(clippy::zombie_processes, reason = "the function under test reaps the child")]
     fn a_pinned_signal_goes_only_to_the_same_process() {
         let child = std::process::Command::new("sleep")
             .arg("30")

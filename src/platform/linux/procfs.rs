@@ -7,11 +7,11 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::platform::{ProcStat, Usage};
+use crate::platform::portable::{ProcStat, Usage};
 
 /// Parses the text of `/proc/PID/stat`. The command name (field 2) may contain
 /// spaces and parentheses, so fields are counted from the last `)`.
-pub fn parse_stat(text: &str) -> Option<ProcStat> {
+pub(super) fn parse_stat(text: &str) -> Option<ProcStat> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     let pid = text[..open].trim().parse().ok()?;
@@ -190,7 +190,7 @@ mod tests {
             match env_value(pid, "MCPFLEET_PLATFORM_PROBE") {
                 Some(v) => break Some(v),
                 None if std::time::Instant::now() < deadline => {
-                    std::thread::sleep(std::time::Duration::from_millis(5))
+                    std::thread::sleep(std::time::Duration::from_millis(5));
                 }
                 None => break None,
             }

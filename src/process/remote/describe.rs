@@ -3,12 +3,16 @@
 //! realm and scope of a challenge, and whether a server says it does not know a
 //! session. Pure text: nothing here does I/O.
 
-use super::*;
+use http::StatusCode;
+
+/// How much of an error body is shown.
+pub(super) const EXCERPT_CHARS: usize = 200;
+
 
 /// Whether a server's error text says that it does not know the session: the
 /// wording of the common SDKs ("Session not found", "No valid session ID
 /// provided", "Invalid or expired session ID").
-pub fn names_unknown_session(text: &str) -> bool {
+pub(crate) fn names_unknown_session(text: &str) -> bool {
     let text = text.to_ascii_lowercase();
     text.contains("session")
         && [
@@ -186,34 +190,6 @@ pub(super) fn challenge_params(text: &str) -> Vec<(String, String)> {
         params.push((name, value));
     }
     params
-}
-
-/// The values a server must never get to show back: every header value (and its
-/// longer words: a token without its `Bearer `), and the secrets a URL may carry
-/// (its user info and query values).
-pub(super) fn secrets_of(remote: &Remote) -> Vec<String> {
-    let mut secrets = Vec::new();
-    for (_, value) in &remote.headers {
-        secrets.push(value.clone());
-        secrets.extend(value.split_whitespace().map(str::to_owned));
-    }
-    if let Ok(url) = reqwest::Url::parse(&remote.url) {
-        secrets.extend(url.password().map(str::to_owned));
-        if !url.username().is_empty() {
-            secrets.push(url.username().to_owned());
-        }
-        if let Some(query) = url.query() {
-            secrets.push(query.to_owned());
-            secrets.extend(
-                query
-                    .split('&')
-                    .filter_map(|p| Some(p.split_once('=')?.1.to_owned())),
-            );
-        }
-    }
-    // Short values ("1", "Bearer") are not looked for; longer first, so that a
-    // value is replaced whole before its parts.
-    crate::process::redact::secrets(secrets.iter().map(String::as_str))
 }
 
 pub(super) fn redact(text: &str, secrets: &[String]) -> String {

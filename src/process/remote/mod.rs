@@ -39,7 +39,7 @@ mod describe;
 #[cfg(test)]
 mod tests;
 
-pub use describe::names_unknown_session;
+pub(crate) use describe::names_unknown_session;
 use describe::*;
 
 /// Where a remote server is and what to send with every request.
@@ -52,7 +52,7 @@ pub struct Remote {
 
 /// How the DELETE that ended a session went.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DeleteOutcome {
+pub(crate) enum DeleteOutcome {
     /// The server ended the session, or does not end sessions on request (405).
     Ended,
     /// The server had already ended the session: it no longer knows its id. Says
@@ -64,10 +64,10 @@ pub enum DeleteOutcome {
 
 /// How the DELETE that ends a session went: `None` while none was sent.
 #[derive(Clone, Default)]
-pub struct DeleteProbe(Arc<Mutex<Option<DeleteOutcome>>>);
+pub(crate) struct DeleteProbe(Arc<Mutex<Option<DeleteOutcome>>>);
 
 impl DeleteProbe {
-    pub fn outcome(&self) -> Option<DeleteOutcome> {
+    pub(crate) fn outcome(&self) -> Option<DeleteOutcome> {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
@@ -78,7 +78,7 @@ impl DeleteProbe {
 
 /// Fires when the server no longer knows the session, and says how it showed it.
 #[derive(Clone, Default)]
-pub struct SessionLoss {
+pub(crate) struct SessionLoss {
     how: Arc<Mutex<Option<String>>>,
     lost: CancellationToken,
 }
@@ -86,12 +86,12 @@ pub struct SessionLoss {
 impl SessionLoss {
     /// How the server showed that it no longer knows the session (`HTTP 404`, or
     /// what it answered), once it has.
-    pub fn how(&self) -> Option<String> {
+    pub(crate) fn how(&self) -> Option<String> {
         self.how.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Resolves once the session is lost.
-    pub async fn lost(&self) {
+    pub(crate) async fn lost(&self) {
         self.lost.cancelled().await;
     }
 
@@ -110,7 +110,7 @@ impl SessionLoss {
 }
 
 /// The words for a lost session.
-pub fn lost_session(how: &str) -> String {
+pub(crate) fn lost_session(how: &str) -> String {
     format!("the server no longer knows this session ({how})")
 }
 
@@ -126,7 +126,7 @@ impl Drop for LossSignal {
 
 /// What kind of HTTP failure an [`HttpFailure`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailureKind {
+pub(crate) enum FailureKind {
     /// The server no longer knows the session.
     SessionLost,
     /// 401 or 403: the server wants credentials, or other ones.
@@ -141,7 +141,7 @@ pub enum FailureKind {
 /// transport error, and found again with [`failure_in`].
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
-pub struct HttpFailure {
+pub(crate) struct HttpFailure {
     pub kind: FailureKind,
     pub message: String,
     /// For a lost session: fires the loss once this error is dropped.
@@ -149,7 +149,7 @@ pub struct HttpFailure {
 }
 
 /// The [`HttpFailure`] somewhere in the chain of `error`, if there is one.
-pub fn failure_in<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a HttpFailure> {
+pub(crate) fn failure_in<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a HttpFailure> {
     let mut current = Some(error);
     while let Some(e) = current {
         if let Some(f) = e.downcast_ref::<HttpFailure>() {
@@ -171,7 +171,7 @@ pub fn failure_in<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'
 /// reqwest's client, with the DELETE of the session made here and the answers
 /// rmcp would not name made into [`HttpFailure`]s.
 #[derive(Clone)]
-pub struct ObservedClient {
+pub(crate) struct ObservedClient {
     inner: reqwest::Client,
     probe: DeleteProbe,
     loss: SessionLoss,
@@ -182,7 +182,7 @@ pub struct ObservedClient {
 }
 
 impl ObservedClient {
-    pub fn new(remote: &Remote, probe: DeleteProbe, loss: SessionLoss) -> ObservedClient {
+    pub(crate) fn new(remote: &Remote, probe: DeleteProbe, loss: SessionLoss) -> ObservedClient {
         ObservedClient {
             inner: reqwest::Client::new(),
             probe,
@@ -424,9 +424,8 @@ impl ObservedClient {
 const LEGACY_PROBE_LIMIT: Duration = Duration::from_secs(3);
 const LEGACY_PROBE_BYTES: usize = 8 * 1024;
 
-/// How much of an error body is read, and how much of it is shown.
+/// How much of an error body is read ([`describe::EXCERPT_CHARS`] of it are shown).
 const BODY_READ_BYTES: usize = 8 * 1024;
-const EXCERPT_CHARS: usize = 200;
 
 type Headers = HashMap<HeaderName, HeaderValue>;
 type Error = StreamableHttpError<reqwest::Error>;
@@ -645,4 +644,32 @@ async fn read_prefix(mut response: reqwest::Response) -> String {
     }
     body.truncate(BODY_READ_BYTES);
     String::from_utf8_lossy(&body).into_owned()
+}
+
+/// The values a server must never get to show back: every header value (and its
+/// longer words: a token without its `Bearer `), and the secrets a URL may carry
+/// (its user info and query values).
+fn secrets_of(remote: &Remote) -> Vec<String> {
+    let mut secrets = Vec::new();
+    for (_, value) in &remote.headers {
+        secrets.push(value.clone());
+        secrets.extend(value.split_whitespace().map(str::to_owned));
+    }
+    if let Ok(url) = reqwest::Url::parse(&remote.url) {
+        secrets.extend(url.password().map(str::to_owned));
+        if !url.username().is_empty() {
+            secrets.push(url.username().to_owned());
+        }
+        if let Some(query) = url.query() {
+            secrets.push(query.to_owned());
+            secrets.extend(
+                query
+                    .split('&')
+                    .filter_map(|p| Some(p.split_once('=')?.1.to_owned())),
+            );
+        }
+    }
+    // Short values ("1", "Bearer") are not looked for; longer first, so that a
+    // value is replaced whole before its parts.
+    crate::process::redact::secrets(secrets.iter().map(String::as_str))
 }

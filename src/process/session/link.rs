@@ -40,7 +40,7 @@ pub trait Pending: Send {
     fn answered(self: Box<Self>, answer: Answer<'_>);
 }
 
-pub type Waiter = Box<dyn Pending>;
+pub(crate) type Waiter = Box<dyn Pending>;
 
 /// Pass-through requests to one generation's session (see the module comment).
 #[derive(Clone)]
@@ -259,7 +259,7 @@ fn push_token(q: &mut Vec<u8>, id: u64) {
 }
 
 /// Appends `text` as a JSON string.
-pub fn push_json_string(q: &mut Vec<u8>, text: &str) {
+pub(crate) fn push_json_string(q: &mut Vec<u8>, text: &str) {
     // Serializing a string into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *q, text);
 }

@@ -13,7 +13,7 @@
 //! The server's stdout is read through a guard that bounds what a server can cost
 //! the supervisor, and is read on after the session ends (`stdout.rs`).
 
-#![allow(deprecated)]
+#![expect(deprecated, reason = "roots and sampling are deprecated by the 2026 protocol but still spoken by servers")]
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,10 +38,10 @@ use tokio_util::sync::CancellationToken;
 
 mod link;
 mod stdout;
-pub mod wire;
+pub(crate) mod wire;
 
-pub use link::{Answer, Link, Pending, Waiter, push_json_string};
-pub use stdout::{DROPPED_REPORT_EVERY, MAX_MESSAGE_BYTES};
+pub(crate) use link::{Answer, Link, Pending, Waiter, push_json_string};
+pub(crate) use stdout::MAX_MESSAGE_BYTES;
 use stdout::{EndSignal, StdoutGuard, Violation};
 
 /// mcpfleet's side of an MCP session. List changes and progress go to the
@@ -50,7 +50,7 @@ use stdout::{EndSignal, StdoutGuard, Violation};
 /// answers them (and `roots/list`). Without one, rmcp's default handlers answer
 /// `ping` and `roots/list` (with no roots), and refuse sampling and elicitation.
 #[derive(Clone, Default)]
-pub struct FleetClient {
+pub(crate) struct FleetClient {
     listener: Option<Arc<dyn Listener>>,
 }
 
@@ -174,7 +174,7 @@ impl ClientHandler for FleetClient {
 
 /// Why a session could not be set up or used.
 #[derive(Debug, thiserror::Error)]
-pub enum SessionError {
+pub(crate) enum SessionError {
     /// The server closed its output before or during the handshake.
     #[error("the server closed the connection during the handshake: {0}")]
     Closed(String),
@@ -209,7 +209,7 @@ impl SessionError {
 }
 
 /// An initialized MCP session.
-pub struct Session {
+pub(crate) struct Session {
     service: RunningService<RoleClient, FleetClient>,
     /// Why the server's stdout was cut off, once a limit has been exceeded.
     violation: Violation,
@@ -227,7 +227,7 @@ impl Session {
     /// (its stdin). Unbounded by itself: the caller wraps it in the connect deadline,
     /// and dropping the future closes stdin. Once the session is over, stdout is
     /// still read (and discarded) until `drain_until` fires or the server closes it.
-    pub async fn initialize<R>(
+    pub(crate) async fn initialize<R>(
         output: R,
         input: tokio::process::ChildStdin,
         drain_until: CancellationToken,
@@ -277,7 +277,7 @@ impl Session {
 
     /// Runs the initialize handshake with a remote server over streamable HTTP.
     /// `probe` learns how the DELETE that ends the session goes.
-    pub async fn initialize_http(
+    pub(crate) async fn initialize_http(
         remote: &crate::process::remote::Remote,
         probe: crate::process::remote::DeleteProbe,
         listener: Option<Arc<dyn Listener>>,
@@ -332,14 +332,14 @@ impl Session {
     }
 
     /// The server's name and version as it announced them.
-    pub fn server_info(&self) -> Option<String> {
+    pub(crate) fn server_info(&self) -> Option<String> {
         let info = self.service.peer().peer_info()?;
         let server = info.server_info.as_ref()?;
         Some(format!("{} {}", server.name, server.version))
     }
 
     /// All tools, following pagination.
-    pub async fn list_tools(&self) -> Result<Vec<Tool>, SessionError> {
+    pub(crate) async fn list_tools(&self) -> Result<Vec<Tool>, SessionError> {
         let listed = self.service.peer().list_all_tools().await;
         listed.map_err(|e| match self.violation.get() {
             Some(why) => SessionError::Protocol(why),
@@ -351,7 +351,7 @@ impl Session {
     /// closed its stdout, or it was cut off for exceeding a limit (rmcp's service
     /// loop drops the transport when it ends, and with it the reader that signals
     /// this). Over HTTP: the server no longer knows the session.
-    pub async fn ended(&self) {
+    pub(crate) async fn ended(&self) {
         match &self.loss {
             Some(loss) => loss.lost().await,
             None => self.ended.cancelled().await,
@@ -360,12 +360,12 @@ impl Session {
 
     /// How a remote server showed that it no longer knows the session (`HTTP 404`,
     /// or what it answered), once it has.
-    pub fn lost(&self) -> Option<String> {
+    pub(crate) fn lost(&self) -> Option<String> {
         self.loss.as_ref().and_then(|l| l.how())
     }
 
     /// Why the session was cut off by a limit on what the server writes, if it was.
-    pub fn violation(&self) -> Option<String> {
+    pub(crate) fn violation(&self) -> Option<String> {
         self.violation.get()
     }
 
@@ -373,25 +373,25 @@ impl Session {
     /// closes the server's stdin (or, over HTTP, sends the DELETE that ends the
     /// session). Bounded by `limit`; past it the session is dropped, which cancels
     /// it all the same. True when it ended within the limit.
-    pub async fn close(mut self, limit: Duration) -> bool {
+    pub(crate) async fn close(mut self, limit: Duration) -> bool {
         matches!(self.service.close_with_timeout(limit).await, Ok(Some(_)))
     }
 
     /// A handle for requests made outside the authority (`tools`, `call`): they
     /// fail at once when the session is closed, so a torn-down server never leaves
     /// a caller hanging.
-    pub fn peer(&self) -> Peer<RoleClient> {
+    pub(crate) fn peer(&self) -> Peer<RoleClient> {
         self.service.peer().clone()
     }
 
     /// Where requests beside rmcp's go, as bytes: stdio sessions only.
-    pub fn link(&self) -> Option<Link> {
+    pub(crate) fn link(&self) -> Option<Link> {
         self.link.clone()
     }
 }
 
 /// An MCP `ping`; unbounded by itself (the caller adds the health timeout).
-pub async fn ping(peer: &Peer<RoleClient>) -> Result<(), SessionError> {
+pub(crate) async fn ping(peer: &Peer<RoleClient>) -> Result<(), SessionError> {
     use rmcp::model::{ClientRequest, PingRequest, ServerResult};
     match peer
         .send_request(ClientRequest::PingRequest(PingRequest::default()))
@@ -404,12 +404,12 @@ pub async fn ping(peer: &Peer<RoleClient>) -> Result<(), SessionError> {
 }
 
 /// All tools of the server behind `peer`.
-pub async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, SessionError> {
+pub(crate) async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, SessionError> {
     peer.list_all_tools().await.map_err(request_error)
 }
 
 /// Calls `tool` with `arguments` (a JSON object) and returns the result as JSON.
-pub async fn call_tool(
+pub(crate) async fn call_tool(
     peer: &Peer<RoleClient>,
     tool: &str,
     arguments: Option<serde_json::Map<String, serde_json::Value>>,

@@ -22,10 +22,10 @@ use tokio_util::sync::CancellationToken;
 /// supervisor accepts: the same as rmcp's default for stdio and its limit of one
 /// event over streamable HTTP, so that what is accepted over one transport is
 /// accepted over the other. A longer line ends the session.
-pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// How often, at most, the count of dropped non-JSON lines is logged.
-pub const DROPPED_REPORT_EVERY: Duration = Duration::from_secs(10);
+pub(crate) const DROPPED_REPORT_EVERY: Duration = Duration::from_secs(10);
 
 /// How much of a dropped line is shown in the log.
 const PREVIEW_BYTES: usize = 120;

@@ -90,7 +90,7 @@ impl Sink for Box<dyn Sink> {
 }
 
 /// Whole lines on their way to one peer (see the module comment).
-pub struct Outbox {
+pub(crate) struct Outbox {
     state: Mutex<State>,
     /// Wakes the outbox's task: it has bytes to carry on with, or the outbox closed.
     wake: Notify,
@@ -146,7 +146,7 @@ impl Outbox {
     /// stream does not take at once. The task ends once the outbox is closed and
     /// what was queued is written (or [`FLUSH_AFTER_CLOSE`] has passed), or when
     /// a write fails; the sink is dropped then, which closes the stream.
-    pub fn spawn(sink: impl Sink) -> Arc<Outbox> {
+    pub(crate) fn spawn(sink: impl Sink) -> Arc<Outbox> {
         let outbox = Arc::new(Outbox {
             state: Mutex::new(State {
                 queued: Vec::new(),
@@ -168,7 +168,7 @@ impl Outbox {
     /// Queues what `fill` appends to the queue, which must be whole lines, and
     /// writes it (at the end of the [`deferred`] scope, within one); false (and
     /// nothing queued) once the outbox is closed.
-    pub fn send_with(self: &Arc<Self>, fill: impl FnOnce(&mut Vec<u8>)) -> bool {
+    pub(crate) fn send_with(self: &Arc<Self>, fill: impl FnOnce(&mut Vec<u8>)) -> bool {
         let mut state = lock(&self.state);
         if state.closed {
             return false;
@@ -256,26 +256,26 @@ impl Outbox {
     }
 
     /// Closes the outbox: what was queued is still written, nothing more is taken.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         lock(&self.state).closed = true;
         self.closed.cancel();
         self.wake.notify_one();
     }
 
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         lock(&self.state).closed
     }
 
     /// Resolves once the outbox is closed and its stream let go of: what was
     /// queued is written, or was given up after [`FLUSH_AFTER_CLOSE`].
-    pub async fn finished(&self) {
-        self.finished.cancelled().await
+    pub(crate) async fn finished(&self) {
+        self.finished.cancelled().await;
     }
 
     /// The outbox as an `AsyncWrite`, for rmcp's transport. Dropping it, or
     /// shutting it down, closes the outbox: rmcp closing its session closes the
     /// stream, whoever else holds the outbox.
-    pub fn writer(self: &Arc<Outbox>) -> OutboxWriter {
+    pub(crate) fn writer(self: &Arc<Outbox>) -> OutboxWriter {
         OutboxWriter {
             outbox: self.clone(),
             partial: Vec::new(),
@@ -371,7 +371,7 @@ thread_local! {
 
 /// Runs `f`, and writes what it queued in any outbox once it returns, once per
 /// outbox: the lines that one read brings go out together.
-pub fn deferred<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn deferred<T>(f: impl FnOnce() -> T) -> T {
     /// Restores the outer scope and writes, also when `f` panics.
     struct Scope(Option<Vec<Arc<Outbox>>>);
     impl Drop for Scope {
@@ -390,7 +390,7 @@ pub fn deferred<T>(f: impl FnOnce() -> T) -> T {
 /// rmcp's side of an [`Outbox`]. Only whole lines are queued: bytes after the
 /// last newline wait for the rest of their line, so that a line of rmcp's and one
 /// of the gateway's never interleave, however rmcp splits its writes.
-pub struct OutboxWriter {
+pub(crate) struct OutboxWriter {
     outbox: Arc<Outbox>,
     partial: Vec<u8>,
 }
@@ -435,7 +435,7 @@ impl Drop for OutboxWriter {
 }
 
 /// What looks at each whole line of a peer's stream before rmcp does.
-pub trait Hook: Send {
+pub(crate) trait Hook: Send {
     /// True when the hook took `line` (its newline removed): rmcp never sees it.
     /// Called in the middle of a read, so it must not wait for anything.
     fn take(&mut self, line: &[u8]) -> bool;
@@ -447,7 +447,7 @@ pub trait Hook: Send {
 /// A peer's stream with every whole line offered to a [`Hook`] first (see the
 /// module comment). A line longer than `max` is not offered: it is passed on as
 /// it comes, and rmcp's own limit deals with it.
-pub struct Intercepted<R> {
+pub(crate) struct Intercepted<R> {
     inner: R,
     hook: Box<dyn Hook>,
     max: usize,
@@ -464,7 +464,7 @@ pub struct Intercepted<R> {
 }
 
 impl<R> Intercepted<R> {
-    pub fn new(inner: R, max: usize, hook: Box<dyn Hook>) -> Intercepted<R> {
+    pub(crate) fn new(inner: R, max: usize, hook: Box<dyn Hook>) -> Intercepted<R> {
         Intercepted {
             inner,
             hook,
