@@ -55,7 +55,7 @@ pub use os::{boot_id, env_value, has_children, hostname, own_cmdline, own_usage,
 
 // Processes: exits, signals, reaping, sessions, the subreaper, who we are.
 pub use os::{
-    Errno, ExitWatch, Forked, Signal, become_subreaper, detach_into_new_session, euid,
+    Errno, ExitWatch, Forked, Signal, become_subreaper, detach_into_new_session, is_subreaper, euid,
     exit_unreaped, fork, home_dir, ignore_interrupts, parent_pid, process_group_id, reap_if_exited,
     session_id, signal_group, signal_pinned, uid, wait_for_exit,
 };

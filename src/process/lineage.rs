@@ -590,7 +590,13 @@ pub(crate) fn become_subreaper() {
 /// are reaped one by one by pid, never with `waitpid(-1)`, which would steal the
 /// exit status of the leaders that tokio waits on. A leader leads its own group in
 /// our session and is registered as a lineage root; anything else is an orphan.
+/// A process that is not a subreaper adopts no orphans, and its other children
+/// are waited on by whoever started them (a test harness's `Child`, say): it
+/// reaps nothing, so no pid it does not own is freed for reuse under its owner.
 pub(crate) fn reap_orphans(table: &Table) {
+    if !platform::is_subreaper() {
+        return;
+    }
     let me = std::process::id() as i32;
     let dead: Vec<&ProcStat> = table
         .procs()
@@ -653,4 +659,28 @@ fn former_members() -> HashSet<i32> {
         );
     }
     pids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reap_orphans;
+    use crate::process::table::Table;
+
+    /// A process that is not a subreaper leaves its dead children to whoever
+    /// started them: a harness's `Child` still collects its own exit status
+    /// (reaping it here would free its pid for reuse under its owner).
+    #[test]
+    fn a_process_that_is_not_a_subreaper_reaps_none_of_its_children() {
+        assert!(!crate::platform::is_subreaper(), "the test runner is no subreaper");
+        let mut child = std::process::Command::new("true").spawn().expect("spawn true");
+        let pid = child.id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while crate::platform::stat(pid).is_some_and(|s| s.is_alive()) {
+            assert!(std::time::Instant::now() < deadline, "true did not exit");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        reap_orphans(&Table::scan());
+        assert!(crate::platform::stat(pid).is_some(), "reaped by reap_orphans");
+        assert!(child.wait().expect("its owner waits for it").success());
+    }
 }

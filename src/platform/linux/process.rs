@@ -99,6 +99,11 @@ pub fn become_subreaper() -> Result<(), Errno> {
     nix::sys::prctl::set_child_subreaper(true)
 }
 
+/// Whether this process is a child subreaper (false when it cannot be told).
+pub fn is_subreaper() -> bool {
+    nix::sys::prctl::get_child_subreaper().unwrap_or(false)
+}
+
 /// Which side of a [`fork`] this is.
 pub enum Forked {
     Child,
