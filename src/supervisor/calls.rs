@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Answer, Response, Shared};
+use super::answer::{Answer, Response};
+use super::handle::FleetHandle;
 use crate::host::{self, Unnamed};
 use crate::lifecycle::authority::{CallOptions, Handle, NotRunning};
 use crate::lifecycle::error::ErrorKind;
@@ -60,19 +61,19 @@ async fn ensure_running(
 }
 
 /// The authority of the server named `name`, or the usage error that it is none.
-fn named(shared: &Shared, name: &str) -> Result<Handle, String> {
-    shared
+fn named(fleet: &FleetHandle, name: &str) -> Result<Handle, String> {
+    fleet
         .select(&[name.to_owned()], Unnamed::All)
         .map(|mut handles| handles.remove(0))
 }
 
-pub async fn tools(shared: &Shared, server: Option<String>, options: CallOptions) -> Response {
+pub async fn tools(fleet: &FleetHandle, server: Option<String>, options: CallOptions) -> Response {
     let handles: Vec<Handle> = match &server {
-        Some(name) => match named(shared, name) {
+        Some(name) => match named(fleet, name) {
             Ok(h) => vec![h],
             Err(message) => return Response::Error { message },
         },
-        None => shared.handles(),
+        None => fleet.handles(),
     };
     // Peers are taken in fleet order; the lists are then asked for all at once.
     let mut peers = Vec::new();
@@ -137,20 +138,21 @@ pub async fn tools(shared: &Shared, server: Option<String>, options: CallOptions
 }
 
 pub async fn call(
-    shared: &Shared,
+    fleet: &FleetHandle,
     server: &str,
     tool: &str,
     arguments: Option<serde_json::Map<String, Value>>,
     timeout_ms: Option<u64>,
     options: CallOptions,
 ) -> Response {
-    let handle = match named(shared, server) {
+    let handle = match named(fleet, server) {
         Ok(h) => h,
         Err(message) => return Response::Error { message },
     };
     let started = std::time::Instant::now();
     let (response, outcome) = call_once(&handle, tool, arguments, timeout_ms, options).await;
-    shared
+    fleet
+        .fixed
         .events
         .metrics
         .called(server, outcome, started.elapsed());
