@@ -202,7 +202,7 @@ impl Roster {
                         fixed.gateway.join(held.slot, held.member(), &fixed.tracker);
                     } else {
                         fixed.gateway
-                            .expose(held.slot, exposure(spec), spec.enabled, &fixed.tracker);
+                            .expose(held.slot, exposure(spec), spec.enabled);
                     }
                     held
                 }
@@ -234,7 +234,7 @@ impl Roster {
         for mut held in old {
             if !std::mem::replace(&mut held.orphaned, true) {
                 tracing::info!(server = %held.spec.name, "no longer in the fleet file: orphaned");
-                fixed.gateway.leave(held.slot, &fixed.tracker);
+                fixed.gateway.leave(held.slot);
             }
             servers.push(held);
         }
