@@ -23,7 +23,7 @@ use super::member::{Exposure, Member, Scope};
 use super::names;
 use super::relay::{Asking, InFlightCalls};
 use crate::lifecycle::Generation;
-use crate::lifecycle::authority::{CallOptions, NotRunning};
+use crate::lifecycle::authority::CallOptions;
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::process::notice::{Asked, Listener, Notice};
 
@@ -668,13 +668,6 @@ impl Gateway {
         let member = self.member(index).ok_or_else(|| {
             ServerError::new(ErrorKind::Protocol, ErrorPhase::Request, "no such server")
         })?;
-        let stopped_again = || {
-            ServerError::new(
-                ErrorKind::ConnectFailed,
-                ErrorPhase::Running,
-                "the server stopped right after it started",
-            )
-        };
         if self.holding.load(Ordering::Relaxed) {
             return match member.handle.peer().await {
                 Ok(Some(p)) => Ok(p),
@@ -685,17 +678,9 @@ impl Gateway {
                 )),
             };
         }
-        member
-            .handle
-            .running(self.start_options)
+        crate::host::start_then_reach(&member.handle, self.start_options)
             .await
-            .map_err(|e| match e {
-                NotRunning::NotStarted(started) => match *started {
-                    Ok(reply) => reply.result.err().unwrap_or_else(stopped_again),
-                    Err(e) => ServerError::new(ErrorKind::Busy, ErrorPhase::Request, e.to_string()),
-                },
-                NotRunning::StoppedAgain => stopped_again(),
-            })
+            .map_err(crate::host::Unreached::into_error)
     }
 }
 

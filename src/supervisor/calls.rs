@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::answer::{Answer, Response};
 use super::handle::FleetHandle;
 use crate::host::{self, Unnamed};
-use crate::lifecycle::authority::{CallOptions, Handle, NotRunning};
+use crate::lifecycle::authority::{CallOptions, Handle};
 use crate::lifecycle::error::ErrorKind;
 use crate::lifecycle::state::Intent;
 use crate::metrics::CallOutcome;
@@ -34,16 +34,20 @@ fn failed(command: &str, server: &str, kind: ErrorKind, message: String) -> Resp
     reply(CallReport::failed(command, server, kind, message))
 }
 
-/// Starts `handle` if it is not running and returns its peer, or the response that
-/// says why it could not be started.
+/// Starts `handle` if it is not running and returns its peer ("start, then
+/// call", `host::start_then_reach`), or the response that says why it could
+/// not be reached.
 async fn ensure_running(
     command: &str,
     handle: &Handle,
     options: CallOptions,
 ) -> Result<(u64, rmcp::service::Peer<rmcp::service::RoleClient>), Response> {
-    match handle.running(options).await {
-        Ok(p) => Ok(p),
-        Err(NotRunning::NotStarted(started)) => {
+    let unreached = match host::start_then_reach(handle, options).await {
+        Ok(p) => return Ok(p),
+        Err(unreached) => unreached,
+    };
+    match unreached.start() {
+        Ok(started) => {
             let line = ServerReport::of_reply(handle.name(), *started, Intent::Start, false);
             let code = Code::StartFailed.max(Code::from_i32(line.exit_code));
             let body = CallBody::NotStarted {
@@ -51,12 +55,7 @@ async fn ensure_running(
             };
             Err(reply(CallReport::new(command, code, body)))
         }
-        Err(NotRunning::StoppedAgain) => Err(failed(
-            command,
-            handle.name(),
-            ErrorKind::ConnectFailed,
-            "the server stopped right after it started".into(),
-        )),
+        Err(e) => Err(failed(command, handle.name(), e.kind, e.message)),
     }
 }
 

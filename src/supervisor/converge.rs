@@ -43,7 +43,7 @@ pub async fn up(fleet: &FleetHandle, up: Up, tx: &mpsc::UnboundedSender<String>)
         watched.extend(orphans.iter().cloned());
     }
     let (to_start, to_stop) = (starts.clone(), orphans.clone());
-    let (started, stopped) = streaming(&fleet.fixed.events, &watched, tx, move |_| async move {
+    let (started, stopped) = streaming(&fleet.fixed.events, &fleet.fixed.tracker, &watched, tx, move |_| async move {
         let starting = host::request_all(&to_start, Intent::Converge, options, |_| {});
         let stopping = async {
             match remove {

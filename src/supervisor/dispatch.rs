@@ -246,7 +246,7 @@ async fn change(
     if whole_fleet_down {
         gateway.hold_starts(true);
     }
-    let replies = streaming(&fleet.fixed.events, &handles, tx, |handles| async move {
+    let replies = streaming(&fleet.fixed.events, &fleet.fixed.tracker, &handles, tx, |handles| async move {
         host::request_all(&handles, intent, options, |_| {}).await
     })
     .await;

@@ -67,7 +67,10 @@ pub async fn serve(
     let mut accept_errors = crate::gateway::bounds::AcceptErrors::default();
     let stop_sweeping = tokio_util::sync::CancellationToken::new();
     let _sweeping = stop_sweeping.clone().drop_guard();
-    tokio::spawn(crate::process::lineage::keep_current(stop_sweeping));
+    fleet
+        .fixed
+        .tracker
+        .spawn(crate::process::lineage::keep_current(stop_sweeping));
     loop {
         let view = fleet.view();
         // An open HTTP door keeps the supervisor, as a server does (docs/design.md §14).
@@ -314,7 +317,7 @@ async fn handle_connection(
     // Lines to the client go through one writer task; a client that went away only
     // stops the writing, never the request (L6).
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-    let writer = tokio::spawn(async move {
+    let writer = fleet.fixed.tracker.spawn(async move {
         while let Some(line) = rx.recv().await {
             if write.write_all(line.as_bytes()).await.is_err() {
                 break;

@@ -2,6 +2,7 @@
 
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
+use tokio_util::task::TaskTracker;
 
 use super::answer::Response;
 use super::events::EventLog;
@@ -12,9 +13,10 @@ use crate::protocol;
 
 /// Runs `work` on `handles` while streaming their events to the client: every
 /// event of a request is recorded before its reply (L12), so what is queued when
-/// `work` ends is all of it.
+/// `work` ends is all of it. The forwarding is a task of `tracker`.
 pub async fn streaming<F, Fut, T>(
     events: &EventLog,
+    tracker: &TaskTracker,
     handles: &[Handle],
     tx: &mpsc::UnboundedSender<String>,
     work: F,
@@ -27,7 +29,7 @@ where
     let watched: Vec<String> = handles.iter().map(|h| h.name().to_owned()).collect();
     let forward_tx = tx.clone();
     let (done_tx, mut done_rx) = tokio::sync::oneshot::channel::<()>();
-    let forward = tokio::spawn(async move {
+    let forward = tracker.spawn(async move {
         let send = |event: Event| {
             if watched.contains(&event.server) {
                 let event = EventReport::from(&event);
