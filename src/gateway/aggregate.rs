@@ -83,7 +83,8 @@ pub struct Gateway {
     prompt_catalog: Mutex<Option<Catalog<Prompt>>>,
     /// Where calls are counted.
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
-    /// The client sessions' queues of notifications.
+    /// The gateway's own tasks: the client sessions' queues of notifications,
+    /// the notices of abandoned calls.
     tasks: TaskTracker,
 }
 
@@ -374,6 +375,12 @@ impl Gateway {
             .member(index)
             .map_or_else(String::new, |m| m.handle.name().to_owned());
         super::relay::relay(&self.journal, &self.calls, index, &server, asked).await
+    }
+
+    /// The gateway's own tasks (the clients' queues, the notices of abandoned
+    /// calls).
+    pub(super) fn tasks(&self) -> &TaskTracker {
+        &self.tasks
     }
 
     /// Writes a line to the gateway's log.

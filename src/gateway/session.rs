@@ -204,6 +204,7 @@ impl ClientSession {
         let mut abandoned = Abandoned {
             peer,
             id: Some(call.id.clone()),
+            tasks: self.gateway.tasks().clone(),
         };
         let response = tokio::select! {
             r = call.await_response() => r,
@@ -269,6 +270,8 @@ impl Drop for CallMeter<'_> {
 struct Abandoned {
     peer: Peer<RoleClient>,
     id: Option<RequestId>,
+    /// Where the notice is sent from.
+    tasks: tokio_util::task::TaskTracker,
 }
 
 impl Drop for Abandoned {
@@ -282,9 +285,10 @@ impl Drop for Abandoned {
             Some("the gateway's client no longer waits for the answer".into()),
         );
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
+            let notify = async move {
                 let _ = peer.notify_cancelled(cancelled).await;
-            });
+            };
+            self.tasks.spawn_on(notify, &runtime);
         }
     }
 }
