@@ -1,16 +1,66 @@
 //! What every host of authorities shares: `check`, which runs them in the CLI
 //! process, and the supervisor (docs/design.md §3). Which servers a command is
 //! about, one intent sent to many authorities with the replies kept in fleet
-//! order, and the ladder of Ctrl-C: the first interrupts, the second escalates,
-//! the third exits.
+//! order, "start, then call" (how `call`, `tools SERVER` and the gateway reach
+//! a server), and the ladder of Ctrl-C: the first interrupts, the second
+//! escalates, the third exits.
 
 use std::future::Future;
 
 use tokio::task::JoinSet;
 
 use crate::config::{Fleet, ServerSpec};
-use crate::lifecycle::authority::{CallOptions, Handle, Reply, RequestError};
+use rmcp::service::{Peer, RoleClient};
+
+use crate::lifecycle::Generation;
+use crate::lifecycle::authority::{CallOptions, Handle, NotRunning, Reply, RequestError};
+use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::state::Intent;
+
+/// "Start, then call" (G2): the running generation's peer of `handle`'s
+/// server, which is started first (a start request to its authority, L1 to
+/// L13 apply) when it is not running.
+pub async fn start_then_reach(
+    handle: &Handle,
+    options: CallOptions,
+) -> Result<(Generation, Peer<RoleClient>), Unreached> {
+    handle.running(options).await.map_err(Unreached)
+}
+
+/// Why [`start_then_reach`] could not reach a server.
+pub struct Unreached(NotRunning);
+
+impl Unreached {
+    /// The outcome of the start request, when the start is what failed (a
+    /// report shows it as the server's line); else, the server having started
+    /// and stopped again, that as an error of the server.
+    pub fn start(self) -> Result<Box<Result<Reply, RequestError>>, ServerError> {
+        match self.0 {
+            NotRunning::NotStarted(started) => Ok(started),
+            NotRunning::StoppedAgain => Err(stopped_again()),
+        }
+    }
+
+    /// Why, as one error of the server (what the gateway answers its client).
+    pub fn into_error(self) -> ServerError {
+        match self.start() {
+            Ok(started) => match *started {
+                Ok(reply) => reply.result.err().unwrap_or_else(stopped_again),
+                Err(e) => ServerError::new(ErrorKind::Busy, ErrorPhase::Request, e.to_string()),
+            },
+            Err(e) => e,
+        }
+    }
+}
+
+/// A server that started, and stopped again before its peer was read.
+fn stopped_again() -> ServerError {
+    ServerError::new(
+        ErrorKind::ConnectFailed,
+        ErrorPhase::Running,
+        "the server stopped right after it started",
+    )
+}
 
 /// What `up --foreground` asks of the supervisor it runs in the terminal. `R` is
 /// the report of the start, whose type this module does not know.

@@ -22,22 +22,20 @@ use std::time::Instant;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ErrorCode, ErrorData, RequestId, ResultType,
 };
-use rmcp::service::{Peer, RoleServer, ServiceError};
+use rmcp::service::ServiceError;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::session::failed;
-use super::{Gateway, Scope, lock};
+use super::aggregate::Gateway;
+use super::member::Scope;
+use super::session::{Opened, failed};
 use crate::lifecycle::Generation;
 use crate::metrics::CallOutcome;
 use crate::process::session::wire::{Hook, Outbox};
 use crate::process::session::{Answer, Link, Pending, Waiter, push_json_string};
 
-/// A client session once initialized: its id, and its peer (where servers'
-/// requests during its calls go).
-pub struct Opened {
-    pub id: u64,
-    pub peer: Peer<RoleServer>,
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Why a server is told that a pass-through call was cancelled.

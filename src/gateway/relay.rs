@@ -13,7 +13,8 @@
 //! every version the gateway and its servers speak still has them.
 #![expect(deprecated, reason = "roots and sampling are deprecated by the 2026 protocol but spoken by every version we serve")]
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::model::{CancelledNotificationParam, GetExtensions};
 use rmcp::model::{
@@ -23,11 +24,23 @@ use rmcp::model::{
 use rmcp::service::{OriginatingRequestId, Peer, PeerRequestOptions, RoleServer};
 use serde_json::json;
 
-use super::{Gateway, lock};
+use super::journal::Journal;
 use crate::process::notice::Asked;
 
+/// Clients' calls in flight, oldest first: where servers' requests go.
+#[derive(Default)]
+pub(super) struct InFlightCalls {
+    /// The next call's key.
+    next: AtomicU64,
+    calls: Mutex<Vec<InFlight>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A client's call in flight to a server: where that server's requests go.
-pub(super) struct InFlight {
+struct InFlight {
     key: u64,
     server: usize,
     /// Our request to the server.
@@ -41,14 +54,14 @@ pub(super) struct InFlight {
 
 /// Forgets a call once it is answered or abandoned.
 pub(super) struct Asking {
-    gateway: std::sync::Weak<Gateway>,
+    calls: Weak<InFlightCalls>,
     key: u64,
 }
 
 impl Drop for Asking {
     fn drop(&mut self) {
-        if let Some(gateway) = self.gateway.upgrade() {
-            lock(&gateway.in_flight).retain(|c| c.key != self.key);
+        if let Some(calls) = self.calls.upgrade() {
+            lock(&calls.calls).retain(|c| c.key != self.key);
         }
     }
 }
@@ -77,31 +90,31 @@ fn missing(
     }
 }
 
-impl Gateway {
-    /// A request of a server's that the gateway answers with an error, logged.
-    fn refused(&self, server: &str, method: &str, why: String) -> ErrorData {
-        self.note(format_args!(
-            "server {server} asked {method}: refused ({why})"
-        ));
-        ErrorData::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            format!("server `{server}` asked `{method}`, which no client can answer: {why}"),
-            Some(json!({ "server": server, "method": method })),
-        )
-    }
+/// A request of a server's that the gateway answers with an error, logged.
+fn refused(journal: &Journal, server: &str, method: &str, why: String) -> ErrorData {
+    journal.line(format_args!(
+        "server {server} asked {method}: refused ({why})"
+    ));
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("server `{server}` asked `{method}`, which no client can answer: {why}"),
+        Some(json!({ "server": server, "method": method })),
+    )
+}
 
+impl InFlightCalls {
     /// Notes a client's call to server `index` (`ours` is our request to it,
     /// `theirs` the client's to us) until the returned guard drops.
     pub(super) fn asking(
-        self: &std::sync::Arc<Gateway>,
+        self: &Arc<InFlightCalls>,
         index: usize,
         ours: RequestId,
         client: Peer<RoleServer>,
         theirs: RequestId,
         session: u64,
     ) -> Asking {
-        let key = self.next_call.fetch_add(1, Ordering::Relaxed);
-        lock(&self.in_flight).push(InFlight {
+        let key = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        lock(&self.calls).push(InFlight {
             key,
             server: index,
             ours,
@@ -110,87 +123,88 @@ impl Gateway {
             session,
         });
         Asking {
-            gateway: std::sync::Arc::downgrade(self),
+            calls: Arc::downgrade(self),
             key,
         }
     }
+}
 
-    /// Answers server `index`'s request of its client: relayed to the client
-    /// whose call caused it, or answered here.
-    pub(super) async fn relay(
-        &self,
-        index: usize,
-        asked: Asked,
-    ) -> Result<ClientResult, ErrorData> {
-        let server = self
-            .member(index)
-            .map_or_else(String::new, |m| m.handle.name().to_owned());
-        let method = method_of(&asked.request);
-        let caller = {
-            let in_flight = lock(&self.in_flight);
-            let mut calls = in_flight.iter().filter(|c| c.server == index);
-            let call = match &asked.origin {
-                Some(origin) => calls.find(|c| &c.ours == origin),
-                None => calls.next_back(),
-            };
-            call.map(|c| (c.client.clone(), c.theirs.clone(), c.session))
+/// Answers server `index`'s (named `server`) request of its client: relayed to
+/// the client whose call caused it, or answered here.
+pub(super) async fn relay(
+    journal: &Journal,
+    calls: &InFlightCalls,
+    index: usize,
+    server: &str,
+    asked: Asked,
+) -> Result<ClientResult, ErrorData> {
+    let method = method_of(&asked.request);
+    let caller = {
+        let in_flight = lock(&calls.calls);
+        let mut calls = in_flight.iter().filter(|c| c.server == index);
+        let call = match &asked.origin {
+            Some(origin) => calls.find(|c| &c.ours == origin),
+            None => calls.next_back(),
         };
-        let roots = matches!(asked.request, ServerRequest::ListRootsRequest(_));
-        let Some((client, theirs, session)) = caller else {
-            if roots {
-                self.note(format_args!(
-                    "server {server} asked {method}: answered with no roots (no client's call to it is in flight)"
-                ));
-                return Ok(ClientResult::ListRootsResult(ListRootsResult::default()));
-            }
-            return Err(self.refused(
-                &server,
-                method,
-                "no client's call to it is in flight".into(),
+        call.map(|c| (c.client.clone(), c.theirs.clone(), c.session))
+    };
+    let roots = matches!(asked.request, ServerRequest::ListRootsRequest(_));
+    let Some((client, theirs, session)) = caller else {
+        if roots {
+            journal.line(format_args!(
+                "server {server} asked {method}: answered with no roots (no client's call to it is in flight)"
             ));
-        };
-        let caps = client
-            .peer_info()
-            .map(|i| i.capabilities.clone())
-            .unwrap_or_default();
-        if let Some(capability) = missing(&caps, &asked.request) {
-            if roots {
-                self.note(format_args!(
-                    "server {server} asked {method}: answered with no roots (session {session} did not declare `roots`)"
-                ));
-                return Ok(ClientResult::ListRootsResult(ListRootsResult::default()));
-            }
-            return Err(self.refused(
-                &server,
-                method,
-                format!("the client whose call it serves did not declare `{capability}`"),
-            ));
+            return Ok(ClientResult::ListRootsResult(ListRootsResult::default()));
         }
-        self.note(format_args!(
-            "server {server} asked {method}: relayed to session {session}"
+        return Err(refused(
+            journal,
+            server,
+            method,
+            "no client's call to it is in flight".into(),
         ));
-        let mut request = asked.request;
-        // Over HTTP, on the response stream of the client's call.
-        request
-            .extensions_mut()
-            .insert(OriginatingRequestId(theirs));
-        let handle = client
-            .send_request_with_option(request, PeerRequestOptions::no_options())
-            .await
-            .map_err(|e| gone(&server, method, &e.to_string()))?;
-        let id = handle.id.clone();
-        tokio::select! {
-            answer = handle.await_response() => answer.map_err(|e| match e {
-                rmcp::service::ServiceError::McpError(e) => e,
-                other => gone(&server, method, &other.to_string()),
-            }),
-            _ = asked.cancelled.cancelled() => {
-                let why = format!("server `{server}` cancelled its request");
-                let _ = client
-                    .notify_cancelled(CancelledNotificationParam::new(Some(id), Some(why.clone())))
-                    .await;
-                Err(ErrorData::internal_error(why, None))
-            }
+    };
+    let caps = client
+        .peer_info()
+        .map(|i| i.capabilities.clone())
+        .unwrap_or_default();
+    if let Some(capability) = missing(&caps, &asked.request) {
+        if roots {
+            journal.line(format_args!(
+                "server {server} asked {method}: answered with no roots (session {session} did not declare `roots`)"
+            ));
+            return Ok(ClientResult::ListRootsResult(ListRootsResult::default()));
+        }
+        return Err(refused(
+            journal,
+            server,
+            method,
+            format!("the client whose call it serves did not declare `{capability}`"),
+        ));
+    }
+    journal.line(format_args!(
+        "server {server} asked {method}: relayed to session {session}"
+    ));
+    let mut request = asked.request;
+    // Over HTTP, on the response stream of the client's call.
+    request
+        .extensions_mut()
+        .insert(OriginatingRequestId(theirs));
+    let handle = client
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await
+        .map_err(|e| gone(server, method, &e.to_string()))?;
+    let id = handle.id.clone();
+    tokio::select! {
+        answer = handle.await_response() => answer.map_err(|e| match e {
+            rmcp::service::ServiceError::McpError(e) => e,
+            other => gone(server, method, &other.to_string()),
+        }),
+        _ = asked.cancelled.cancelled() => {
+            let why = format!("server `{server}` cancelled its request");
+            let _ = client
+                .notify_cancelled(CancelledNotificationParam::new(Some(id), Some(why.clone())))
+                .await;
+            Err(ErrorData::internal_error(why, None))
         }
     }
 }

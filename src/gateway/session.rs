@@ -20,7 +20,9 @@ use rmcp::service::{
 };
 use serde_json::json;
 
-use super::{Gateway, Opened};
+use super::aggregate::Gateway;
+use super::catalog::Listing;
+use super::member::Scope;
 use crate::lifecycle::Generation;
 use crate::lifecycle::error::ServerError;
 use crate::metrics::CallOutcome;
@@ -28,6 +30,13 @@ use crate::metrics::CallOutcome;
 /// The JSON-RPC error code of a server that cannot serve a request (the range
 /// -32000 to -32099 is the implementation's own); `data.kind` says why.
 pub const SERVER_UNAVAILABLE: i32 = -32001;
+
+/// A client session once initialized: its id, and its peer (where servers'
+/// requests during its calls go).
+pub struct Opened {
+    pub id: u64,
+    pub peer: Peer<RoleServer>,
+}
 
 /// One client's session with the gateway.
 pub struct ClientSession {
@@ -42,9 +51,6 @@ pub struct ClientSession {
     /// flight are answered cancelled at once.
     ended: tokio_util::sync::CancellationToken,
 }
-
-/// The servers a session sees, by index; all when `None`.
-pub type Scope = Option<Arc<[usize]>>;
 
 impl ClientSession {
     pub fn new(gateway: Arc<Gateway>, door: &'static str) -> ClientSession {
@@ -121,7 +127,7 @@ impl ClientSession {
 impl ClientSession {
     /// One page of every server's items of a list that keeps its servers' names
     /// (resources and their templates keep their URIs).
-    async fn listed<T: super::Listing>(
+    async fn listed<T: Listing>(
         &self,
         request: Option<PaginatedRequestParams>,
     ) -> Result<(Vec<T>, Option<String>), ErrorData> {
@@ -189,14 +195,16 @@ impl ClientSession {
         );
         let _progress = context.meta.get_progress_token().map(|token| {
             let client = context.peer.clone();
+            let session = self.id().unwrap_or_default();
             self.gateway
-                .route_progress(route.server, &call.progress_token, client, token)
+                .route_progress(route.server, &call.progress_token, session, client, token)
         });
         // Dropping the call before its answer (the client cancelled it, or its
         // session ended) sends the server `notifications/cancelled`.
         let mut abandoned = Abandoned {
             peer,
             id: Some(call.id.clone()),
+            tasks: self.gateway.tasks().clone(),
         };
         let response = tokio::select! {
             r = call.await_response() => r,
@@ -262,6 +270,8 @@ impl Drop for CallMeter<'_> {
 struct Abandoned {
     peer: Peer<RoleClient>,
     id: Option<RequestId>,
+    /// Where the notice is sent from.
+    tasks: tokio_util::task::TaskTracker,
 }
 
 impl Drop for Abandoned {
@@ -275,9 +285,10 @@ impl Drop for Abandoned {
             Some("the gateway's client no longer waits for the answer".into()),
         );
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
+            let notify = async move {
                 let _ = peer.notify_cancelled(cancelled).await;
-            });
+            };
+            self.tasks.spawn_on(notify, &runtime);
         }
     }
 }

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Answer, Response, Shared};
+use super::answer::{Answer, Response};
+use super::handle::FleetHandle;
 use crate::host::{self, Unnamed};
-use crate::lifecycle::authority::{CallOptions, Handle, NotRunning};
+use crate::lifecycle::authority::{CallOptions, Handle};
 use crate::lifecycle::error::ErrorKind;
 use crate::lifecycle::state::Intent;
 use crate::metrics::CallOutcome;
@@ -33,16 +34,20 @@ fn failed(command: &str, server: &str, kind: ErrorKind, message: String) -> Resp
     reply(CallReport::failed(command, server, kind, message))
 }
 
-/// Starts `handle` if it is not running and returns its peer, or the response that
-/// says why it could not be started.
+/// Starts `handle` if it is not running and returns its peer ("start, then
+/// call", `host::start_then_reach`), or the response that says why it could
+/// not be reached.
 async fn ensure_running(
     command: &str,
     handle: &Handle,
     options: CallOptions,
 ) -> Result<(u64, rmcp::service::Peer<rmcp::service::RoleClient>), Response> {
-    match handle.running(options).await {
-        Ok(p) => Ok(p),
-        Err(NotRunning::NotStarted(started)) => {
+    let unreached = match host::start_then_reach(handle, options).await {
+        Ok(p) => return Ok(p),
+        Err(unreached) => unreached,
+    };
+    match unreached.start() {
+        Ok(started) => {
             let line = ServerReport::of_reply(handle.name(), *started, Intent::Start, false);
             let code = Code::StartFailed.max(Code::from_i32(line.exit_code));
             let body = CallBody::NotStarted {
@@ -50,29 +55,24 @@ async fn ensure_running(
             };
             Err(reply(CallReport::new(command, code, body)))
         }
-        Err(NotRunning::StoppedAgain) => Err(failed(
-            command,
-            handle.name(),
-            ErrorKind::ConnectFailed,
-            "the server stopped right after it started".into(),
-        )),
+        Err(e) => Err(failed(command, handle.name(), e.kind, e.message)),
     }
 }
 
 /// The authority of the server named `name`, or the usage error that it is none.
-fn named(shared: &Shared, name: &str) -> Result<Handle, String> {
-    shared
+fn named(fleet: &FleetHandle, name: &str) -> Result<Handle, String> {
+    fleet
         .select(&[name.to_owned()], Unnamed::All)
         .map(|mut handles| handles.remove(0))
 }
 
-pub async fn tools(shared: &Shared, server: Option<String>, options: CallOptions) -> Response {
+pub async fn tools(fleet: &FleetHandle, server: Option<String>, options: CallOptions) -> Response {
     let handles: Vec<Handle> = match &server {
-        Some(name) => match named(shared, name) {
+        Some(name) => match named(fleet, name) {
             Ok(h) => vec![h],
             Err(message) => return Response::Error { message },
         },
-        None => shared.handles(),
+        None => fleet.handles(),
     };
     // Peers are taken in fleet order; the lists are then asked for all at once.
     let mut peers = Vec::new();
@@ -137,20 +137,21 @@ pub async fn tools(shared: &Shared, server: Option<String>, options: CallOptions
 }
 
 pub async fn call(
-    shared: &Shared,
+    fleet: &FleetHandle,
     server: &str,
     tool: &str,
     arguments: Option<serde_json::Map<String, Value>>,
     timeout_ms: Option<u64>,
     options: CallOptions,
 ) -> Response {
-    let handle = match named(shared, server) {
+    let handle = match named(fleet, server) {
         Ok(h) => h,
         Err(message) => return Response::Error { message },
     };
     let started = std::time::Instant::now();
     let (response, outcome) = call_once(&handle, tool, arguments, timeout_ms, options).await;
-    shared
+    fleet
+        .fixed
         .events
         .metrics
         .called(server, outcome, started.elapsed());

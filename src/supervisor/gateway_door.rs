@@ -1,55 +1,28 @@
 //! The supervisor's side of the gateway (docs/design.md §14): it creates the one
-//! aggregation with the authorities, serves a `connect` client over its control
-//! connection, and opens the HTTP door for `serve`.
+//! aggregation with the authorities, and serves a `connect` client over its
+//! control connection. The HTTP door for `serve` is the fleet task's
+//! (`http_door.rs`).
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use serde::Serialize;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio_util::task::TaskTracker;
 
-use super::server::{call_options, dispatch};
-use super::{EventLog, Response, Shared};
+use super::answer::{Response, call_options};
+use super::dispatch::dispatch;
+use super::events::{EventLog, SessionLine};
+use super::handle::FleetHandle;
+use super::roster::{PAGE_SIZE, exposure};
 use crate::config::Fleet;
-use crate::gateway::{ClientSession, Gateway, Journal, Member, PassThrough, SessionEvent, http};
+use crate::gateway::{ClientSession, Gateway, Journal, Member, PassThrough, SessionEvent};
 use crate::host::Unnamed;
 use crate::lifecycle::authority::Handle;
 use crate::lifecycle::events::rfc3339;
 use crate::process::session::MAX_MESSAGE_BYTES;
 use crate::process::session::wire::{Intercepted, Outbox, OutboxWriter, Sink};
 use crate::protocol::{self, Deadlines, Op};
-
-/// Where `serve` listens unless told otherwise.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:7077";
-
-/// Items per page of the gateway's lists.
-pub const PAGE_SIZE: usize = 500;
-
-/// The HTTP door, once open.
-#[derive(Debug, Clone)]
-pub struct Listening {
-    pub addr: SocketAddr,
-    /// The file that holds the token (`None`: the token came from the fleet file).
-    pub token_file: Option<PathBuf>,
-    /// Closes the door; a child of the supervisor's shutdown.
-    pub stop: tokio_util::sync::CancellationToken,
-}
-
-/// A gateway client session opening or closing, as a line of the event log.
-#[derive(Debug, Serialize)]
-pub struct SessionLine {
-    pub time: String,
-    /// `session-opened` or `session-closed`.
-    pub gateway: &'static str,
-    pub session: u64,
-    pub door: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub client: Option<String>,
-}
 
 /// The gateway of `fleet`, whose client sessions are recorded in `events`.
 pub fn new(fleet: &Fleet, events: Arc<EventLog>, journal: Journal) -> Arc<Gateway> {
@@ -88,7 +61,7 @@ pub fn attach(gateway: &Arc<Gateway>, fleet: &Fleet, handles: &[Handle], tracker
         .zip(handles)
         .map(|(spec, handle)| Member {
             handle: handle.clone(),
-            exposure: super::roster::exposure(spec),
+            exposure: exposure(spec),
             enabled: spec.enabled,
         })
         .collect();
@@ -101,16 +74,17 @@ pub fn attach(gateway: &Arc<Gateway>, fleet: &Fleet, handles: &[Handle], tracker
 /// stdout when `connect` hands them over (`handover.rs`), else on the same
 /// connection.
 pub async fn stdio(
-    shared: &Shared,
+    fleet: &FleetHandle,
     reader: BufReader<OwnedReadHalf>,
     mut write: OwnedWriteHalf,
     servers: Vec<String>,
     deadlines: Deadlines,
     handover: bool,
 ) {
-    let scope = match shared.select(&servers, Unnamed::Enabled) {
+    let scope = match fleet.select(&servers, Unnamed::Enabled) {
         Ok(handles) => {
-            let roster = shared.roster();
+            let view = fleet.view();
+            let roster = &view.roster;
             handles
                 .iter()
                 .filter_map(|h| roster.held(h.name()).map(|held| held.slot))
@@ -134,7 +108,7 @@ pub async fn stdio(
         dry_run: false,
         remove_orphans: false,
     };
-    let response = dispatch(up, shared, &tx).await;
+    let response = dispatch(up, fleet, &tx).await;
     if write
         .write_all(protocol::encode(&response).as_bytes())
         .await
@@ -144,12 +118,12 @@ pub async fn stdio(
     }
     // Without names the session sees the whole fleet, as it changes (docs/design.md
     // §15): servers added to the fleet file later too.
-    let session = ClientSession::new(shared.gateway.clone(), "stdio");
+    let session = ClientSession::new(fleet.fixed.gateway.clone(), "stdio");
     let session = match servers_named {
         true => session.scoped(scope),
         false => session,
     };
-    let shutdown = shared.shutdown.clone();
+    let shutdown = fleet.fixed.shutdown.clone();
     if !handover {
         let input = super::handover::Input(Box::new(reader));
         return serve(shutdown, session, input, Box::new(write), None).await;
@@ -159,7 +133,7 @@ pub async fn stdio(
         Ok(h) => serve(shutdown, session, h.input, h.output, Some(h.control)).await,
         Err(e) => {
             tracing::warn!(error = %e, "gateway: a client's stdin and stdout were not handed over");
-            shared.gateway.note(format_args!(
+            fleet.fixed.gateway.note(format_args!(
                 "a `connect` did not hand over its stdin and stdout: {e}"
             ));
         }
@@ -226,144 +200,4 @@ async fn run(
         _ = running.waiting() => {}
         _ = shutdown.cancelled() => cancel.cancel(),
     }
-}
-
-/// Opens the HTTP door at `listen` (or the fleet's `gateway.listen`, or
-/// [`DEFAULT_LISTEN`]), or says where it is open already. Done under the door's
-/// lock from the check to the record, with no await between, so that of two
-/// `serve` requests one opens the door and the other finds it open.
-pub fn open_http(shared: &Shared, listen: Option<String>) -> Result<Listening, String> {
-    let config = &shared.fleet().gateway;
-    let wanted: SocketAddr = match listen {
-        Some(text) => text
-            .parse()
-            .map_err(|_| format!("usage: `{text}` is not an address:port to listen on"))?,
-        None => config
-            .listen
-            .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("the default address parses")),
-    };
-    let mut door = shared.http.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(open) = door.clone() {
-        if open.addr == wanted || wanted.port() == 0 {
-            return Ok(open);
-        }
-        return Err(format!(
-            "the gateway already listens at {}; `down` closes it",
-            open.addr
-        ));
-    }
-    let cannot = |e: std::io::Error| format!("cannot listen at {wanted}: {e}");
-    let listener = std::net::TcpListener::bind(wanted).map_err(cannot)?;
-    listener.set_nonblocking(true).map_err(cannot)?;
-    let listener = tokio::net::TcpListener::from_std(listener).map_err(cannot)?;
-    let addr = listener.local_addr().map_err(cannot)?;
-    let (token, token_file) = door_token(shared)?;
-    let stop = shared.shutdown.child_token();
-    let caps = shared.caps();
-    http::serve(
-        shared.gateway.clone(),
-        listener,
-        token.into(),
-        config.origins.clone(),
-        Some(shared.scrape()),
-        caps.gateway,
-        stop.clone(),
-        &shared.tracker,
-    );
-    let open = Listening {
-        addr,
-        token_file,
-        stop,
-    };
-    tracing::info!(url = http::url(addr), "gateway listening");
-    shared
-        .gateway
-        .note(format_args!("HTTP door open at {}", http::url(addr)));
-    *door = Some(open.clone());
-    Ok(open)
-}
-
-/// The caps of both HTTP doors, fitted within the open-files limit.
-#[derive(Debug, Clone, Copy)]
-pub struct DoorCaps {
-    pub gateway: http::Caps,
-    /// Open connections of the metrics' own door.
-    pub metrics: usize,
-}
-
-impl Shared {
-    /// The caps the fleet file asks for (or the defaults), fitted so that both
-    /// doors full at once leave the servers' descriptors and a reserve for the
-    /// control socket below the open-files limit (docs/design.md §10). A cap cut
-    /// to fit is said in the gateway's log.
-    pub fn caps(&self) -> DoorCaps {
-        use crate::gateway::bounds;
-        let fleet = self.fleet();
-        let wanted = [
-            fleet
-                .gateway
-                .max_connections
-                .unwrap_or(bounds::GATEWAY_CONNECTIONS),
-            fleet
-                .metrics
-                .max_connections
-                .unwrap_or(bounds::METRICS_CONNECTIONS),
-        ];
-        let room = self.files.for_doors(fleet.servers.len());
-        let fitted = crate::process::limits::fit(&wanted, room);
-        if fitted != wanted {
-            self.gateway.note(format_args!(
-                "the open-files limit ({}) leaves the HTTP doors room for {room} connections: \
-                 at most {} on the gateway's, {} on the metrics' (asked: {}, {})",
-                self.files.soft, fitted[0], fitted[1], wanted[0], wanted[1]
-            ));
-        }
-        DoorCaps {
-            gateway: http::Caps {
-                connections: fitted[0],
-                sessions: fleet.gateway.max_sessions.unwrap_or(bounds::SESSIONS),
-            },
-            metrics: fitted[1],
-        }
-    }
-}
-
-/// The bearer token of the HTTP doors (the gateway's, the metrics'): the fleet
-/// file's (`${env:NAME}`) wins; else one is kept, 0600, in the state directory,
-/// whose path comes with it.
-pub fn door_token(shared: &Shared) -> Result<(String, Option<PathBuf>), String> {
-    match &shared.fleet().gateway.token {
-        Some(text) => Ok((text.value.clone(), None)),
-        None => {
-            let file = shared.dir.root().join("gateway.token");
-            let token = token(&file).map_err(|e| {
-                format!(
-                    "cannot create the gateway's token in {}: {e}",
-                    file.display()
-                )
-            })?;
-            Ok((token, Some(file)))
-        }
-    }
-}
-
-/// The token in `path`, created (0600, 32 random bytes) when there is none.
-fn token(path: &std::path::Path) -> std::io::Result<String> {
-    use std::io::Write;
-    match crate::state::read_nofollow(path) {
-        Ok(bytes) => {
-            let text = String::from_utf8_lossy(&bytes).trim().to_owned();
-            if !text.is_empty() {
-                return Ok(text);
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
-    let token = http::new_token()?;
-    let mut f = crate::state::open_rw(path)?;
-    f.set_len(0)?;
-    f.write_all(token.as_bytes())?;
-    f.sync_data()?;
-    Ok(token)
 }

@@ -13,7 +13,9 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::Shared;
+use super::doors::{caps, door_token};
+use super::fixed::Fixed;
+use crate::config::Fleet;
 use crate::gateway::http as door;
 use crate::metrics::http::{PATH, Render, answer, not_found};
 
@@ -25,81 +27,73 @@ pub struct MetricsDoor {
     stop: CancellationToken,
 }
 
-impl Shared {
-    /// Opens, moves or closes the metrics door to match `metrics.listen`. A door
-    /// that cannot open is a warning in `supervisor.log` and `gateway.log`: the
-    /// servers are not held up for it.
-    pub fn follow_metrics_listen(&self) {
-        let wanted = self.fleet().metrics.listen;
-        let mut door = self.metrics_door.lock().unwrap_or_else(|p| p.into_inner());
-        if door.as_ref().map(|d| d.wanted) == wanted {
-            return;
+/// Opens, moves or closes `door` to match `fleet`'s `metrics.listen`. A door
+/// that cannot open is a warning in `supervisor.log` and `gateway.log`: the
+/// servers are not held up for it.
+pub fn follow(fixed: &Fixed, fleet: &Fleet, door: &mut Option<MetricsDoor>, scrape: &Render) {
+    let wanted = fleet.metrics.listen;
+    if door.as_ref().map(|d| d.wanted) == wanted {
+        return;
+    }
+    if let Some(open) = door.take() {
+        open.stop.cancel();
+        tracing::info!(addr = %open.addr, "metrics: door closed");
+        fixed
+            .gateway
+            .note(format_args!("metrics door at {} closed", open.addr));
+    }
+    let Some(wanted) = wanted else { return };
+    match open(fixed, fleet, wanted, scrape.clone()) {
+        Ok(open) => {
+            tracing::info!(addr = %open.addr, "metrics: serving /metrics");
+            fixed.gateway.note(format_args!(
+                "metrics door open at http://{}/metrics",
+                open.addr
+            ));
+            *door = Some(open);
         }
-        if let Some(open) = door.take() {
-            open.stop.cancel();
-            tracing::info!(addr = %open.addr, "metrics: door closed");
-            self.gateway
-                .note(format_args!("metrics door at {} closed", open.addr));
-        }
-        let Some(wanted) = wanted else { return };
-        match self.open_metrics(wanted) {
-            Ok(open) => {
-                tracing::info!(addr = %open.addr, "metrics: serving /metrics");
-                self.gateway.note(format_args!(
-                    "metrics door open at http://{}/metrics",
-                    open.addr
-                ));
-                *door = Some(open);
-            }
-            Err(e) => {
-                tracing::warn!("metrics: {e}");
-                self.gateway.note(format_args!("metrics door: {e}"));
-            }
+        Err(e) => {
+            tracing::warn!("metrics: {e}");
+            fixed.gateway.note(format_args!("metrics door: {e}"));
         }
     }
+}
 
-    fn open_metrics(&self, wanted: SocketAddr) -> Result<MetricsDoor, String> {
-        let cannot = |e: std::io::Error| format!("cannot listen at {wanted}: {e}");
-        let listener = std::net::TcpListener::bind(wanted).map_err(cannot)?;
-        listener.set_nonblocking(true).map_err(cannot)?;
-        let listener = tokio::net::TcpListener::from_std(listener).map_err(cannot)?;
-        let addr = listener.local_addr().map_err(cannot)?;
-        let (token, _) = super::gateway_door::door_token(self)?;
-        let stop = self.shutdown.child_token();
-        let door = door::Door {
-            name: "metrics",
-            key: "metrics.max_connections",
-            cap: self.caps().metrics,
-            journal: self.gateway.clone(),
-        };
-        serve(
-            listener,
-            token.into(),
-            self.scrape(),
-            door,
-            stop.clone(),
-            &self.tracker,
-        );
-        Ok(MetricsDoor { wanted, addr, stop })
-    }
+fn open(
+    fixed: &Fixed,
+    fleet: &Fleet,
+    wanted: SocketAddr,
+    scrape: Render,
+) -> Result<MetricsDoor, String> {
+    let cannot = |e: std::io::Error| format!("cannot listen at {wanted}: {e}");
+    let listener = std::net::TcpListener::bind(wanted).map_err(cannot)?;
+    listener.set_nonblocking(true).map_err(cannot)?;
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(cannot)?;
+    let addr = listener.local_addr().map_err(cannot)?;
+    let (token, _) = door_token(fixed, fleet)?;
+    let stop = fixed.shutdown.child_token();
+    let door = door::Door {
+        name: "metrics",
+        key: "metrics.max_connections",
+        cap: caps(fixed, fleet).metrics,
+        journal: fixed.gateway.clone(),
+    };
+    serve(
+        listener,
+        token.into(),
+        scrape,
+        door,
+        stop.clone(),
+        &fixed.tracker,
+    );
+    Ok(MetricsDoor { wanted, addr, stop })
+}
 
-    /// Closes the metrics door, if open: the supervisor is leaving.
-    pub fn close_metrics(&self) {
-        let open = self
-            .metrics_door
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(open) = open {
-            open.stop.cancel();
-            tracing::info!(addr = %open.addr, "metrics: door closed");
-        }
-    }
-
-    /// Where the metrics door listens, if open.
-    pub fn metrics_addr(&self) -> Option<SocketAddr> {
-        let door = self.metrics_door.lock().unwrap_or_else(|p| p.into_inner());
-        door.as_ref().map(|d| d.addr)
+/// Closes the metrics door, if open: the supervisor is leaving.
+pub fn close(door: &mut Option<MetricsDoor>) {
+    if let Some(open) = door.take() {
+        open.stop.cancel();
+        tracing::info!(addr = %open.addr, "metrics: door closed");
     }
 }
 

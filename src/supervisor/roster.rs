@@ -1,14 +1,16 @@
 //! The supervisor's servers: the fleet file as it last took it up, and the
 //! authority of every server that file named, orphans included (docs/design.md
 //! §15). A request that carries the fleet file brings the roster to it first
-//! ([`Shared::take_up`]): an authority for each added server, a new
+//! (the fleet task's `take_up`): an authority for each added server, a new
 //! configuration for each changed one, orphans marked and no longer offered by
 //! the gateway. That starts, restarts and stops nothing: only `up` converges
 //! (`converge.rs`), and a server's lifecycle changes only through its authority.
+//! The fleet task (`fleet.rs`) owns the roster and publishes a copy of it after
+//! each change; nothing else writes it.
 
 use std::sync::Arc;
 
-use super::Shared;
+use super::fixed::Fixed;
 use crate::state::ServerRecord;
 use crate::state::StateDir;
 use crate::config::{Definition, Fleet, ServerSpec, changed_settings};
@@ -19,7 +21,11 @@ use crate::lifecycle::ledger::Ledger;
 use crate::lifecycle::state::Phase;
 use crate::protocol::{FileVersion, FleetSource};
 
+/// Items per page of the gateway's lists, unless the fleet file says otherwise.
+pub const PAGE_SIZE: usize = 500;
+
 /// The fleet file as last taken up, and every server held.
+#[derive(Clone)]
 pub struct Roster {
     pub fleet: Fleet,
     /// The request's fleet file it was last taken up from (`None`: read by the
@@ -44,6 +50,7 @@ impl Roster {
 }
 
 /// A server the supervisor holds.
+#[derive(Clone)]
 pub struct Held {
     /// The spec its authority was last given.
     pub spec: ServerSpec,
@@ -115,7 +122,10 @@ impl Roster {
         self.servers.iter().find(|h| h.spec.name == name)
     }
 
-    /// See [`Shared::select`].
+    /// The authorities of the servers a request is about: the named ones (each
+    /// must be held: in the fleet file, or an orphan), or with no names the
+    /// file's enabled ones (`Unnamed::Enabled`) or every one held, orphans
+    /// included (`Unnamed::All`). An unknown name is a usage error.
     pub fn select(&self, names: &[String], unnamed: Unnamed) -> Result<Vec<Handle>, String> {
         if names.is_empty() {
             return Ok(self
@@ -164,52 +174,16 @@ pub fn load(source: &FleetSource) -> Result<Fleet, String> {
         .map_err(|e| format!("usage: {e}"))
 }
 
-impl Shared {
-    /// Brings the roster to the fleet file a request carries (nothing without
-    /// one, or when it is the file last taken up). Starts, restarts and stops
-    /// nothing.
-    pub fn take_up(&self, source: Option<&FleetSource>) -> Result<(), String> {
-        let Some(source) = source else {
-            return Ok(());
-        };
-        if self.roster().source.as_ref() == Some(source) {
-            return Ok(());
-        }
-        let file = load(source)?;
-        {
-            let mut roster = self.roster();
-            if let Some(kept) = roster.newer_than(source) {
-                kept_newer(source, &kept);
-                return Ok(());
-            }
-            self.sync(&mut roster, file, Some(source.clone()));
-        }
-        self.follow_metrics_listen();
-        Ok(())
-    }
-
-    /// The fleet file a request carries, validated: the roster's own when it is
-    /// the file last taken up (validating it again would cost every request as
-    /// much as the first).
-    pub fn read_file(&self, source: &FleetSource) -> Result<Fleet, String> {
-        {
-            let roster = self.roster();
-            if roster.source.as_ref() == Some(source) {
-                return Ok(roster.fleet.clone());
-            }
-        }
-        load(source)
-    }
-
-    /// Brings `roster` to `file`: each added server gets an authority and a place
+impl Roster {
+    /// Brings the roster to `file`: each added server gets an authority and a place
     /// in the gateway; each server whose spec changed gets its new configuration
     /// (settings at once, the definition for its next generation) and its new
     /// exposure in the gateway; a server no longer in the file is orphaned and
     /// leaves the gateway; an orphan back in the file is held again as it is.
     /// `source` is the request's file it came from (kept as is when `None`).
-    pub fn sync(&self, roster: &mut Roster, file: Fleet, source: Option<FleetSource>) {
-        let mut servers: Vec<Held> = Vec::with_capacity(roster.servers.len());
-        let mut old = std::mem::take(&mut roster.servers);
+    pub fn sync(&mut self, fixed: &Fixed, file: Fleet, source: Option<FleetSource>) {
+        let mut servers: Vec<Held> = Vec::with_capacity(self.servers.len());
+        let mut old = std::mem::take(&mut self.servers);
         for spec in &file.servers {
             let held = match old.iter().position(|h| h.spec.name == spec.name) {
                 Some(i) => {
@@ -219,23 +193,23 @@ impl Shared {
                     if changed {
                         held.handle.configure(ServerConfig::from_spec(
                             spec,
-                            Some(self.dir.server_log(&spec.name)),
+                            Some(fixed.dir.server_log(&spec.name)),
                         ));
                     }
                     held.spec = spec.clone();
                     if std::mem::replace(&mut held.orphaned, false) {
                         tracing::info!(server = %spec.name, "back in the fleet file");
-                        self.gateway.join(held.slot, held.member(), &self.tracker);
+                        fixed.gateway.join(held.slot, held.member(), &fixed.tracker);
                     } else {
-                        self.gateway
-                            .expose(held.slot, exposure(spec), spec.enabled, &self.tracker);
+                        fixed.gateway
+                            .expose(held.slot, exposure(spec), spec.enabled);
                     }
                     held
                 }
                 None => {
                     tracing::info!(server = %spec.name, "added to the fleet file");
-                    let slot = self.gateway.slot();
-                    let rec = self
+                    let slot = fixed.gateway.slot();
+                    let rec = fixed
                         .state
                         .snapshot()
                         .servers
@@ -246,12 +220,12 @@ impl Shared {
                         spec.clone(),
                         slot,
                         rec,
-                        &self.dir,
-                        &self.gateway,
-                        &self.state,
-                        &self.authorities,
+                        &fixed.dir,
+                        &fixed.gateway,
+                        &fixed.state,
+                        &fixed.authorities,
                     );
-                    self.gateway.join(slot, held.member(), &self.tracker);
+                    fixed.gateway.join(slot, held.member(), &fixed.tracker);
                     held
                 }
             };
@@ -260,43 +234,42 @@ impl Shared {
         for mut held in old {
             if !std::mem::replace(&mut held.orphaned, true) {
                 tracing::info!(server = %held.spec.name, "no longer in the fleet file: orphaned");
-                self.gateway.leave(held.slot, &self.tracker);
+                fixed.gateway.leave(held.slot);
             }
             servers.push(held);
         }
-        self.events.set_rotation(file.supervisor.rotation);
+        fixed.events.set_rotation(file.supervisor.rotation);
         crate::state::rotation::set_supervisor_log_rotation(file.supervisor.rotation);
-        self.gateway.set_page_size(
+        fixed.gateway.set_page_size(
             file.gateway
                 .page_size
-                .unwrap_or(super::gateway_door::PAGE_SIZE),
+                .unwrap_or(PAGE_SIZE),
         );
-        self.gateway.set_meta(file.gateway.meta);
+        fixed.gateway.set_meta(file.gateway.meta);
         // The copy that `down`, `status`, `logs` and `events` use if the file
         // goes away is the file the supervisor now runs (docs/design.md §3).
         if let Some(source) = &source
             && let Err(error) = crate::state::record_fleet(
-                self.dir.root(),
+                fixed.dir.root(),
                 &file.file,
                 &crate::config::recordable(&file.file, &source.text),
             )
         {
             tracing::warn!(%error, "cannot record the fleet file in the state directory");
         }
-        roster.servers = servers;
-        roster.fleet = file;
+        self.servers = servers;
+        self.fleet = file;
         if let Some(source) = source {
-            roster.version = source.version;
-            roster.source = Some(source);
+            self.version = source.version;
+            self.source = Some(source);
         }
     }
 
     /// Forgets the orphans among `names` that are at rest (stopped or failed):
     /// their authorities end once no request holds them. A quarantined orphan
     /// stays, so that its quarantine stays visible (L7).
-    pub fn forget_orphans(&self, names: &[String]) {
-        let mut roster = self.roster();
-        roster.servers.retain(|h| {
+    pub fn forget_orphans(&mut self, names: &[String]) {
+        self.servers.retain(|h| {
             let at_rest = matches!(h.handle.published().state, Phase::Stopped | Phase::Failed);
             let forget = h.orphaned && at_rest && names.contains(&h.spec.name);
             if forget {

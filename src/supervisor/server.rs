@@ -1,12 +1,12 @@
 //! The control socket: accepts connections, checks the peer's uid, reads one
-//! bounded request line, and answers it through the authorities, streaming the
-//! request's events before the final reply. A bad request gets an error line and
-//! never disturbs other connections.
+//! bounded request line, and routes it: the `gateway` request to a session of
+//! its own (`gateway_door.rs`), every other to `dispatch.rs`, whose events and
+//! reply go out through one writer per connection. A bad request gets an error
+//! line and never disturbs other connections. Each connection holds a handle to
+//! the fleet task.
 
 use std::collections::HashSet;
 use std::os::unix::fs::PermissionsExt;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncWriteExt, BufReader};
@@ -15,16 +15,14 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::task::TaskTracker;
 
-use crate::state::StateDir;
-use super::{Answer, Response, Shared};
-use crate::config::Timeout;
-use crate::host::{self, Signals, Unnamed};
-use crate::lifecycle::authority::{CallOptions, Handle};
+use super::answer::Response;
+use super::dispatch::dispatch;
+use super::handle::FleetHandle;
+use crate::host::Signals;
 use crate::lifecycle::events::Event;
-use crate::lifecycle::state::{Intent, Phase};
-use crate::output::exit::Code;
-use crate::output::report::{EventReport, GatewayReport, Report, ServerReport};
-use crate::protocol::{self, Deadlines, Line, MAX_LINE_BYTES, Op};
+use crate::lifecycle::state::Phase;
+use crate::protocol::{self, Line, MAX_LINE_BYTES, Op};
+use crate::state::StateDir;
 
 /// How long a connected peer may take to send its request.
 const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -38,7 +36,7 @@ const REQUEST_GRACE: Duration = Duration::from_secs(1);
 /// connections opening and closing, are what wakes the idle watch.
 pub async fn serve(
     dir: &StateDir,
-    shared: Arc<Shared>,
+    fleet: FleetHandle,
     transitions: broadcast::Receiver<Event>,
     linger: Duration,
     signals: &mut Signals,
@@ -58,10 +56,10 @@ pub async fn serve(
     // let go of, never waited for.
     let leaving = tokio_util::sync::CancellationToken::new();
     let serve_one = |stream: UnixStream| {
-        let (open, shared) = (Open::count(&open), shared.clone());
+        let (open, fleet) = (Open::count(&open), fleet.clone());
         let leaving = leaving.clone();
         connections.spawn(async move {
-            handle_connection(stream, &shared, open, leaving).await;
+            handle_connection(stream, &fleet, open, leaving).await;
         });
     };
     let mut busy = Busy::new(transitions);
@@ -69,16 +67,20 @@ pub async fn serve(
     let mut accept_errors = crate::gateway::bounds::AcceptErrors::default();
     let stop_sweeping = tokio_util::sync::CancellationToken::new();
     let _sweeping = stop_sweeping.clone().drop_guard();
-    tokio::spawn(crate::process::lineage::keep_current(stop_sweeping));
+    fleet
+        .fixed
+        .tracker
+        .spawn(crate::process::lineage::keep_current(stop_sweeping));
     loop {
+        let view = fleet.view();
         // An open HTTP door keeps the supervisor, as a server does (docs/design.md §14).
-        let door_open = shared.listening().is_some();
+        let door_open = view.listening.is_some();
         let idle =
             *opened_or_closed.borrow_and_update() == 0 && busy.servers.is_empty() && !door_open;
         idle_since = idle.then(|| idle_since.unwrap_or_else(Instant::now));
         // After a `down` of the whole fleet, whose client waits for this process
         // to be gone, there is no lingering (docs/design.md §3).
-        let linger = match shared.exit_when_idle.load(Ordering::SeqCst) {
+        let linger = match view.exit_when_idle {
             true => Duration::ZERO,
             false => linger,
         };
@@ -100,12 +102,12 @@ pub async fn serve(
                 Err(e) => tokio::time::sleep(accept_errors.failed("control socket", &e)).await,
             },
             _ = opened_or_closed.changed() => {}
-            received = busy.transitions.recv(), if busy.listening => busy.note(received, &shared).await,
+            received = busy.transitions.recv(), if busy.listening => busy.note(received, &fleet),
             _ = signals.next() => {
                 tracing::info!("signal: tearing everything down");
-                shared.shutdown.cancel();
+                fleet.fixed.shutdown.cancel();
                 // Starts in progress end now; what they spawned is torn down (L8).
-                shared.interrupt.cancel();
+                fleet.fixed.interrupt.cancel();
                 break;
             }
             () = lingered => {
@@ -156,29 +158,13 @@ impl Drop for Open {
     }
 }
 
-/// Counts one in `counter` for as long as it lives.
-struct Counted<'a>(&'a std::sync::atomic::AtomicUsize);
-
-impl<'a> Counted<'a> {
-    fn new(counter: &'a std::sync::atomic::AtomicUsize) -> Counted<'a> {
-        counter.fetch_add(1, Ordering::SeqCst);
-        Counted(counter)
-    }
-}
-
-impl Drop for Counted<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 /// The servers that keep the supervisor: those starting, running, stopping or in
 /// backoff (docs/design.md §3). Kept from the transitions as they are recorded: every
 /// change of state is one (L12), and says where it led.
 struct Busy {
     servers: HashSet<String>,
     transitions: broadcast::Receiver<Event>,
-    /// False once the event log is gone (it lives as long as `Shared`).
+    /// False once the event log is gone (it lives as long as the supervisor).
     listening: bool,
 }
 
@@ -193,7 +179,7 @@ impl Busy {
         }
     }
 
-    async fn note(&mut self, received: Result<Event, RecvError>, shared: &Shared) {
+    fn note(&mut self, received: Result<Event, RecvError>, fleet: &FleetHandle) {
         match received {
             Ok(event) => self.set(&event.server, event.to),
             // Transitions were missed: each authority's published state stands for
@@ -201,7 +187,7 @@ impl Busy {
             // the gap, and is read next.
             Err(RecvError::Lagged(missed)) => {
                 tracing::warn!(missed, "idle watch lagged behind the event log");
-                for handle in shared.handles() {
+                for handle in fleet.handles() {
                     self.set(handle.name(), handle.published().state);
                 }
             }
@@ -241,22 +227,9 @@ fn same_user(stream: UnixStream) -> Option<UnixStream> {
     }
 }
 
-/// Tears down every running server (supervisor shutdown) and returns the code of
-/// the outcome, as `down` would rank it.
-pub async fn stop_all(shared: Arc<Shared>) -> Code {
-    let handles = &shared.handles();
-    let replies = host::request_all(handles, Intent::Stop, CallOptions::default(), |_| {}).await;
-    handles
-        .iter()
-        .zip(replies)
-        .map(|(h, r)| ServerReport::of_reply(h.name(), r, Intent::Stop, false).exit_code)
-        .map(Code::from_i32)
-        .fold(Code::Ok, Code::max)
-}
-
 async fn handle_connection(
     stream: UnixStream,
-    shared: &Shared,
+    fleet: &FleetHandle,
     open: Open,
     leaving: tokio_util::sync::CancellationToken,
 ) {
@@ -302,7 +275,7 @@ async fn handle_connection(
             return;
         }
     };
-    if shared.shutdown.is_cancelled() {
+    if fleet.fixed.shutdown.is_cancelled() {
         let message = "the supervisor is shutting down".to_owned();
         let _ = write
             .write_all(protocol::encode(&Response::Error { message }).as_bytes())
@@ -322,29 +295,29 @@ async fn handle_connection(
             | Op::Gateway { .. }
             | Op::Serve { .. }
     ) {
-        shared.exit_when_idle.store(false, Ordering::SeqCst);
+        fleet.keep_when_idle();
     }
     if let Op::Gateway {
         servers,
         deadlines,
-        fleet,
+        fleet: source,
         handover,
     } = request.op
     {
-        if let Err(message) = shared.take_up(fleet.as_ref()) {
+        if let Err(message) = fleet.take_up(source.as_ref()).await {
             let _ = write
                 .write_all(protocol::encode(&Response::Error { message }).as_bytes())
                 .await;
             return;
         }
-        let _session = Counted::new(&shared.stdio_sessions);
-        return super::gateway_door::stdio(shared, reader, write, servers, deadlines, handover)
+        let _session = fleet.stdio_session();
+        return super::gateway_door::stdio(fleet, reader, write, servers, deadlines, handover)
             .await;
     }
     // Lines to the client go through one writer task; a client that went away only
     // stops the writing, never the request (L6).
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-    let writer = tokio::spawn(async move {
+    let writer = fleet.fixed.tracker.spawn(async move {
         while let Some(line) = rx.recv().await {
             if write.write_all(line.as_bytes()).await.is_err() {
                 break;
@@ -352,285 +325,8 @@ async fn handle_connection(
         }
         let _ = write.shutdown().await;
     });
-    let response = dispatch(request.op, shared, &tx).await;
+    let response = dispatch(request.op, fleet, &tx).await;
     let _ = tx.send(protocol::encode(&response));
     drop(tx);
     let _ = writer.await;
-}
-
-pub(super) async fn dispatch(
-    op: Op,
-    shared: &Shared,
-    tx: &mpsc::UnboundedSender<String>,
-) -> Response {
-    let (command, names, intent, options, strict) = match op {
-        Op::Ping => return reply(Report::new("ping", Vec::new(), false)),
-        Op::Metrics { openmetrics } => {
-            let format = if openmetrics {
-                crate::metrics::exposition::Format::OpenMetrics
-            } else {
-                crate::metrics::exposition::Format::Prometheus
-            };
-            return Response::Reply {
-                report: Answer::Metrics(crate::protocol::MetricsText {
-                    metrics: shared.metrics(format),
-                }),
-            };
-        }
-        // Answered in `handle_connection`, which owns the connection it turns into
-        // an MCP session.
-        Op::Gateway { .. } => {
-            return Response::Error {
-                message: "a gateway request needs a connection of its own".into(),
-            };
-        }
-        Op::Serve {
-            servers,
-            listen,
-            deadlines,
-            fleet,
-        } => {
-            if let Err(message) = shared.take_up(fleet.as_ref()) {
-                return Response::Error { message };
-            }
-            if let Err(message) = super::gateway_door::open_http(shared, listen) {
-                return Response::Error { message };
-            }
-            let up = Op::Up {
-                servers,
-                force: false,
-                deadlines,
-                fleet: None,
-                dry_run: false,
-                remove_orphans: false,
-            };
-            return match Box::pin(dispatch(up, shared, tx)).await {
-                Response::Reply {
-                    report: Answer::Report(mut report),
-                } => {
-                    report.command = "serve".into();
-                    report.gateway = Some(gateway_report(shared));
-                    reply(report)
-                }
-                other => other,
-            };
-        }
-        Op::Tools {
-            server,
-            deadlines,
-            fleet,
-        } => {
-            if let Err(message) = shared.take_up(fleet.as_ref()) {
-                return Response::Error { message };
-            }
-            return super::calls::tools(shared, server, call_options(deadlines, false)).await;
-        }
-        Op::Call {
-            server,
-            tool,
-            arguments,
-            timeout_ms,
-            deadlines,
-            fleet,
-        } => {
-            if let Err(message) = shared.take_up(fleet.as_ref()) {
-                return Response::Error { message };
-            }
-            let options = call_options(deadlines, false);
-            return super::calls::call(shared, &server, &tool, arguments, timeout_ms, options)
-                .await;
-        }
-        Op::Status { servers, fleet } => {
-            let mut report = match super::converge::status(shared, &servers, fleet.as_ref()) {
-                Ok(r) => r,
-                Err(message) => return Response::Error { message },
-            };
-            report.gateway =
-                Some(gateway_report(shared)).filter(|g| g.url.is_some() || g.sessions > 0);
-            return reply(report);
-        }
-        Op::Up {
-            servers,
-            force,
-            deadlines,
-            fleet,
-            dry_run,
-            remove_orphans,
-        } => {
-            let up = super::converge::Up {
-                servers,
-                fleet,
-                options: call_options(deadlines, force),
-                dry_run,
-                remove_orphans,
-            };
-            return super::converge::up(shared, up, tx).await;
-        }
-        Op::Down {
-            servers,
-            deadlines,
-            strict,
-            fleet,
-        } => {
-            if let Err(message) = shared.take_up(fleet.as_ref()) {
-                return Response::Error { message };
-            }
-            (
-                "down",
-                servers,
-                Intent::Stop,
-                call_options(deadlines, false),
-                strict,
-            )
-        }
-        Op::Reconnect {
-            servers,
-            if_generation,
-            force,
-            deadlines,
-            strict,
-            fleet,
-        } => {
-            if let Err(message) = shared.take_up(fleet.as_ref()) {
-                return Response::Error { message };
-            }
-            (
-                "reconnect",
-                servers,
-                Intent::Reconnect { if_generation },
-                call_options(deadlines, force),
-                strict,
-            )
-        }
-        Op::Reset { server } => (
-            "reset",
-            vec![server],
-            Intent::Reset,
-            CallOptions::default(),
-            false,
-        ),
-    };
-    let must_name = matches!(intent, Intent::Reconnect { .. } | Intent::Reset);
-    let unnamed = match intent {
-        Intent::Stop => Unnamed::All,
-        _ => Unnamed::Enabled,
-    };
-    let handles = match shared.select(&names, unnamed) {
-        Ok(_) if must_name && names.is_empty() => {
-            return Response::Error {
-                message: format!("{command} needs at least one server name"),
-            };
-        }
-        Ok(h) => h,
-        Err(message) => return Response::Error { message },
-    };
-    // `down` of the whole fleet closes the HTTP door too: once the servers are
-    // down, so that the calls in flight get their answer (G4); meanwhile calls
-    // through the gateway do not start servers again.
-    let whole_fleet_down = intent == Intent::Stop && names.is_empty();
-    if whole_fleet_down {
-        shared.gateway.hold_starts(true);
-    }
-    let replies = streaming(shared, &handles, tx, |handles| async move {
-        host::request_all(&handles, intent, options, |_| {}).await
-    })
-    .await;
-    let supervisor = whole_fleet_down.then(|| {
-        shared.close_http();
-        let leaving = shared.leave_after_down();
-        shared.gateway.hold_starts(false);
-        leaving
-    });
-    if intent == Intent::Stop {
-        // An orphan that `down` stopped is forgotten (docs/design.md §16).
-        let stopped: Vec<String> = handles.iter().map(|h| h.name().to_owned()).collect();
-        shared.forget_orphans(&stopped);
-    }
-    let lines = handles
-        .iter()
-        .zip(replies)
-        .map(|(h, r)| ServerReport::of_reply(h.name(), r, intent, strict))
-        .collect();
-    let mut report = Report::new(command, lines, false);
-    report.supervisor = supervisor;
-    reply(report)
-}
-
-/// Runs `work` on `handles` while streaming their events to the client: every
-/// event of a request is recorded before its reply (L12), so what is queued when
-/// `work` ends is all of it.
-pub(super) async fn streaming<F, Fut, T>(
-    shared: &Shared,
-    handles: &[Handle],
-    tx: &mpsc::UnboundedSender<String>,
-    work: F,
-) -> T
-where
-    F: FnOnce(Vec<Handle>) -> Fut,
-    Fut: Future<Output = T>,
-{
-    let mut events = shared.events.subscribe();
-    let watched: Vec<String> = handles.iter().map(|h| h.name().to_owned()).collect();
-    let forward_tx = tx.clone();
-    let (done_tx, mut done_rx) = tokio::sync::oneshot::channel::<()>();
-    let forward = tokio::spawn(async move {
-        let send = |event: Event| {
-            if watched.contains(&event.server) {
-                let event = EventReport::from(&event);
-                let _ = forward_tx.send(protocol::encode(&Response::Event { event }));
-            }
-        };
-        loop {
-            tokio::select! {
-                biased;
-                received = events.recv() => match received {
-                    Ok(event) => send(event),
-                    // Too slow a reader loses events, not the rest of the stream.
-                    Err(RecvError::Lagged(n)) => tracing::warn!(missed = n, "event stream lagged"),
-                    Err(RecvError::Closed) => break,
-                },
-                _ = &mut done_rx => {
-                    while let Ok(event) = events.try_recv() {
-                        send(event);
-                    }
-                    break;
-                }
-            }
-        }
-    });
-    let result = work(handles.to_vec()).await;
-    let _ = done_tx.send(());
-    let _ = forward.await;
-    result
-}
-
-/// The gateway as `serve` and `status` show it.
-fn gateway_report(shared: &Shared) -> GatewayReport {
-    let open = shared.listening();
-    GatewayReport {
-        url: open.as_ref().map(|o| crate::gateway::http::url(o.addr)),
-        token_file: open
-            .and_then(|o| o.token_file)
-            .map(|f| f.display().to_string()),
-        sessions: shared.gateway.sessions(),
-    }
-}
-
-pub(super) fn reply(report: Report) -> Response {
-    Response::Reply {
-        report: Answer::Report(report),
-    }
-}
-
-/// How long a request waits for its authority unless the caller says otherwise:
-/// long enough for any reasonable start or teardown ahead of it, but finite (L2).
-pub const DEFAULT_WAIT: Duration = Duration::from_secs(300);
-
-pub(super) fn call_options(d: Deadlines, force: bool) -> CallOptions {
-    CallOptions {
-        connect_timeout: d.connect_ms,
-        cleanup_timeout: d.cleanup_ms,
-        wait_timeout: d.wait_ms.unwrap_or(Timeout::After(DEFAULT_WAIT)),
-        force,
-    }
 }

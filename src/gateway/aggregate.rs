@@ -1,0 +1,757 @@
+//! The fleet's aggregation, shared by every client session and both doors:
+//! the members (written by the supervisor's fleet task, as it takes up the
+//! fleet file, and published to readers through a `watch`), what each server
+//! offers, the client sessions (each with one queue of notifications, sent in
+//! order), and the routes of progress and of servers' requests back to the
+//! client whose call caused them.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
+use rmcp::service::{Peer, RoleClient, RoleServer};
+use tokio::sync::watch;
+use tokio_util::task::TaskTracker;
+
+use super::bounds;
+use super::catalog::{Catalog, Known, Listing, Lists, Named};
+use super::clients::{ClientQueue, Note};
+use super::journal::Journal;
+use super::member::{Exposure, Member, Scope};
+use super::names;
+use super::relay::{Asking, InFlightCalls};
+use crate::lifecycle::Generation;
+use crate::lifecycle::authority::CallOptions;
+use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
+use crate::process::notice::{Asked, Listener, Notice};
+
+/// How long a server may take to list what it offers.
+const LIST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where a server's progress for a call goes back to: the client that made
+/// the call, under its own token.
+struct ProgressRoute {
+    client: ClientQueue,
+    token: rmcp::model::ProgressToken,
+}
+
+/// What the supervisor's fleet task sets, as it takes up the fleet file, and
+/// every session reads: the members by index, and how lists and results are
+/// shown.
+struct Shown {
+    /// By index, which never changes for a server: `None` for a slot whose
+    /// server is not offered (not yet attached, or gone from the fleet file).
+    /// Replaced whole when the fleet changes (docs/design.md §16), so readers
+    /// take a snapshot.
+    members: Arc<Vec<Option<Member>>>,
+    /// The slots whose authority's published state is watched (one watcher
+    /// each, for as long as the authority lives).
+    watched: Vec<bool>,
+    /// Items per page of an aggregated list.
+    page_size: usize,
+    /// Whether call results name the server and generation in `_meta`
+    /// (`gateway.meta`).
+    meta: bool,
+}
+
+/// The fleet's aggregation, shared by every client session and both doors.
+pub struct Gateway {
+    /// Written by the fleet task alone; read by the sessions, with no wait.
+    shown: watch::Sender<Shown>,
+    /// Set while the whole fleet goes down: calls do not start servers.
+    holding: std::sync::atomic::AtomicBool,
+    lists: Mutex<Vec<Lists>>,
+    /// Each client session's queue of notifications.
+    clients: Mutex<HashMap<u64, ClientQueue>>,
+    /// The next client session's id.
+    next_id: AtomicU64,
+    /// By server and the token of the call to it.
+    progress: Mutex<HashMap<(usize, String), ProgressRoute>>,
+    /// Clients' calls in flight: where servers' requests go.
+    calls: Arc<InFlightCalls>,
+    /// Deadlines of the start requests a call makes.
+    pub(crate) start_options: CallOptions,
+    /// Told when a client session opens or closes (G7).
+    sessions: Box<dyn Fn(SessionEvent) + Send + Sync>,
+    /// The gateway's log.
+    journal: Journal,
+    /// The exposed tools and prompts as last built, with what they were built
+    /// from: built again only when a server's list or exposure changed.
+    tool_catalog: Mutex<Option<Catalog<Tool>>>,
+    prompt_catalog: Mutex<Option<Catalog<Prompt>>>,
+    /// Where calls are counted.
+    pub(crate) metrics: Arc<crate::metrics::Metrics>,
+    /// The gateway's own tasks: the client sessions' queues of notifications,
+    /// the notices of abandoned calls.
+    tasks: TaskTracker,
+}
+
+/// A client session opened or closed.
+#[derive(Debug, Clone)]
+pub struct SessionEvent {
+    pub id: u64,
+    pub door: &'static str,
+    pub opened: bool,
+    /// The client's name and version, once known.
+    pub client: Option<String>,
+}
+
+impl Gateway {
+    /// A gateway for `servers` servers; their members are attached once their
+    /// authorities exist (the listeners are needed to create them).
+    pub fn new(
+        servers: usize,
+        start_options: CallOptions,
+        page_size: usize,
+        sessions: Box<dyn Fn(SessionEvent) + Send + Sync>,
+        journal: Journal,
+        metrics: Arc<crate::metrics::Metrics>,
+    ) -> Arc<Gateway> {
+        let shown = Shown {
+            members: Arc::new(vec![None; servers]),
+            watched: vec![false; servers],
+            page_size: page_size.max(1),
+            meta: false,
+        };
+        Arc::new(Gateway {
+            shown: watch::Sender::new(shown),
+            holding: std::sync::atomic::AtomicBool::new(false),
+            lists: Mutex::new((0..servers).map(|_| Lists::default()).collect()),
+            clients: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            progress: Mutex::new(HashMap::new()),
+            calls: Arc::default(),
+            start_options,
+            sessions,
+            journal,
+            tool_catalog: Mutex::new(None),
+            prompt_catalog: Mutex::new(None),
+            metrics,
+            tasks: TaskTracker::new(),
+        })
+    }
+
+    /// What hears server `index`'s notifications.
+    pub fn listener(self: &Arc<Gateway>, index: usize) -> Arc<dyn Listener> {
+        Arc::new(MemberListener {
+            gateway: Arc::downgrade(self),
+            index,
+        })
+    }
+
+    /// Attaches the servers, and watches each authority's published state so that
+    /// a start, restart or stop is announced to every client (G5).
+    pub fn attach(
+        self: &Arc<Gateway>,
+        members: Vec<Member>,
+        tracker: &tokio_util::task::TaskTracker,
+    ) {
+        for (index, member) in members.into_iter().enumerate() {
+            self.join(index, member, tracker);
+        }
+    }
+
+    /// A new slot, for a server added to the fleet (docs/design.md §16): its
+    /// listener is made from the index before its authority exists, and the
+    /// server is offered once it [`join`](Gateway::join)s.
+    pub fn slot(&self) -> usize {
+        let mut lists = lock(&self.lists);
+        lists.push(Lists::default());
+        self.shown.send_modify(|shown| {
+            shown.watched.push(false);
+            let mut next = shown.members.as_ref().clone();
+            next.push(None);
+            shown.members = Arc::new(next);
+        });
+        next_index(&lists)
+    }
+
+    /// Offers `member` at `index` to every client, which is told that the lists
+    /// changed (G5), and watches its authority's published state.
+    pub fn join(
+        self: &Arc<Gateway>,
+        index: usize,
+        member: Member,
+        tracker: &tokio_util::task::TaskTracker,
+    ) {
+        let mut first = None;
+        self.shown.send_if_modified(|shown| {
+            first = shown
+                .watched
+                .get_mut(index)
+                .map(|w| !std::mem::replace(w, true));
+            first == Some(true)
+        });
+        let Some(watch) = first else {
+            return;
+        };
+        if watch {
+            self.watch(index, member.handle.changes(), tracker);
+        }
+        self.set(index, Some(member));
+        self.announce(index);
+    }
+
+    /// Stops offering the server at `index` (gone from the fleet file); clients
+    /// are told that the lists changed.
+    pub fn leave(self: &Arc<Gateway>, index: usize) {
+        if self.member(index).is_none() {
+            return;
+        }
+        self.set(index, None);
+        if let Some(lists) = lock(&self.lists).get_mut(index) {
+            *lists = Lists::default();
+        }
+        self.announce(index);
+    }
+
+    /// Shows the server at `index` as `exposure` says, from now on (its `prefix:`
+    /// or `tools:` changed in the fleet file); clients are told if anything changed.
+    pub fn expose(
+        self: &Arc<Gateway>,
+        index: usize,
+        exposure: Exposure,
+        enabled: bool,
+    ) {
+        let Some(mut member) = self.member(index) else {
+            return;
+        };
+        if member.exposure == exposure && member.enabled == enabled {
+            return;
+        }
+        let shown_differently = member.exposure != exposure;
+        member.exposure = exposure;
+        member.enabled = enabled;
+        self.set(index, Some(member));
+        if shown_differently {
+            self.announce(index);
+        }
+    }
+
+    /// Items per page of the aggregated lists, from now on.
+    pub fn set_page_size(&self, page_size: usize) {
+        let page_size = page_size.max(1);
+        self.shown.send_if_modified(|shown| {
+            std::mem::replace(&mut shown.page_size, page_size) != page_size
+        });
+    }
+
+    pub(crate) fn page_size(&self) -> usize {
+        self.shown.borrow().page_size
+    }
+
+    /// Whether call results carry the server and generation in `_meta`, from
+    /// now on.
+    pub fn set_meta(&self, meta: bool) {
+        self.shown
+            .send_if_modified(|shown| std::mem::replace(&mut shown.meta, meta) != meta);
+    }
+
+    pub(crate) fn meta(&self) -> bool {
+        self.shown.borrow().meta
+    }
+
+    fn set(&self, index: usize, member: Option<Member>) {
+        self.shown.send_modify(|shown| {
+            let mut next = shown.members.as_ref().clone();
+            if let Some(slot) = next.get_mut(index) {
+                *slot = member;
+            }
+            shown.members = Arc::new(next);
+        });
+    }
+
+    /// Tells every client that server `index`'s lists changed.
+    fn announce(&self, index: usize) {
+        self.changed(index, Notice::ToolsChanged);
+        self.changed(index, Notice::PromptsChanged);
+        self.changed(index, Notice::ResourcesChanged);
+    }
+
+    /// Announces each start, restart and stop of the authority behind `changes`
+    /// while its server is offered, and learns what a new generation offers.
+    fn watch(
+        self: &Arc<Gateway>,
+        index: usize,
+        mut changes: tokio::sync::watch::Receiver<crate::lifecycle::authority::Snapshot>,
+        tracker: &tokio_util::task::TaskTracker,
+    ) {
+        let gateway = Arc::downgrade(self);
+        tracker.spawn(async move {
+            let mut seen = changes.borrow().running_generation();
+            while changes.changed().await.is_ok() {
+                let now = changes.borrow_and_update().running_generation();
+                if now == seen {
+                    continue;
+                }
+                seen = now;
+                let Some(gateway) = gateway.upgrade() else {
+                    break;
+                };
+                if gateway.member(index).is_none() {
+                    continue;
+                }
+                gateway.announce(index);
+                if now.is_some() {
+                    gateway.prefetch(index).await;
+                }
+            }
+        });
+    }
+
+    /// The servers, by index (a snapshot).
+    pub(super) fn members(&self) -> Arc<Vec<Option<Member>>> {
+        self.shown.borrow().members.clone()
+    }
+
+    /// The server offered at `index`.
+    pub(super) fn member(&self, index: usize) -> Option<Member> {
+        self.shown.borrow().members.get(index).cloned().flatten()
+    }
+
+    /// Registers a client session's peer for announcements.
+    pub(super) fn open(&self, door: &'static str, peer: Peer<RoleServer>) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let client = peer
+            .peer_info()
+            .map(|i| {
+                format!(
+                    "{} {}",
+                    bounds::client_words(&i.client_info.name),
+                    bounds::client_words(&i.client_info.version)
+                )
+            });
+        let queue = ClientQueue::spawn(peer, &self.tasks);
+        lock(&self.clients).insert(id, queue);
+        self.note(format_args!(
+            "session {id} opened ({door}, {})",
+            client.as_deref().unwrap_or("a client with no name")
+        ));
+        (self.sessions)(SessionEvent {
+            id,
+            door,
+            opened: true,
+            client,
+        });
+        id
+    }
+
+    pub(super) fn close(&self, id: u64, door: &'static str) {
+        if lock(&self.clients).remove(&id).is_some() {
+            self.note(format_args!("session {id} closed ({door})"));
+            (self.sessions)(SessionEvent {
+                id,
+                door,
+                opened: false,
+                client: None,
+            });
+        }
+    }
+
+    /// Notes a client's call to server `index` (`ours` is our request to it,
+    /// `theirs` the client's to us) until the returned guard drops: the
+    /// server's requests meanwhile go to that client.
+    pub(super) fn asking(
+        &self,
+        index: usize,
+        ours: rmcp::model::RequestId,
+        client: Peer<RoleServer>,
+        theirs: rmcp::model::RequestId,
+        session: u64,
+    ) -> Asking {
+        self.calls.asking(index, ours, client, theirs, session)
+    }
+
+    /// Answers server `index`'s request of its client: relayed to the client
+    /// whose call caused it, or answered here.
+    async fn relay(
+        &self,
+        index: usize,
+        asked: Asked,
+    ) -> Result<rmcp::model::ClientResult, rmcp::ErrorData> {
+        let server = self
+            .member(index)
+            .map_or_else(String::new, |m| m.handle.name().to_owned());
+        super::relay::relay(&self.journal, &self.calls, index, &server, asked).await
+    }
+
+    /// The gateway's own tasks (the clients' queues, the notices of abandoned
+    /// calls).
+    pub(super) fn tasks(&self) -> &TaskTracker {
+        &self.tasks
+    }
+
+    /// Writes a line to the gateway's log.
+    pub fn note(&self, text: impl std::fmt::Display) {
+        self.journal.line(text);
+    }
+
+    /// Open client sessions.
+    pub fn sessions(&self) -> usize {
+        lock(&self.clients).len()
+    }
+
+    /// A server's list changed: forget it and tell every client, on each
+    /// client's queue.
+    fn changed(&self, index: usize, notice: Notice) {
+        {
+            let mut lists = lock(&self.lists);
+            let Some(lists) = lists.get_mut(index) else {
+                return;
+            };
+            match notice {
+                Notice::ToolsChanged => lists.tools.fresh = false,
+                Notice::PromptsChanged => lists.prompts.fresh = false,
+                Notice::ResourcesChanged => {
+                    lists.resources.fresh = false;
+                    lists.templates.fresh = false;
+                }
+                Notice::Progress(_) => return,
+            }
+        }
+        let note = match notice {
+            Notice::ToolsChanged => Note::ToolsChanged,
+            Notice::PromptsChanged => Note::PromptsChanged,
+            _ => Note::ResourcesChanged,
+        };
+        for client in lock(&self.clients).values() {
+            client.send(note.clone());
+        }
+    }
+
+    /// Relays server `index`'s progress notification to the client whose call it
+    /// is for, on that client's queue.
+    fn progress(&self, index: usize, mut param: rmcp::model::ProgressNotificationParam) {
+        let key = (index, token_key(&param.progress_token));
+        let route = lock(&self.progress)
+            .get(&key)
+            .map(|r| (r.client.clone(), r.token.clone()));
+        if let Some((client, token)) = route {
+            param.progress_token = token;
+            client.send(Note::Progress(param));
+        }
+    }
+
+    /// Sends server `index`'s progress under `ours` (the token its session gave
+    /// the call) to `client` under `token` (the one the client gave it), until
+    /// the returned guard drops. Tokens are only unique per session: the server
+    /// is part of the key.
+    pub(super) fn route_progress(
+        self: &Arc<Gateway>,
+        index: usize,
+        ours: &rmcp::model::ProgressToken,
+        session: u64,
+        peer: Peer<RoleServer>,
+        token: rmcp::model::ProgressToken,
+    ) -> ProgressGuard {
+        let key = (index, token_key(ours));
+        // The session's own queue, so that what it is sent keeps its order; a
+        // queue of the call's own for a session not yet initialized.
+        let registered = lock(&self.clients).get(&session).cloned();
+        let client = registered.unwrap_or_else(|| ClientQueue::spawn(peer, &self.tasks));
+        lock(&self.progress).insert(key.clone(), ProgressRoute { client, token });
+        ProgressGuard {
+            gateway: Arc::downgrade(self),
+            key,
+        }
+    }
+
+    /// Every server's items of one list (each server's as [`Gateway::list_of`]
+    /// gives it), for the servers of `scope`.
+    pub(super) async fn gather<T: Listing>(&self, scope: &Scope) -> Vec<(usize, Arc<Vec<T>>)> {
+        let seen = |i: &usize| scope.as_ref().is_none_or(|s| s.contains(i));
+        let fetches = (0..self.members().len())
+            .filter(|i| self.member(*i).is_some())
+            .filter(seen)
+            .map(|index| self.list_of::<T>(index));
+        futures::future::join_all(fetches)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    /// One server's items of one list, as last learned: fetched again (every
+    /// page) from a running server whose generation changed or that announced a
+    /// change; kept from its last generation for a server that is not running (a
+    /// call starts it). An enabled server never seen running is started to learn
+    /// what it offers, through its authority (G2).
+    pub(super) async fn list_of<T: Listing>(&self, index: usize) -> Option<(usize, Arc<Vec<T>>)> {
+        let member = self.member(index)?;
+        let snapshot = member.handle.snapshot().await.ok()?;
+        let live = snapshot.running_generation();
+        let (ever, current, items) = {
+            let mut lists = lock(&self.lists);
+            let known = T::slot(lists.get_mut(index)?);
+            let current = known.fresh && known.generation == live;
+            (known.generation.is_some(), current, known.items.clone())
+        };
+        if current && live.is_some() {
+            return Some((index, items));
+        }
+        if live.is_none() {
+            let unknown = !ever && member.enabled && !self.holding.load(Ordering::Relaxed);
+            if !unknown || self.running(index).await.is_err() {
+                return Some((index, items));
+            }
+        }
+        let Some((generation, peer)) = member.handle.peer().await.ok().flatten() else {
+            return Some((index, items));
+        };
+        let offered = peer
+            .peer_info()
+            .is_some_and(|info| T::offered(&info.capabilities));
+        let fetched = if offered {
+            tokio::time::timeout(LIST_TIMEOUT, T::fetch(&peer))
+                .await
+                .map_err(|_| "timed out".to_owned())
+                .and_then(|r| r.map_err(|e| e.to_string()))
+        } else {
+            Ok(Vec::new())
+        };
+        let fetched = match fetched {
+            Ok(items) => Arc::new(items),
+            Err(error) => {
+                tracing::warn!(server = member.handle.name(), %error, "listing failed");
+                return Some((index, items));
+            }
+        };
+        let mut lists = lock(&self.lists);
+        *T::slot(lists.get_mut(index)?) = Known {
+            generation: Some(generation),
+            fresh: true,
+            items: fetched.clone(),
+        };
+        Some((index, fetched))
+    }
+
+    /// Learns a server's lists as soon as a generation runs, so that they are
+    /// known when it is stopped again (idle) before any client asked.
+    pub(super) async fn prefetch(&self, index: usize) {
+        self.list_of::<Tool>(index).await;
+        self.list_of::<Prompt>(index).await;
+        self.list_of::<Resource>(index).await;
+        self.list_of::<ResourceTemplate>(index).await;
+    }
+
+    /// While the whole fleet goes down, calls do not start servers.
+    pub fn hold_starts(&self, hold: bool) {
+        self.holding.store(hold, Ordering::Relaxed);
+    }
+
+    /// The exposed tools (renamed, filtered by each server's `tools:`) and how
+    /// their names route back.
+    pub(super) async fn tools(&self, scope: &Scope) -> Arc<(Vec<Tool>, names::Names)> {
+        self.named(scope, &self.tool_catalog, |exposure, tool: &Tool| {
+            names::passes(&tool.name, &exposure.allow, &exposure.deny)
+        })
+        .await
+    }
+
+    /// The exposed prompts and how their names route back.
+    pub(super) async fn prompts(&self, scope: &Scope) -> Arc<(Vec<Prompt>, names::Names)> {
+        self.named(scope, &self.prompt_catalog, |_, _: &Prompt| true)
+            .await
+    }
+
+    /// Every server's items that `keep` keeps, renamed `PREFIX__NAME` (G3).
+    /// Building the names costs in proportion to every item of the fleet, and a
+    /// call needs them to route one name: the last catalog built is kept and
+    /// used again while every server's list and exposure are the same.
+    async fn named<T: Listing + Named>(
+        &self,
+        scope: &Scope,
+        memo: &Mutex<Option<Catalog<T>>>,
+        keep: impl Fn(&Exposure, &T) -> bool,
+    ) -> Arc<(Vec<T>, names::Names)> {
+        let gathered = self.gather::<T>(scope).await;
+        let members = self.members();
+        // A server that left since its list was gathered is not shown.
+        let from: Vec<(usize, Arc<Vec<T>>, Exposure)> = gathered
+            .into_iter()
+            .filter_map(|(i, list)| {
+                let exposure = members.get(i).and_then(Option::as_ref)?.exposure.clone();
+                Some((i, list, exposure))
+            })
+            .collect();
+        if let Some(catalog) = lock(memo).as_ref().filter(|c| c.built_from(&from)) {
+            return catalog.built.clone();
+        }
+        let kept: Vec<(usize, &T, &Exposure)> = from
+            .iter()
+            .flat_map(|(i, list, e)| list.iter().map(move |item| (*i, item, e)))
+            .filter(|(_, item, e)| keep(e, item))
+            .collect();
+        let names = names::Names::assign(
+            kept.iter()
+                .map(|(i, item, e)| (*i, e.prefix.as_str(), item.name())),
+        );
+        let items = kept
+            .iter()
+            .zip(names.exposed())
+            .map(|((_, item, _), exposed)| item.renamed(exposed.clone()))
+            .collect();
+        let built = Arc::new((items, names));
+        *lock(memo) = Some(Catalog {
+            from,
+            built: built.clone(),
+        });
+        built
+    }
+
+    /// The route of tool `name` in the catalog as last built, if that catalog is
+    /// still what [`Gateway::tools`] would give `scope`, with no await: every
+    /// server of the scope runs the generation whose list it was built from, that
+    /// list is fresh, and its exposure the same. `None` otherwise: the caller
+    /// takes the long way, which builds the catalog again.
+    pub(super) fn route_now(&self, scope: &Scope, name: &str) -> Option<names::Entry> {
+        let members = self.members();
+        let lists = lock(&self.lists);
+        let memo = lock(&self.tool_catalog);
+        let catalog = memo.as_ref()?;
+        let mut from = catalog.from.iter();
+        let seen = |i: usize| scope.as_ref().is_none_or(|s| s.contains(&i));
+        for (index, member) in members.iter().enumerate() {
+            let Some(member) = member.as_ref().filter(|_| seen(index)) else {
+                continue;
+            };
+            let (built_index, list, exposure) = from.next()?;
+            let known = &lists.get(index)?.tools;
+            let live = member.handle.running_generation();
+            let current = *built_index == index
+                && *exposure == member.exposure
+                && known.fresh
+                && live.is_some()
+                && known.generation == live
+                && Arc::ptr_eq(&known.items, list);
+            if !current {
+                return None;
+            }
+        }
+        if from.next().is_some() {
+            return None;
+        }
+        catalog.built.1.route(name).cloned()
+    }
+
+    /// Server `index`'s name and running generation, with no await (a use of the
+    /// server for its idle timer); `None` when it is not running.
+    pub(super) fn reach_now(
+        &self,
+        index: usize,
+    ) -> Option<(String, crate::lifecycle::authority::Reach)> {
+        let shown = self.shown.borrow();
+        let member = shown.members.get(index)?.as_ref()?;
+        let reach = member.handle.reach()?;
+        Some((member.handle.name().to_owned(), reach))
+    }
+
+    /// The server that lists resource `uri`, or whose template's fixed start it
+    /// begins with.
+    pub(super) async fn resource_owner(&self, scope: &Scope, uri: &str) -> Option<usize> {
+        for (index, resources) in self.gather::<Resource>(scope).await {
+            if resources.iter().any(|r| r.uri == uri) {
+                return Some(index);
+            }
+        }
+        for (index, templates) in self.gather::<ResourceTemplate>(scope).await {
+            let fits = templates.iter().any(|t| {
+                let fixed = t.uri_template.split('{').next().unwrap_or_default();
+                !fixed.is_empty() && uri.starts_with(fixed)
+            });
+            if fits {
+                return Some(index);
+            }
+        }
+        None
+    }
+
+    /// The running generation's peer of server `index`, starting it first if it
+    /// is not running (a start request to its authority, G2). A server that cannot
+    /// be started answers with its error (quarantined, crash loop, ...).
+    pub(super) async fn running(&self, index: usize) -> Result<(Generation, Peer<RoleClient>), ServerError> {
+        let member = self.member(index).ok_or_else(|| {
+            ServerError::new(ErrorKind::Protocol, ErrorPhase::Request, "no such server")
+        })?;
+        if self.holding.load(Ordering::Relaxed) {
+            return match member.handle.peer().await {
+                Ok(Some(p)) => Ok(p),
+                _ => Err(ServerError::new(
+                    ErrorKind::Cancelled,
+                    ErrorPhase::Request,
+                    "the fleet is going down (`down`)",
+                )),
+            };
+        }
+        crate::host::start_then_reach(&member.handle, self.start_options)
+            .await
+            .map_err(crate::host::Unreached::into_error)
+    }
+}
+
+fn token_key(token: &rmcp::model::ProgressToken) -> String {
+    serde_json::to_string(&token.0).unwrap_or_default()
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The index of the slot just pushed onto `lists`.
+fn next_index(lists: &[Lists]) -> usize {
+    lists.len() - 1
+}
+
+/// Forgets a relayed progress token when the call ends.
+pub(super) struct ProgressGuard {
+    gateway: Weak<Gateway>,
+    key: (usize, String),
+}
+
+impl Drop for ProgressGuard {
+    fn drop(&mut self) {
+        if let Some(g) = self.gateway.upgrade() {
+            lock(&g.progress).remove(&self.key);
+        }
+    }
+}
+
+/// Hears one server's notifications for the gateway.
+struct MemberListener {
+    gateway: Weak<Gateway>,
+    index: usize,
+}
+
+impl Listener for MemberListener {
+    fn notified(&self, notice: Notice) {
+        let Some(gateway) = self.gateway.upgrade() else {
+            return;
+        };
+        // On the clients' queues, in the order the server sent them: no task
+        // of its own.
+        match notice {
+            Notice::Progress(param) => gateway.progress(self.index, param),
+            other => gateway.changed(self.index, other),
+        }
+    }
+
+    fn asked(
+        &self,
+        asked: Asked,
+    ) -> futures::future::BoxFuture<'static, Result<rmcp::model::ClientResult, rmcp::ErrorData>>
+    {
+        let gateway = self.gateway.upgrade();
+        let index = self.index;
+        Box::pin(async move {
+            match gateway {
+                Some(gateway) => gateway.relay(index, asked).await,
+                None => Err(rmcp::ErrorData::internal_error(
+                    "the gateway has ended",
+                    None,
+                )),
+            }
+        })
+    }
+}

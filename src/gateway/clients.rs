@@ -1,0 +1,109 @@
+//! What the gateway sends a client session of its own accord: that a list
+//! changed, and the progress of its calls. Each session has one queue, drained
+//! by one task, so that what it is sent arrives in the order it was queued
+//! (docs/design.md §14, G5).
+
+use rmcp::model::ProgressNotificationParam;
+use rmcp::service::{Peer, RoleServer};
+use tokio::sync::mpsc;
+use tokio_util::task::TaskTracker;
+
+/// A notification to a client.
+#[derive(Clone)]
+pub(super) enum Note {
+    ToolsChanged,
+    PromptsChanged,
+    ResourcesChanged,
+    Progress(ProgressNotificationParam),
+}
+
+/// A client session's queue of notifications. Its task ends once every copy of
+/// the queue is gone (the session closed, its calls answered).
+#[derive(Clone)]
+pub(super) struct ClientQueue(mpsc::UnboundedSender<Note>);
+
+impl ClientQueue {
+    /// The queue of the client at `peer`, drained by a task of `tasks`.
+    pub(super) fn spawn(peer: Peer<RoleServer>, tasks: &TaskTracker) -> ClientQueue {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Note>();
+        tasks.spawn(async move {
+            while let Some(note) = rx.recv().await {
+                let sent = match note {
+                    Note::ToolsChanged => peer.notify_tool_list_changed().await,
+                    Note::PromptsChanged => peer.notify_prompt_list_changed().await,
+                    Note::ResourcesChanged => peer.notify_resource_list_changed().await,
+                    Note::Progress(param) => {
+                        let _ = peer.notify_progress(param).await;
+                        continue;
+                    }
+                };
+                if let Err(e) = sent {
+                    tracing::debug!(error = %e, "a client session did not take a list_changed");
+                }
+            }
+        });
+        ClientQueue(tx)
+    }
+
+    /// Queues `note`; nothing when the client's task has ended.
+    pub(super) fn send(&self, note: Note) {
+        let _ = self.0.send(note);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use rmcp::ServerHandler;
+    use rmcp::model::{NumberOrString, ProgressToken};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    use super::*;
+
+    struct Quiet;
+    impl ServerHandler for Quiet {}
+
+    /// What is queued for one client is written to it in the order it was
+    /// queued, however many worker threads run the queue: read off the wire.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_clients_notifications_are_written_in_the_order_they_were_queued() {
+        let (server_io, client_io) = tokio::io::duplex(1 << 20);
+        let (read, mut write) = tokio::io::split(client_io);
+        let mut lines = BufReader::new(read).lines();
+        let client = async {
+            let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#;
+            write.write_all(format!("{initialize}\n").as_bytes()).await.unwrap();
+            let answer = lines.next_line().await.unwrap().unwrap();
+            assert!(answer.contains("\"result\""), "{answer}");
+            let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+            write.write_all(format!("{initialized}\n").as_bytes()).await.unwrap();
+        };
+        let (server, ()) = tokio::join!(rmcp::serve_server(Quiet, server_io), client);
+        let server = server.unwrap();
+        let tasks = TaskTracker::new();
+        let queue = ClientQueue::spawn(server.peer().clone(), &tasks);
+        const N: u64 = 500;
+        for n in 0..N {
+            let token = ProgressToken(NumberOrString::String("t".into()));
+            queue.send(Note::Progress(ProgressNotificationParam::new(token, n as f64)));
+            if n % 50 == 0 {
+                queue.send(Note::ToolsChanged);
+            }
+        }
+        let mut heard = Vec::new();
+        let read_all = async {
+            while heard.len() < N as usize {
+                let line = lines.next_line().await.unwrap().expect("the server's stream");
+                let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+                if message["method"] == "notifications/progress" {
+                    heard.push(message["params"]["progress"].as_f64().unwrap() as u64);
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), read_all)
+            .await
+            .expect("every notification within 20s");
+        assert_eq!(heard, (0..N).collect::<Vec<u64>>());
+    }
+}

@@ -1,0 +1,286 @@
+//! What each request does (docs/design.md §9): `dispatch` routes a request to
+//! its step; each step takes up the request's fleet file first where the
+//! request carries one (R1), then asks the authorities or reads the fleet's
+//! view. The gateway's own request (`gateway`) is not here: it turns its
+//! connection into an MCP session (`gateway_door.rs`).
+
+use tokio::sync::mpsc;
+
+use super::answer::{Answer, Response, call_options, reply};
+use super::converge;
+use super::handle::FleetHandle;
+use super::plan::Up;
+use super::streaming::streaming;
+use crate::host::{self, Unnamed};
+use crate::lifecycle::authority::CallOptions;
+use crate::lifecycle::state::Intent;
+use crate::metrics::exposition::Format;
+use crate::output::report::{GatewayReport, Report, ServerReport};
+use crate::protocol::{Deadlines, FleetSource, MetricsText, Op};
+
+/// Answers one request, sending its events on `tx` before the reply it returns.
+pub async fn dispatch(
+    op: Op,
+    fleet: &FleetHandle,
+    tx: &mpsc::UnboundedSender<String>,
+) -> Response {
+    match op {
+        Op::Ping => reply(Report::new("ping", Vec::new(), false)),
+        Op::Metrics { openmetrics } => metrics(fleet, openmetrics),
+        // Answered in `server.rs`, which owns the connection it turns into an
+        // MCP session.
+        Op::Gateway { .. } => Response::Error {
+            message: "a gateway request needs a connection of its own".into(),
+        },
+        Op::Serve {
+            servers,
+            listen,
+            deadlines,
+            fleet: source,
+        } => serve(fleet, servers, listen, deadlines, source, tx).await,
+        Op::Tools {
+            server,
+            deadlines,
+            fleet: source,
+        } => {
+            if let Err(message) = fleet.take_up(source.as_ref()).await {
+                return Response::Error { message };
+            }
+            super::calls::tools(fleet, server, call_options(deadlines, false)).await
+        }
+        Op::Call {
+            server,
+            tool,
+            arguments,
+            timeout_ms,
+            deadlines,
+            fleet: source,
+        } => {
+            if let Err(message) = fleet.take_up(source.as_ref()).await {
+                return Response::Error { message };
+            }
+            let options = call_options(deadlines, false);
+            super::calls::call(fleet, &server, &tool, arguments, timeout_ms, options).await
+        }
+        Op::Status {
+            servers,
+            fleet: source,
+        } => status(fleet, &servers, source.as_ref()),
+        Op::Up {
+            servers,
+            force,
+            deadlines,
+            fleet: source,
+            dry_run,
+            remove_orphans,
+        } => {
+            let up = Up {
+                servers,
+                fleet: source,
+                options: call_options(deadlines, force),
+                dry_run,
+                remove_orphans,
+            };
+            converge::up(fleet, up, tx).await
+        }
+        Op::Down {
+            servers,
+            deadlines,
+            strict,
+            fleet: source,
+        } => {
+            let change = Change {
+                command: "down",
+                names: servers,
+                intent: Intent::Stop,
+                options: call_options(deadlines, false),
+                strict,
+            };
+            change_after_take_up(fleet, source.as_ref(), change, tx).await
+        }
+        Op::Reconnect {
+            servers,
+            if_generation,
+            force,
+            deadlines,
+            strict,
+            fleet: source,
+        } => {
+            let change = Change {
+                command: "reconnect",
+                names: servers,
+                intent: Intent::Reconnect { if_generation },
+                options: call_options(deadlines, force),
+                strict,
+            };
+            change_after_take_up(fleet, source.as_ref(), change, tx).await
+        }
+        Op::Reset { server } => {
+            let change = Change {
+                command: "reset",
+                names: vec![server],
+                intent: Intent::Reset,
+                options: CallOptions::default(),
+                strict: false,
+            };
+            self::change(fleet, change, tx).await
+        }
+    }
+}
+
+/// `metrics`: the scrape, on the control socket.
+fn metrics(fleet: &FleetHandle, openmetrics: bool) -> Response {
+    let format = if openmetrics {
+        Format::OpenMetrics
+    } else {
+        Format::Prometheus
+    };
+    let metrics = super::scrape::prepare(&fleet.view(), &fleet.fixed, format).render();
+    Response::Reply {
+        report: Answer::Metrics(MetricsText { metrics }),
+    }
+}
+
+/// `serve`: the file taken up, the HTTP door opened (or found open), then the
+/// selected servers started as `up` starts them.
+async fn serve(
+    fleet: &FleetHandle,
+    servers: Vec<String>,
+    listen: Option<String>,
+    deadlines: Deadlines,
+    source: Option<FleetSource>,
+    tx: &mpsc::UnboundedSender<String>,
+) -> Response {
+    if let Err(message) = fleet.take_up(source.as_ref()).await {
+        return Response::Error { message };
+    }
+    if let Err(message) = fleet.open_http(listen).await {
+        return Response::Error { message };
+    }
+    let up = Up {
+        servers,
+        fleet: None,
+        options: call_options(deadlines, false),
+        dry_run: false,
+        remove_orphans: false,
+    };
+    match converge::up(fleet, up, tx).await {
+        Response::Reply {
+            report: Answer::Report(mut report),
+        } => {
+            report.command = "serve".into();
+            report.gateway = Some(gateway_report(fleet));
+            reply(report)
+        }
+        other => other,
+    }
+}
+
+/// `status`, with the gateway when its door is open or a session is.
+fn status(fleet: &FleetHandle, servers: &[String], source: Option<&FleetSource>) -> Response {
+    let mut report = match converge::status(fleet, servers, source) {
+        Ok(r) => r,
+        Err(message) => return Response::Error { message },
+    };
+    report.gateway = Some(gateway_report(fleet)).filter(|g| g.url.is_some() || g.sessions > 0);
+    reply(report)
+}
+
+/// A request that asks the same of each named server's authority: `down`,
+/// `reconnect`, `reset`.
+struct Change {
+    command: &'static str,
+    names: Vec<String>,
+    intent: Intent,
+    options: CallOptions,
+    strict: bool,
+}
+
+/// [`change`], after taking up the request's fleet file.
+async fn change_after_take_up(
+    fleet: &FleetHandle,
+    source: Option<&FleetSource>,
+    change: Change,
+    tx: &mpsc::UnboundedSender<String>,
+) -> Response {
+    if let Err(message) = fleet.take_up(source).await {
+        return Response::Error { message };
+    }
+    self::change(fleet, change, tx).await
+}
+
+/// Asks each selected server's authority for the change, streaming their
+/// events; a `down` of the whole fleet closes the gateway's door after it and
+/// says whether the supervisor stays.
+async fn change(
+    fleet: &FleetHandle,
+    change: Change,
+    tx: &mpsc::UnboundedSender<String>,
+) -> Response {
+    let Change {
+        command,
+        names,
+        intent,
+        options,
+        strict,
+    } = change;
+    let must_name = matches!(intent, Intent::Reconnect { .. } | Intent::Reset);
+    let unnamed = match intent {
+        Intent::Stop => Unnamed::All,
+        _ => Unnamed::Enabled,
+    };
+    let handles = match fleet.select(&names, unnamed) {
+        Ok(_) if must_name && names.is_empty() => {
+            return Response::Error {
+                message: format!("{command} needs at least one server name"),
+            };
+        }
+        Ok(h) => h,
+        Err(message) => return Response::Error { message },
+    };
+    // `down` of the whole fleet closes the HTTP door too: once the servers are
+    // down, so that the calls in flight get their answer (G4); meanwhile calls
+    // through the gateway do not start servers again.
+    let whole_fleet_down = intent == Intent::Stop && names.is_empty();
+    let gateway = &fleet.fixed.gateway;
+    if whole_fleet_down {
+        gateway.hold_starts(true);
+    }
+    let replies = streaming(&fleet.fixed.events, &fleet.fixed.tracker, &handles, tx, |handles| async move {
+        host::request_all(&handles, intent, options, |_| {}).await
+    })
+    .await;
+    let supervisor = match whole_fleet_down {
+        true => {
+            let leaving = fleet.after_down().await;
+            gateway.hold_starts(false);
+            Some(leaving)
+        }
+        false => None,
+    };
+    if intent == Intent::Stop {
+        // An orphan that `down` stopped is forgotten (docs/design.md §16).
+        let stopped: Vec<String> = handles.iter().map(|h| h.name().to_owned()).collect();
+        fleet.forget_orphans(stopped).await;
+    }
+    let lines = handles
+        .iter()
+        .zip(replies)
+        .map(|(h, r)| ServerReport::of_reply(h.name(), r, intent, strict))
+        .collect();
+    let mut report = Report::new(command, lines, false);
+    report.supervisor = supervisor;
+    reply(report)
+}
+
+/// The gateway as `serve` and `status` show it.
+fn gateway_report(fleet: &FleetHandle) -> GatewayReport {
+    let open = fleet.listening();
+    GatewayReport {
+        url: open.as_ref().map(|o| crate::gateway::http::url(o.addr)),
+        token_file: open
+            .and_then(|o| o.token_file)
+            .map(|f| f.display().to_string()),
+        sessions: fleet.fixed.gateway.sessions(),
+    }
+}
