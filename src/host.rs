@@ -20,7 +20,7 @@ use crate::lifecycle::state::Intent;
 /// "Start, then call" (G2): the running generation's peer of `handle`'s
 /// server, which is started first (a start request to its authority, L1 to
 /// L13 apply) when it is not running.
-pub async fn start_then_reach(
+pub(crate) async fn start_then_reach(
     handle: &Handle,
     options: CallOptions,
 ) -> Result<(Generation, Peer<RoleClient>), Unreached> {
@@ -28,13 +28,13 @@ pub async fn start_then_reach(
 }
 
 /// Why [`start_then_reach`] could not reach a server.
-pub struct Unreached(NotRunning);
+pub(crate) struct Unreached(NotRunning);
 
 impl Unreached {
     /// The outcome of the start request, when the start is what failed (a
     /// report shows it as the server's line); else, the server having started
     /// and stopped again, that as an error of the server.
-    pub fn start(self) -> Result<Box<Result<Reply, RequestError>>, ServerError> {
+    pub(crate) fn start(self) -> Result<Box<Result<Reply, RequestError>>, ServerError> {
         match self.0 {
             NotRunning::NotStarted(started) => Ok(started),
             NotRunning::StoppedAgain => Err(stopped_again()),
@@ -42,7 +42,7 @@ impl Unreached {
     }
 
     /// Why, as one error of the server (what the gateway answers its client).
-    pub fn into_error(self) -> ServerError {
+    pub(crate) fn into_error(self) -> ServerError {
         match self.start() {
             Ok(started) => match *started {
                 Ok(reply) => reply.result.err().unwrap_or_else(stopped_again),
@@ -89,7 +89,7 @@ impl UnknownServers {
 
 /// Which servers a command without names is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unnamed {
+pub(crate) enum Unnamed {
     /// Every enabled server.
     Enabled,
     /// Every server, disabled ones too (`down`, so that nothing is left running).
@@ -175,7 +175,7 @@ pub(crate) async fn request_all(
 
 /// What a SIGINT or SIGTERM asks for, by how many came before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Press {
+pub(crate) enum Press {
     /// The first: stop waiting, interrupt starts, tear down (L6, L8).
     Interrupt,
     /// The second: teardowns SIGKILL at once; confirmation still runs.
@@ -185,14 +185,14 @@ pub enum Press {
 }
 
 /// SIGINT and SIGTERM as one stream, counted.
-pub struct Signals {
+pub(crate) struct Signals {
     int: tokio::signal::unix::Signal,
     term: tokio::signal::unix::Signal,
     presses: u32,
 }
 
 impl Signals {
-    pub fn new() -> std::io::Result<Signals> {
+    pub(crate) fn new() -> std::io::Result<Signals> {
         use tokio::signal::unix::{SignalKind, signal};
         Ok(Signals {
             int: signal(SignalKind::interrupt())?,
@@ -202,7 +202,7 @@ impl Signals {
     }
 
     /// Waits for the next signal.
-    pub async fn next(&mut self) -> Press {
+    pub(crate) async fn next(&mut self) -> Press {
         tokio::select! {
             _ = self.int.recv() => {}
             _ = self.term.recv() => {}

@@ -40,10 +40,6 @@ on_implemented_platforms! {
     pub mod commands;
     pub mod config;
     pub(crate) mod contract;
-    // The gateway and the supervisor are being made one fleet actor; until then
-    // their items keep the visibility they had (their rewrite keeps these lints
-    // and drops the expectation).
-    #[expect(unreachable_pub, reason = "visibility of src/gateway/ is set by its rewrite into the fleet actor")]
     pub(crate) mod gateway;
     pub(crate) mod hash;
     pub(crate) mod host;

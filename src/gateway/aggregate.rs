@@ -57,7 +57,7 @@ struct Shown {
 }
 
 /// The fleet's aggregation, shared by every client session and both doors.
-pub struct Gateway {
+pub(crate) struct Gateway {
     /// Written by the fleet task alone; read by the sessions, with no wait.
     shown: watch::Sender<Shown>,
     /// Set while the whole fleet goes down: calls do not start servers.
@@ -90,7 +90,7 @@ pub struct Gateway {
 
 /// A client session opened or closed.
 #[derive(Debug, Clone)]
-pub struct SessionEvent {
+pub(crate) struct SessionEvent {
     pub id: u64,
     pub door: &'static str,
     pub opened: bool,
@@ -101,7 +101,7 @@ pub struct SessionEvent {
 impl Gateway {
     /// A gateway for `servers` servers; their members are attached once their
     /// authorities exist (the listeners are needed to create them).
-    pub fn new(
+    pub(crate) fn new(
         servers: usize,
         start_options: CallOptions,
         page_size: usize,
@@ -134,7 +134,7 @@ impl Gateway {
     }
 
     /// What hears server `index`'s notifications.
-    pub fn listener(self: &Arc<Gateway>, index: usize) -> Arc<dyn Listener> {
+    pub(crate) fn listener(self: &Arc<Gateway>, index: usize) -> Arc<dyn Listener> {
         Arc::new(MemberListener {
             gateway: Arc::downgrade(self),
             index,
@@ -143,7 +143,7 @@ impl Gateway {
 
     /// Attaches the servers, and watches each authority's published state so that
     /// a start, restart or stop is announced to every client (G5).
-    pub fn attach(
+    pub(crate) fn attach(
         self: &Arc<Gateway>,
         members: Vec<Member>,
         tracker: &tokio_util::task::TaskTracker,
@@ -156,7 +156,7 @@ impl Gateway {
     /// A new slot, for a server added to the fleet (docs/design.md §16): its
     /// listener is made from the index before its authority exists, and the
     /// server is offered once it [`join`](Gateway::join)s.
-    pub fn slot(&self) -> usize {
+    pub(crate) fn slot(&self) -> usize {
         let mut lists = lock(&self.lists);
         lists.push(Lists::default());
         self.shown.send_modify(|shown| {
@@ -170,7 +170,7 @@ impl Gateway {
 
     /// Offers `member` at `index` to every client, which is told that the lists
     /// changed (G5), and watches its authority's published state.
-    pub fn join(
+    pub(crate) fn join(
         self: &Arc<Gateway>,
         index: usize,
         member: Member,
@@ -196,7 +196,7 @@ impl Gateway {
 
     /// Stops offering the server at `index` (gone from the fleet file); clients
     /// are told that the lists changed.
-    pub fn leave(self: &Arc<Gateway>, index: usize) {
+    pub(crate) fn leave(self: &Arc<Gateway>, index: usize) {
         if self.member(index).is_none() {
             return;
         }
@@ -209,7 +209,7 @@ impl Gateway {
 
     /// Shows the server at `index` as `exposure` says, from now on (its `prefix:`
     /// or `tools:` changed in the fleet file); clients are told if anything changed.
-    pub fn expose(
+    pub(crate) fn expose(
         self: &Arc<Gateway>,
         index: usize,
         exposure: Exposure,
@@ -231,7 +231,7 @@ impl Gateway {
     }
 
     /// Items per page of the aggregated lists, from now on.
-    pub fn set_page_size(&self, page_size: usize) {
+    pub(crate) fn set_page_size(&self, page_size: usize) {
         let page_size = page_size.max(1);
         self.shown.send_if_modified(|shown| {
             std::mem::replace(&mut shown.page_size, page_size) != page_size
@@ -244,7 +244,7 @@ impl Gateway {
 
     /// Whether call results carry the server and generation in `_meta`, from
     /// now on.
-    pub fn set_meta(&self, meta: bool) {
+    pub(crate) fn set_meta(&self, meta: bool) {
         self.shown
             .send_if_modified(|shown| std::mem::replace(&mut shown.meta, meta) != meta);
     }
@@ -384,12 +384,12 @@ impl Gateway {
     }
 
     /// Writes a line to the gateway's log.
-    pub fn note(&self, text: impl std::fmt::Display) {
+    pub(crate) fn note(&self, text: impl std::fmt::Display) {
         self.journal.line(text);
     }
 
     /// Open client sessions.
-    pub fn sessions(&self) -> usize {
+    pub(crate) fn sessions(&self) -> usize {
         lock(&self.clients).len()
     }
 
@@ -537,7 +537,7 @@ impl Gateway {
     }
 
     /// While the whole fleet goes down, calls do not start servers.
-    pub fn hold_starts(&self, hold: bool) {
+    pub(crate) fn hold_starts(&self, hold: bool) {
         self.holding.store(hold, Ordering::Relaxed);
     }
 

@@ -7,41 +7,41 @@ use std::time::{Duration, Instant};
 
 /// Open connections of the gateway's HTTP door, unless `gateway.max_connections`
 /// says otherwise.
-pub const GATEWAY_CONNECTIONS: usize = 512;
+pub(crate) const GATEWAY_CONNECTIONS: usize = 512;
 /// Open connections of the metrics' own door, unless `metrics.max_connections`
 /// says otherwise.
-pub const METRICS_CONNECTIONS: usize = 64;
+pub(crate) const METRICS_CONNECTIONS: usize = 64;
 /// Open HTTP sessions of the gateway, unless `gateway.max_sessions` says otherwise.
-pub const SESSIONS: usize = 256;
+pub(crate) const SESSIONS: usize = 256;
 /// How long a request's headers may take to arrive, counted from the moment the
 /// door waits for them: on a new connection, and on a kept-alive one between
 /// requests (so an idle connection is closed after as long).
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a request's body may take to arrive once its headers have.
-pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long an HTTP session may wait, after its `initialize`, for the client's
 /// `notifications/initialized` before it is closed.
-pub const INITIALIZED_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const INITIALIZED_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest body of a request that opens a session (`initialize`).
-pub const NEW_SESSION_BODY: usize = 64 * 1024;
+pub(crate) const NEW_SESSION_BODY: usize = 64 * 1024;
 /// The longest a client's name or version is kept, in characters, wherever it
 /// is written (the gateway's log, the event log, the supervisor's log).
-pub const CLIENT_WORDS: usize = 64;
+pub(crate) const CLIENT_WORDS: usize = 64;
 /// Refused connections that are given a moment to read their 503 before the
 /// connection closes; beyond these, a refused connection is closed at once.
-pub const LINGERING: usize = 64;
+pub(crate) const LINGERING: usize = 64;
 /// How long a refused connection is given to read its 503.
-pub const LINGER: Duration = Duration::from_millis(500);
+pub(crate) const LINGER: Duration = Duration::from_millis(500);
 /// The least time between two lines that count the same kind of trouble.
-pub const REPORT_EVERY: Duration = Duration::from_secs(5);
+pub(crate) const REPORT_EVERY: Duration = Duration::from_secs(5);
 /// The first pause after a failed `accept`; each further failure doubles it.
-pub const BACKOFF_FIRST: Duration = Duration::from_millis(10);
+pub(crate) const BACKOFF_FIRST: Duration = Duration::from_millis(10);
 /// The longest pause after failed `accept`s.
-pub const BACKOFF_MAX: Duration = Duration::from_secs(1);
+pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// The answer to a connection beyond its door's cap: written without reading
 /// the request, then the connection closes.
-pub const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
+pub(crate) const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
 Content-Type: text/plain; charset=utf-8\r\n\
 Content-Length: 66\r\n\
 Retry-After: 1\r\n\
@@ -53,7 +53,7 @@ busy: this door has as many connections open as it allows; retry\r\n";
 /// that reports them is due: at the first, then at most once per
 /// [`REPORT_EVERY`], with how many happened since the last line.
 #[derive(Debug, Default)]
-pub struct Tally {
+pub(crate) struct Tally {
     /// Not yet reported.
     pending: u64,
     /// When the last line was due.
@@ -62,14 +62,14 @@ pub struct Tally {
 
 impl Tally {
     /// Counts one at `now`; returns the count to report if a line is due.
-    pub fn add(&mut self, now: Instant) -> Option<u64> {
+    pub(crate) fn add(&mut self, now: Instant) -> Option<u64> {
         self.pending += 1;
         self.due(now)
     }
 
     /// The count to report if a line is due at `now` (one is pending and the
     /// last line is old enough).
-    pub fn due(&mut self, now: Instant) -> Option<u64> {
+    pub(crate) fn due(&mut self, now: Instant) -> Option<u64> {
         let quiet = self
             .said
             .is_none_or(|said| now.duration_since(said) >= REPORT_EVERY);
@@ -80,7 +80,7 @@ impl Tally {
     }
 
     /// When the pending count will be due, if any is pending.
-    pub fn next(&self) -> Option<Instant> {
+    pub(crate) fn next(&self) -> Option<Instant> {
         (self.pending > 0).then(|| self.said.map_or_else(Instant::now, |s| s + REPORT_EVERY))
     }
 }
@@ -89,20 +89,20 @@ impl Tally {
 /// failure up to [`BACKOFF_MAX`]; a success starts it over. Running out of
 /// descriptors is not retried in a hot loop.
 #[derive(Debug, Default)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     next: Option<Duration>,
 }
 
 impl Backoff {
     /// The pause after one more failure.
-    pub fn failed(&mut self) -> Duration {
+    pub(crate) fn failed(&mut self) -> Duration {
         let pause = self.next.unwrap_or(BACKOFF_FIRST);
         self.next = Some((pause * 2).min(BACKOFF_MAX));
         pause
     }
 
     /// An `accept` succeeded.
-    pub fn succeeded(&mut self) {
+    pub(crate) fn succeeded(&mut self) {
         self.next = None;
     }
 }
@@ -110,7 +110,7 @@ impl Backoff {
 /// Failed `accept`s of one listener: paced by a [`Backoff`], counted, and told
 /// in the supervisor's log at most once per [`REPORT_EVERY`].
 #[derive(Debug, Default)]
-pub struct AcceptErrors {
+pub(crate) struct AcceptErrors {
     backoff: Backoff,
     tally: Tally,
 }
@@ -118,7 +118,7 @@ pub struct AcceptErrors {
 impl AcceptErrors {
     /// One more failure of `what`'s `accept`: logs it if a line is due, and
     /// returns how long to wait before the next `accept`.
-    pub fn failed(&mut self, what: &str, error: &std::io::Error) -> Duration {
+    pub(crate) fn failed(&mut self, what: &str, error: &std::io::Error) -> Duration {
         let pause = self.backoff.failed();
         if let Some(count) = self.tally.add(Instant::now()) {
             tracing::warn!(
@@ -132,7 +132,7 @@ impl AcceptErrors {
     }
 
     /// An `accept` succeeded: the pause starts over.
-    pub fn succeeded(&mut self) {
+    pub(crate) fn succeeded(&mut self) {
         self.backoff.succeeded();
     }
 }
@@ -140,7 +140,7 @@ impl AcceptErrors {
 /// A client's own words about itself (its name, its version): at most
 /// [`CLIENT_WORDS`] characters, with control characters escaped, so that they
 /// can neither fill a log nor forge a line of it.
-pub fn client_words(text: &str) -> String {
+pub(crate) fn client_words(text: &str) -> String {
     let mut out = String::new();
     let mut chars = text.chars();
     for c in chars.by_ref().take(CLIENT_WORDS) {
@@ -154,7 +154,7 @@ pub fn client_words(text: &str) -> String {
 
 /// `text` with every control character escaped (`\n`, `\u{1b}`, ...): one line,
 /// whatever it holds.
-pub fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.chars().any(char::is_control) {
         return text.into();
     }

@@ -24,7 +24,7 @@ use super::bounds::{self, Tally};
 use super::{ClientSession, Gateway};
 
 /// The path of the MCP endpoint.
-pub const PATH: &str = "/mcp";
+pub(crate) const PATH: &str = "/mcp";
 
 /// Origins a browser page may call from: loopback on any port. Requests without
 /// an `Origin` (every non-browser client) pass; others must match (G6).
@@ -34,7 +34,7 @@ pub(crate) type Body = BoxBody<Bytes, Infallible>;
 
 /// What one door lets its peers hold at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Caps {
+pub(crate) struct Caps {
     /// Open connections; one more is answered 503 and closed.
     pub connections: usize,
     /// Open HTTP sessions (the gateway's door only); one more `initialize` is
@@ -47,7 +47,7 @@ pub struct Caps {
 /// `Authorization: Bearer <token>`. At most `caps` connections and sessions
 /// are open at once.
 #[expect(clippy::too_many_arguments, reason = "one door, each argument a separate limit or channel of it")]
-pub fn serve(
+pub(crate) fn serve(
     gateway: Arc<Gateway>,
     listener: TcpListener,
     token: Arc<str>,
@@ -558,7 +558,7 @@ fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
 }
 
 /// A new random token: 32 bytes from the OS, hex.
-pub fn new_token() -> std::io::Result<String> {
+pub(crate) fn new_token() -> std::io::Result<String> {
     use std::io::Read;
     let mut bytes = [0u8; 32];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
@@ -566,7 +566,7 @@ pub fn new_token() -> std::io::Result<String> {
 }
 
 /// Where the gateway listens, as a URL.
-pub fn url(addr: SocketAddr) -> String {
+pub(crate) fn url(addr: SocketAddr) -> String {
     format!("http://{addr}{PATH}")
 }
 

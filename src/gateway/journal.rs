@@ -15,14 +15,14 @@ use crate::process::stderr::LogFile;
 
 /// Where the gateway writes its lines; silent when it has no file.
 #[derive(Default)]
-pub struct Journal {
+pub(crate) struct Journal {
     file: Mutex<Option<LogFile>>,
 }
 
 impl Journal {
     /// A journal appended to `path` (created 0600). A file that cannot be opened
     /// leaves the journal silent, with a warning in the supervisor's log.
-    pub fn open(path: &Path) -> Journal {
+    pub(crate) fn open(path: &Path) -> Journal {
         let file = match LogFile::open(path) {
             Ok(file) => Some(file),
             Err(error) => {
@@ -37,7 +37,7 @@ impl Journal {
 
     /// Appends one line: whatever `text` holds (a client's or a server's words
     /// among it), its control characters are escaped, so it stays one line.
-    pub fn line(&self, text: impl Display) {
+    pub(crate) fn line(&self, text: impl Display) {
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(file) = file.as_mut() {
             let time = crate::lifecycle::events::rfc3339(SystemTime::now());

@@ -8,7 +8,7 @@ use crate::lifecycle::authority::Handle;
 /// How a server's tools and prompts are shown: the fleet file's `prefix:` and
 /// `tools: {allow, deny}`.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Exposure {
+pub(crate) struct Exposure {
     pub prefix: String,
     pub allow: Vec<String>,
     pub deny: Vec<String>,
@@ -16,7 +16,7 @@ pub struct Exposure {
 
 /// One server of the fleet, as the gateway reaches it.
 #[derive(Clone)]
-pub struct Member {
+pub(crate) struct Member {
     pub handle: Handle,
     pub exposure: Exposure,
     /// A disabled server is started only when a client calls it.
@@ -24,4 +24,4 @@ pub struct Member {
 }
 
 /// The servers a session sees, by index; all when `None`.
-pub type Scope = Option<Arc<[usize]>>;
+pub(crate) type Scope = Option<Arc<[usize]>>;

@@ -22,20 +22,20 @@
 //! (`clients.rs`); servers' requests of their client are relayed by
 //! `relay.rs`. This file only declares and re-exports.
 
-pub mod aggregate;
-pub mod bounds;
+pub(crate) mod aggregate;
+pub(crate) mod bounds;
 mod catalog;
 mod clients;
-pub mod http;
+pub(crate) mod http;
 mod journal;
-pub mod member;
-pub mod names;
+pub(crate) mod member;
+pub(crate) mod names;
 mod pass;
 mod relay;
 mod session;
 
-pub use aggregate::{Gateway, SessionEvent};
-pub use journal::Journal;
-pub use member::{Exposure, Member, Scope};
-pub use pass::PassThrough;
-pub use session::{ClientSession, Opened};
+pub(crate) use aggregate::{Gateway, SessionEvent};
+pub(crate) use journal::Journal;
+pub(crate) use member::{Exposure, Member};
+pub(crate) use pass::PassThrough;
+pub(crate) use session::{ClientSession, Opened};

@@ -8,11 +8,11 @@
 use std::collections::HashMap;
 
 /// The longest name clients and model APIs accept.
-pub const MAX_NAME: usize = 64;
+pub(crate) const MAX_NAME: usize = 64;
 
 /// What one exposed name stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// The server's index in the fleet.
     pub server: usize,
     /// The name as the server knows it.
@@ -21,7 +21,7 @@ pub struct Entry {
 
 /// Exposed names, both ways.
 #[derive(Debug, Clone, Default)]
-pub struct Names {
+pub(crate) struct Names {
     exposed: Vec<String>,
     routes: HashMap<String, Entry>,
 }
@@ -29,7 +29,7 @@ pub struct Names {
 impl Names {
     /// Names for `entries`, each (server index, prefix, name as the server knows
     /// it). The same entries always get the same names, whatever their order.
-    pub fn assign<'a>(entries: impl IntoIterator<Item = (usize, &'a str, &'a str)>) -> Names {
+    pub(crate) fn assign<'a>(entries: impl IntoIterator<Item = (usize, &'a str, &'a str)>) -> Names {
         let entries: Vec<(usize, &str, &str)> = entries.into_iter().collect();
         let mut exposed: Vec<String> = entries
             .iter()
@@ -79,12 +79,12 @@ impl Names {
     }
 
     /// The exposed names, in the order of the entries.
-    pub fn exposed(&self) -> &[String] {
+    pub(crate) fn exposed(&self) -> &[String] {
         &self.exposed
     }
 
     /// What an exposed name stands for.
-    pub fn route(&self, exposed: &str) -> Option<&Entry> {
+    pub(crate) fn route(&self, exposed: &str) -> Option<&Entry> {
         self.routes.get(exposed)
     }
 }
@@ -135,7 +135,7 @@ fn number_duplicates(exposed: &mut [String]) {
 
 /// Whether a name passes a server's `allow` and `deny` globs: allowed when `allow`
 /// is empty or one of its globs matches, and no glob of `deny` matches.
-pub fn passes(name: &str, allow: &[String], deny: &[String]) -> bool {
+pub(crate) fn passes(name: &str, allow: &[String], deny: &[String]) -> bool {
     let matches = |globs: &[String]| {
         globs
             .iter()

@@ -43,7 +43,7 @@ const GONE: &str = "the gateway's client no longer waits for the answer";
 
 /// The stdio door's hook: takes the calls that can pass through (see the module
 /// comment) and the cancellations of those calls.
-pub struct PassThrough {
+pub(crate) struct PassThrough {
     gateway: Arc<Gateway>,
     scope: Scope,
     opened: Arc<OnceLock<Opened>>,
@@ -96,7 +96,7 @@ struct ResultHead<'a> {
 }
 
 impl PassThrough {
-    pub fn new(
+    pub(crate) fn new(
         gateway: Arc<Gateway>,
         scope: Scope,
         opened: Arc<OnceLock<Opened>>,

@@ -29,17 +29,17 @@ use crate::metrics::CallOutcome;
 
 /// The JSON-RPC error code of a server that cannot serve a request (the range
 /// -32000 to -32099 is the implementation's own); `data.kind` says why.
-pub const SERVER_UNAVAILABLE: i32 = -32001;
+pub(super) const SERVER_UNAVAILABLE: i32 = -32001;
 
 /// A client session once initialized: its id, and its peer (where servers'
 /// requests during its calls go).
-pub struct Opened {
+pub(crate) struct Opened {
     pub id: u64,
     pub peer: Peer<RoleServer>,
 }
 
 /// One client's session with the gateway.
-pub struct ClientSession {
+pub(crate) struct ClientSession {
     gateway: Arc<Gateway>,
     door: &'static str,
     /// Set once the client is initialized; shared with the door's
@@ -53,7 +53,7 @@ pub struct ClientSession {
 }
 
 impl ClientSession {
-    pub fn new(gateway: Arc<Gateway>, door: &'static str) -> ClientSession {
+    pub(crate) fn new(gateway: Arc<Gateway>, door: &'static str) -> ClientSession {
         ClientSession {
             gateway,
             door,
@@ -64,22 +64,22 @@ impl ClientSession {
     }
 
     /// What ends the session's calls in flight when cancelled.
-    pub fn ended(&self) -> tokio_util::sync::CancellationToken {
+    pub(crate) fn ended(&self) -> tokio_util::sync::CancellationToken {
         self.ended.clone()
     }
 
     /// The session once initialized, as the door's pass-through sees it.
-    pub fn opened(&self) -> Arc<OnceLock<Opened>> {
+    pub(crate) fn opened(&self) -> Arc<OnceLock<Opened>> {
         self.opened.clone()
     }
 
     /// The gateway this session belongs to.
-    pub fn gateway(&self) -> Arc<Gateway> {
+    pub(crate) fn gateway(&self) -> Arc<Gateway> {
         self.gateway.clone()
     }
 
     /// The servers this session sees.
-    pub fn scope(&self) -> Scope {
+    pub(crate) fn scope(&self) -> Scope {
         self.scope.clone()
     }
 
@@ -89,7 +89,7 @@ impl ClientSession {
     }
 
     /// The same session, seeing only the servers at `indices`.
-    pub fn scoped(mut self, indices: Vec<usize>) -> ClientSession {
+    pub(crate) fn scoped(mut self, indices: Vec<usize>) -> ClientSession {
         self.scope = Some(indices.into());
         self
     }

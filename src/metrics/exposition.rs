@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 /// Which text format to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Prometheus,
     OpenMetrics,
 }
@@ -16,7 +16,7 @@ pub enum Format {
 impl Format {
     /// The format an `Accept` header asks for: OpenMetrics when it names
     /// `application/openmetrics-text`, else Prometheus' text format.
-    pub fn negotiate(accept: Option<&str>) -> Format {
+    pub(crate) fn negotiate(accept: Option<&str>) -> Format {
         let asks = accept.is_some_and(|a| {
             a.split(',').any(|part| {
                 let mut params = part.split(';');
@@ -38,7 +38,7 @@ impl Format {
     }
 
     /// The `Content-Type` of an answer in this format.
-    pub fn content_type(self) -> &'static str {
+    pub(crate) fn content_type(self) -> &'static str {
         match self {
             Format::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
             Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",

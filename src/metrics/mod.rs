@@ -26,7 +26,7 @@ use crate::lifecycle::state::Phase;
 
 /// How a call to a server's tool ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallOutcome {
+pub(crate) enum CallOutcome {
     /// A result that is not an error.
     Ok,
     /// A result with `isError`: the tool ran and said it failed.
@@ -64,12 +64,12 @@ struct Counts {
 
 /// The counters and histograms of every server, by name.
 #[derive(Default)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     servers: Mutex<BTreeMap<String, Counts>>,
 }
 
 impl Metrics {
-    pub fn new() -> Metrics {
+    pub(crate) fn new() -> Metrics {
         Metrics::default()
     }
 
@@ -82,7 +82,7 @@ impl Metrics {
     }
 
     /// Counts what a transition says (it has been recorded in the event log).
-    pub fn observe(&self, e: &Event) {
+    pub(crate) fn observe(&self, e: &Event) {
         self.with(&e.server, |c| {
             if let Some(reason) = refusal(e) {
                 c.refused[reason] += 1;
@@ -124,17 +124,17 @@ impl Metrics {
     }
 
     /// A request taken by the authority after waiting `waited` in its queue.
-    pub fn accepted(&self, server: &str, waited: Duration) {
+    pub(crate) fn accepted(&self, server: &str, waited: Duration) {
         self.with(server, |c| c.wait.observe(waited.as_secs_f64()));
     }
 
     /// A request withdrawn because its wait for the authority ran out (L2).
-    pub fn busy(&self, server: &str) {
+    pub(crate) fn busy(&self, server: &str) {
         self.with(server, |c| c.refused[0] += 1);
     }
 
     /// A call to one of `server`'s tools, through `call` or the gateway.
-    pub fn called(&self, server: &str, outcome: CallOutcome, took: Duration) {
+    pub(crate) fn called(&self, server: &str, outcome: CallOutcome, took: Duration) {
         self.with(server, |c| {
             c.calls[outcome as usize] += 1;
             c.call.observe(took.as_secs_f64());
@@ -219,7 +219,7 @@ pub(crate) fn render(metrics: Option<&Metrics>, view: View, format: Format) -> S
 /// taken on the thread that asked ([`prepare`]), so that writing it
 /// ([`Prepared::write`]) can run on another thread and allocate nothing there
 /// (docs/design.md §17).
-pub struct Prepared {
+pub(crate) struct Prepared {
     /// The counts of each server; `None` when no supervisor runs.
     counted: Option<BTreeMap<String, Counts>>,
     view: View,
@@ -251,7 +251,7 @@ pub(crate) fn prepare(metrics: Option<&Metrics>, view: View, format: Format) -> 
 impl Prepared {
     /// Writes the text, once (then empty). The counts and the view stay, to be
     /// let go of where they were taken.
-    pub fn write(&mut self) -> String {
+    pub(crate) fn write(&mut self) -> String {
         let Some(mut w) = self.w.take() else {
             return String::new();
         };
@@ -260,7 +260,7 @@ impl Prepared {
     }
 
     /// Writes the text.
-    pub fn render(mut self) -> String {
+    pub(crate) fn render(mut self) -> String {
         self.write()
     }
 }

@@ -11,7 +11,7 @@ use crate::lifecycle::state::Generation;
 
 /// The answer to `tools` or `call`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CallReport {
+pub(crate) struct CallReport {
     pub schema_version: u32,
     pub command: String,
     pub exit_code: i32,
@@ -24,7 +24,7 @@ pub struct CallReport {
 /// its own, tried in this order.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum CallBody {
+pub(crate) enum CallBody {
     /// `tools`: the tools of each server asked.
     Tools { servers: Vec<ServerTools> },
     /// `call`: the tool's result, as the server gave it.
@@ -46,7 +46,7 @@ pub enum CallBody {
 
 /// One server's tools.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ServerTools {
+pub(crate) struct ServerTools {
     pub name: String,
     pub generation: Generation,
     pub tools: Vec<ToolReport>,
@@ -54,14 +54,14 @@ pub struct ServerTools {
 
 /// One tool, as its server lists it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ToolReport {
+pub(crate) struct ToolReport {
     pub name: String,
     pub description: Option<String>,
     pub input_schema: Map<String, Value>,
 }
 
 impl CallReport {
-    pub fn new(command: &str, code: Code, body: CallBody) -> CallReport {
+    pub(crate) fn new(command: &str, code: Code, body: CallBody) -> CallReport {
         CallReport {
             schema_version: SCHEMA_VERSION,
             command: command.to_owned(),
@@ -71,7 +71,7 @@ impl CallReport {
     }
 
     /// A request that failed on `server`'s session: exit 3.
-    pub fn failed(command: &str, server: &str, kind: FailureKind, message: String) -> CallReport {
+    pub(crate) fn failed(command: &str, server: &str, kind: FailureKind, message: String) -> CallReport {
         let error = FailureReport { kind, message };
         let server = server.to_owned();
         CallReport::new(
@@ -82,7 +82,8 @@ impl CallReport {
     }
 
     /// The error of a failed request, if it failed on a session.
-    pub fn error(&self) -> Option<&FailureReport> {
+    #[cfg(test)]
+    fn error(&self) -> Option<&FailureReport> {
         match &self.body {
             CallBody::Failed { error, .. } => Some(error),
             _ => None,

@@ -55,7 +55,7 @@ impl From<&ServerError> for ErrorReport {
 /// `call` request that failed on a server's session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FailureKind {
+pub(crate) enum FailureKind {
     InvalidFleetFile,
     Usage,
     /// The state directory serves another fleet file (exit 2).
@@ -72,7 +72,7 @@ pub enum FailureKind {
 
 /// An error of a document without a server's line for it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct FailureReport {
+pub(crate) struct FailureReport {
     pub kind: FailureKind,
     pub message: String,
 }
@@ -81,7 +81,7 @@ pub struct FailureReport {
 /// log and of NDJSON output, and readable back, since this is how a supervisor's
 /// events reach the CLI (docs/design.md §9).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct EventReport {
+pub(crate) struct EventReport {
     pub time: String,
     pub server: String,
     pub generation: Option<Generation>,

@@ -14,7 +14,7 @@ use crate::protocol::{self, Deadlines, MetricsText};
 /// The report of a request, as the supervisor sends it.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
-pub enum Answer {
+pub(crate) enum Answer {
     /// `up`, `down`, `status`, `reconnect`, `reset` and `ping`.
     Report(Report),
     /// `tools` and `call`.
@@ -24,7 +24,7 @@ pub enum Answer {
 }
 
 /// A line the supervisor sends on the control socket (docs/design.md §9).
-pub type Response = protocol::Response<EventReport, Answer>;
+pub(crate) type Response = protocol::Response<EventReport, Answer>;
 
 /// The reply that carries `report`.
 pub(crate) fn reply(report: Report) -> Response {
@@ -35,7 +35,7 @@ pub(crate) fn reply(report: Report) -> Response {
 
 /// How long a request waits for its authority unless the caller says otherwise:
 /// long enough for any reasonable start or teardown ahead of it, but finite (L2).
-pub const DEFAULT_WAIT: Duration = Duration::from_secs(300);
+pub(super) const DEFAULT_WAIT: Duration = Duration::from_secs(300);
 
 /// The options of a request to the authorities, from the caller's deadlines.
 pub(crate) fn call_options(d: Deadlines, force: bool) -> CallOptions {

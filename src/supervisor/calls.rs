@@ -20,7 +20,7 @@ use crate::output::report::{FailureKind, ServerReport};
 use crate::process::session::{self, SessionError};
 
 /// How long a tool call may take unless the caller says otherwise.
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+pub(super) const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn reply(report: CallReport) -> Response {
     Response::Reply {
@@ -66,7 +66,7 @@ fn named(fleet: &FleetHandle, name: &str) -> Result<Handle, String> {
         .map(|mut handles| handles.remove(0))
 }
 
-pub async fn tools(fleet: &FleetHandle, server: Option<String>, options: CallOptions) -> Response {
+pub(super) async fn tools(fleet: &FleetHandle, server: Option<String>, options: CallOptions) -> Response {
     let handles: Vec<Handle> = match &server {
         Some(name) => match named(fleet, name) {
             Ok(h) => vec![h],
@@ -136,7 +136,7 @@ pub async fn tools(fleet: &FleetHandle, server: Option<String>, options: CallOpt
     ))
 }
 
-pub async fn call(
+pub(super) async fn call(
     fleet: &FleetHandle,
     server: &str,
     tool: &str,

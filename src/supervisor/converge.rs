@@ -21,7 +21,7 @@ use crate::reconcile;
 
 /// `up`: the fleet task plans and takes up the file (`plan.rs`); the request
 /// then asks the authorities, streaming their events.
-pub async fn up(fleet: &FleetHandle, up: Up, tx: &mpsc::UnboundedSender<String>) -> Response {
+pub(super) async fn up(fleet: &FleetHandle, up: Up, tx: &mpsc::UnboundedSender<String>) -> Response {
     // An invalid file changes nothing (R5); the CLI has refused it already, with
     // positions, unless it changed in between.
     let file = match up.fleet.as_ref().map(|f| fleet.read_file(f)).transpose() {
@@ -84,7 +84,7 @@ pub async fn up(fleet: &FleetHandle, up: Up, tx: &mpsc::UnboundedSender<String>)
 
 /// `status`: each server's state and, when the request carries the fleet file,
 /// how it differs from it (R4). Changes nothing, whatever the file says.
-pub fn status(
+pub(super) fn status(
     fleet: &FleetHandle,
     names: &[String],
     source: Option<&FleetSource>,

@@ -19,7 +19,7 @@ use crate::output::report::{GatewayReport, Report, ServerReport};
 use crate::protocol::{Deadlines, FleetSource, MetricsText, Op};
 
 /// Answers one request, sending its events on `tx` before the reply it returns.
-pub async fn dispatch(
+pub(super) async fn dispatch(
     op: Op,
     fleet: &FleetHandle,
     tx: &mpsc::UnboundedSender<String>,

@@ -9,7 +9,7 @@ use crate::gateway::http;
 
 /// The caps of both HTTP doors, fitted within the open-files limit.
 #[derive(Debug, Clone, Copy)]
-pub struct DoorCaps {
+pub(super) struct DoorCaps {
     pub gateway: http::Caps,
     /// Open connections of the metrics' own door.
     pub metrics: usize,
@@ -19,7 +19,7 @@ pub struct DoorCaps {
 /// at once leave the servers' descriptors and a reserve for the control socket
 /// below the open-files limit (docs/design.md §10). A cap cut to fit is said in
 /// the gateway's log.
-pub fn caps(fixed: &Fixed, fleet: &Fleet) -> DoorCaps {
+pub(super) fn caps(fixed: &Fixed, fleet: &Fleet) -> DoorCaps {
     use crate::gateway::bounds;
     let wanted = [
         fleet
@@ -52,7 +52,7 @@ pub fn caps(fixed: &Fixed, fleet: &Fleet) -> DoorCaps {
 /// The bearer token of the HTTP doors (the gateway's, the metrics'): the fleet
 /// file's (`${env:NAME}`) wins; else one is kept, 0600, in the state directory,
 /// whose path comes with it.
-pub fn door_token(fixed: &Fixed, fleet: &Fleet) -> Result<(String, Option<PathBuf>), String> {
+pub(super) fn door_token(fixed: &Fixed, fleet: &Fleet) -> Result<(String, Option<PathBuf>), String> {
     match &fleet.gateway.token {
         Some(text) => Ok((text.value.clone(), None)),
         None => {

@@ -16,7 +16,7 @@ use crate::metrics::Metrics;
 use crate::state::rotation::RotatingFile;
 
 /// The event log of one supervisor.
-pub struct EventLog {
+pub(crate) struct EventLog {
     file: Mutex<Option<RotatingFile>>,
     live: broadcast::Sender<Event>,
     /// What the events count up to (docs/design.md §17).
@@ -27,7 +27,7 @@ pub struct EventLog {
 
 /// A gateway client session opening or closing, as a line of the event log.
 #[derive(Debug, Serialize)]
-pub struct SessionLine {
+pub(crate) struct SessionLine {
     pub time: String,
     /// `session-opened` or `session-closed`.
     pub gateway: &'static str,
@@ -49,12 +49,12 @@ impl EventLog {
     }
 
     /// How many times this supervisor rotated `events.ndjson`.
-    pub fn rotations(&self) -> u64 {
+    pub(crate) fn rotations(&self) -> u64 {
         self.rotations.load(Ordering::Relaxed)
     }
 
     /// Rotates by `rotation` from the next event on.
-    pub fn set_rotation(&self, rotation: Rotation) {
+    pub(crate) fn set_rotation(&self, rotation: Rotation) {
         if let Some(f) = self.lock().as_mut() {
             f.set_rotation(rotation);
         }
@@ -64,7 +64,7 @@ impl EventLog {
         self.file.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.live.subscribe()
     }
 
@@ -83,7 +83,7 @@ impl EventLog {
     }
 
     /// Records a gateway client session opening or closing (G7).
-    pub fn gateway_session(&self, event: &SessionLine) {
+    pub(crate) fn gateway_session(&self, event: &SessionLine) {
         self.append(event);
     }
 }

@@ -15,7 +15,7 @@ use crate::process::limits::OpenFiles;
 use crate::state::StateDir;
 
 /// The parts of the supervisor that never change while it runs.
-pub struct Fixed {
+pub(super) struct Fixed {
     pub events: Arc<EventLog>,
     pub state: Arc<StateFile>,
     /// Set when the supervisor is shutting down; new requests are refused.

@@ -43,14 +43,12 @@ struct FleetTask {
 /// attached), after opening the metrics door that its file asks for, and
 /// returns the first handle to it. The task ends once every handle is gone or
 /// the authorities are told to shut down.
-pub fn spawn(fixed: Arc<Fixed>, roster: Roster) -> FleetHandle {
+pub(super) fn spawn(fixed: Arc<Fixed>, roster: Roster) -> FleetHandle {
     let (tx, rx) = mpsc::unbounded_channel();
     let first = View {
         roster: Arc::new(roster),
         listening: None,
-        metrics_addr: None,
         exit_when_idle: false,
-        stdio_sessions: 0,
     };
     let roster = first.roster.clone();
     let (publish, view) = watch::channel(Arc::new(first));
@@ -230,9 +228,7 @@ impl FleetTask {
         self.publish.send_replace(Arc::new(View {
             roster: self.roster.clone(),
             listening: self.http.clone(),
-            metrics_addr: self.metrics_door.as_ref().map(|d| d.addr),
             exit_when_idle: self.exit_when_idle,
-            stdio_sessions: self.stdio_sessions,
         }));
     }
 }

@@ -25,7 +25,7 @@ use crate::process::session::wire::{Intercepted, Outbox, OutboxWriter, Sink};
 use crate::protocol::{self, Deadlines, Op};
 
 /// The gateway of `fleet`, whose client sessions are recorded in `events`.
-pub fn new(fleet: &Fleet, events: Arc<EventLog>, journal: Journal) -> Arc<Gateway> {
+pub(super) fn new(fleet: &Fleet, events: Arc<EventLog>, journal: Journal) -> Arc<Gateway> {
     let metrics = events.metrics.clone();
     let sessions = Box::new(move |e: SessionEvent| {
         tracing::info!(session = e.id, door = e.door, opened = e.opened, client = ?e.client, "gateway client session");
@@ -54,7 +54,7 @@ pub fn new(fleet: &Fleet, events: Arc<EventLog>, journal: Journal) -> Arc<Gatewa
 }
 
 /// Gives the gateway the authorities, in fleet order.
-pub fn attach(gateway: &Arc<Gateway>, fleet: &Fleet, handles: &[Handle], tracker: &TaskTracker) {
+pub(super) fn attach(gateway: &Arc<Gateway>, fleet: &Fleet, handles: &[Handle], tracker: &TaskTracker) {
     let members = fleet
         .servers
         .iter()
@@ -73,7 +73,7 @@ pub fn attach(gateway: &Arc<Gateway>, fleet: &Fleet, handles: &[Handle], tracker
 /// ends the session or the supervisor stops: on the client's own stdin and
 /// stdout when `connect` hands them over (`handover.rs`), else on the same
 /// connection.
-pub async fn stdio(
+pub(super) async fn stdio(
     fleet: &FleetHandle,
     reader: BufReader<OwnedReadHalf>,
     mut write: OwnedWriteHalf,

@@ -6,7 +6,6 @@
 //! wait; what changes the roster or the doors is a message, answered once the
 //! task has published the view that follows from it.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot, watch};
@@ -24,23 +23,19 @@ use crate::protocol::FleetSource;
 
 /// What the fleet task publishes after every change: what readers need.
 #[derive(Clone)]
-pub struct View {
+pub(super) struct View {
     /// The fleet file as last taken up, and every server held.
     pub roster: Arc<Roster>,
     /// Where the gateway's HTTP door listens, once `serve` opened it.
     pub listening: Option<Listening>,
-    /// Where the metrics' own door listens, while open.
-    pub metrics_addr: Option<SocketAddr>,
     /// Set by a `down` of the whole fleet that found nothing else needing the
     /// supervisor: it exits as soon as it is idle, without lingering.
     pub exit_when_idle: bool,
-    /// Gateway sessions of `connect` (each on a control connection of its own).
-    pub stdio_sessions: usize,
 }
 
 /// A message to the fleet task. Those with a `reply` are answered once the
 /// view that follows from them is published.
-pub enum Command {
+pub(super) enum Command {
     /// Take up `file`, validated from `source` (a request's fleet file).
     TakeUp {
         file: Box<Fleet>,
@@ -79,7 +74,7 @@ pub enum Command {
 
 /// The handle to the fleet task.
 #[derive(Clone)]
-pub struct FleetHandle {
+pub(super) struct FleetHandle {
     tx: mpsc::UnboundedSender<Command>,
     view: watch::Receiver<Arc<View>>,
     /// What never changes.
@@ -99,7 +94,7 @@ impl FleetHandle {
     }
 
     /// The view as last published.
-    pub fn view(&self) -> Arc<View> {
+    pub(super) fn view(&self) -> Arc<View> {
         self.view.borrow().clone()
     }
 
@@ -111,36 +106,26 @@ impl FleetHandle {
         answer.await.ok()
     }
 
-    /// The fleet file as the supervisor last took it up.
-    pub fn fleet(&self) -> Fleet {
-        self.view().roster.fleet.clone()
-    }
-
     /// Every server's authority: the fleet file's, then the orphans'.
-    pub fn handles(&self) -> Vec<Handle> {
+    pub(super) fn handles(&self) -> Vec<Handle> {
         let view = self.view();
         view.roster.servers.iter().map(|h| h.handle.clone()).collect()
     }
 
     /// See [`Roster::select`].
-    pub fn select(&self, names: &[String], unnamed: Unnamed) -> Result<Vec<Handle>, String> {
+    pub(super) fn select(&self, names: &[String], unnamed: Unnamed) -> Result<Vec<Handle>, String> {
         self.view().roster.select(names, unnamed)
     }
 
     /// Where the gateway's HTTP door is open, if it is.
-    pub fn listening(&self) -> Option<Listening> {
+    pub(super) fn listening(&self) -> Option<Listening> {
         self.view().listening.clone()
-    }
-
-    /// Where the metrics door listens, if open.
-    pub fn metrics_addr(&self) -> Option<SocketAddr> {
-        self.view().metrics_addr
     }
 
     /// The fleet file a request carries, validated: the roster's own when it is
     /// the file last taken up (validating it again would cost every request as
     /// much as the first).
-    pub fn read_file(&self, source: &FleetSource) -> Result<Fleet, String> {
+    pub(super) fn read_file(&self, source: &FleetSource) -> Result<Fleet, String> {
         {
             let view = self.view();
             if view.roster.source.as_ref() == Some(source) {
@@ -154,7 +139,7 @@ impl FleetHandle {
     /// one, or when it is the file last taken up). Starts, restarts and stops
     /// nothing. The file is validated here, by the request, never by the fleet
     /// task.
-    pub async fn take_up(&self, source: Option<&FleetSource>) -> Result<(), String> {
+    pub(super) async fn take_up(&self, source: Option<&FleetSource>) -> Result<(), String> {
         let Some(source) = source else {
             return Ok(());
         };
@@ -173,7 +158,7 @@ impl FleetHandle {
     }
 
     /// Plans `up` and takes up its file (`plan.rs`).
-    pub async fn plan_up(&self, up: Up, file: Option<Fleet>) -> Result<Planned, Box<Response>> {
+    pub(super) async fn plan_up(&self, up: Up, file: Option<Fleet>) -> Result<Planned, Box<Response>> {
         let (up, file) = (Box::new(up), file.map(Box::new));
         self.ask(|reply| Command::PlanUp { up, file, reply })
             .await
@@ -187,13 +172,13 @@ impl FleetHandle {
     /// Forgets the orphans among `names` that are at rest (stopped or failed):
     /// their authorities end once no request holds them. A quarantined orphan
     /// stays, so that its quarantine stays visible (L7).
-    pub async fn forget_orphans(&self, names: Vec<String>) {
+    pub(super) async fn forget_orphans(&self, names: Vec<String>) {
         self.ask(|reply| Command::ForgetOrphans { names, reply })
             .await;
     }
 
     /// Opens the gateway's HTTP door, or says where it is open already.
-    pub async fn open_http(&self, listen: Option<String>) -> Result<Listening, String> {
+    pub(super) async fn open_http(&self, listen: Option<String>) -> Result<Listening, String> {
         self.ask(|reply| Command::OpenHttp { listen, reply })
             .await
             .unwrap_or_else(|| Err(GONE.to_owned()))
@@ -203,7 +188,7 @@ impl FleetHandle {
     /// keeps this supervisor running, if anything; else it is told to exit as
     /// soon as it is idle (no lingering), so that the `down` waiting for it
     /// returns with nothing of the fleet left (docs/design.md §3).
-    pub async fn after_down(&self) -> SupervisorReport {
+    pub(super) async fn after_down(&self) -> SupervisorReport {
         self.ask(|reply| Command::AfterDown { reply })
             .await
             .unwrap_or_else(|| SupervisorReport {
@@ -216,24 +201,24 @@ impl FleetHandle {
 
     /// Takes back the exit a `down` of the whole fleet arranged: idle again
     /// later, the supervisor lingers as usual (docs/design.md §3).
-    pub fn keep_when_idle(&self) {
+    pub(super) fn keep_when_idle(&self) {
         let _ = self.tx.send(Command::KeepWhenIdle);
     }
 
     /// Counts a `connect` session for as long as the returned guard lives.
-    pub fn stdio_session(&self) -> StdioSession {
+    pub(super) fn stdio_session(&self) -> StdioSession {
         let _ = self.tx.send(Command::StdioSession(true));
         StdioSession(self.tx.clone())
     }
 
     /// Closes the metrics door: the supervisor is leaving.
-    pub async fn close_metrics(&self) {
+    pub(super) async fn close_metrics(&self) {
         self.ask(|reply| Command::CloseMetrics { reply }).await;
     }
 }
 
 /// A `connect` session, counted while it lives.
-pub struct StdioSession(mpsc::UnboundedSender<Command>);
+pub(super) struct StdioSession(mpsc::UnboundedSender<Command>);
 
 impl Drop for StdioSession {
     fn drop(&mut self) {

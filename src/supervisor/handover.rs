@@ -22,7 +22,7 @@ const WITHIN: Duration = Duration::from_secs(10);
 
 /// What a client session reads: the control connection, or the client's own
 /// stdin handed over.
-pub struct Input(pub Box<dyn AsyncRead + Send + Unpin>);
+pub(super) struct Input(pub Box<dyn AsyncRead + Send + Unpin>);
 
 impl AsyncRead for Input {
     fn poll_read(
@@ -36,7 +36,7 @@ impl AsyncRead for Input {
 
 /// The client's stream, handed over: what the session reads and where it writes,
 /// and the control connection, which says when `connect` is gone.
-pub struct HandedOver {
+pub(super) struct HandedOver {
     pub input: Input,
     pub output: Box<dyn Sink>,
     pub control: UnixStream,
@@ -45,7 +45,7 @@ pub struct HandedOver {
 /// Receives `connect`'s stdin and stdout on its control connection. When they
 /// cannot be taken, `connect` is told why, in one line, before the connection
 /// closes.
-pub async fn receive(
+pub(super) async fn receive(
     reader: BufReader<OwnedReadHalf>,
     write: OwnedWriteHalf,
 ) -> io::Result<HandedOver> {
@@ -132,12 +132,12 @@ fn neither(which: &str) -> io::Error {
 /// before the connection closes: a connection closed without it means the
 /// supervisor was lost. One byte always fits in the socket's buffer; a
 /// `connect` that is gone already does not need it.
-pub fn ended(control: &UnixStream) {
+pub(super) fn ended(control: &UnixStream) {
     let _ = control.try_write(&[SESSION_ENDED]);
 }
 
 /// Resolves when `connect` has closed its control connection (or it failed).
-pub async fn gone(control: &UnixStream) {
+pub(super) async fn gone(control: &UnixStream) {
     let mut buf = [0u8; 64];
     loop {
         if control.readable().await.is_err() {

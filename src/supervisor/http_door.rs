@@ -12,11 +12,11 @@ use crate::gateway::http;
 use crate::metrics::http::Render;
 
 /// Where `serve` listens unless told otherwise.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:7077";
+pub(super) const DEFAULT_LISTEN: &str = "127.0.0.1:7077";
 
 /// The HTTP door, once open.
 #[derive(Debug, Clone)]
-pub struct Listening {
+pub(super) struct Listening {
     pub addr: SocketAddr,
     /// The file that holds the token (`None`: the token came from the fleet file).
     pub token_file: Option<PathBuf>,
@@ -28,7 +28,7 @@ pub struct Listening {
 /// [`DEFAULT_LISTEN`]), or says where it is open already (`open`). Only the
 /// fleet task calls it, one request after another, so that of two `serve`
 /// requests one opens the door and the other finds it open.
-pub fn open(
+pub(super) fn open(
     fixed: &Fixed,
     fleet: &Fleet,
     open: Option<&Listening>,
@@ -84,7 +84,7 @@ pub fn open(
 }
 
 /// Closes the gateway's HTTP door `open`.
-pub fn close(fixed: &Fixed, open: Listening) {
+pub(super) fn close(fixed: &Fixed, open: Listening) {
     tracing::info!(addr = %open.addr, "gateway: HTTP door closed");
     fixed
         .gateway

@@ -20,7 +20,7 @@ use crate::gateway::http as door;
 use crate::metrics::http::{PATH, Render, answer, not_found};
 
 /// The door, while open.
-pub struct MetricsDoor {
+pub(super) struct MetricsDoor {
     /// What the fleet file asked for (a port 0 becomes `addr`'s).
     pub wanted: SocketAddr,
     pub addr: SocketAddr,
@@ -30,7 +30,7 @@ pub struct MetricsDoor {
 /// Opens, moves or closes `door` to match `fleet`'s `metrics.listen`. A door
 /// that cannot open is a warning in `supervisor.log` and `gateway.log`: the
 /// servers are not held up for it.
-pub fn follow(fixed: &Fixed, fleet: &Fleet, door: &mut Option<MetricsDoor>, scrape: &Render) {
+pub(super) fn follow(fixed: &Fixed, fleet: &Fleet, door: &mut Option<MetricsDoor>, scrape: &Render) {
     let wanted = fleet.metrics.listen;
     if door.as_ref().map(|d| d.wanted) == wanted {
         return;
@@ -90,7 +90,7 @@ fn open(
 }
 
 /// Closes the metrics door, if open: the supervisor is leaving.
-pub fn close(door: &mut Option<MetricsDoor>) {
+pub(super) fn close(door: &mut Option<MetricsDoor>) {
     if let Some(open) = door.take() {
         open.stop.cancel();
         tracing::info!(addr = %open.addr, "metrics: door closed");

@@ -17,7 +17,7 @@ use crate::state::{Persisted, STATE_VERSION, replace_atomically};
 /// of many servers share writes (group commit): whoever waits for its note while
 /// another write is under way queues for the next one, which carries every note
 /// made until it began. Starting 200 servers costs a handful of writes, not 400.
-pub struct StateFile {
+pub(super) struct StateFile {
     inner: Arc<Inner>,
 }
 
@@ -45,7 +45,7 @@ struct Book {
 }
 
 impl StateFile {
-    pub fn new(path: PathBuf, doc: Persisted) -> StateFile {
+    pub(super) fn new(path: PathBuf, doc: Persisted) -> StateFile {
         StateFile {
             inner: Arc::new(Inner {
                 path,
@@ -65,12 +65,12 @@ impl StateFile {
 
     /// Applies `change` and writes the file before returning (for the supervisor's
     /// own start and its recovery, which happen before any authority runs).
-    pub fn update(&self, change: impl FnOnce(&mut Persisted)) -> io::Result<()> {
+    pub(super) fn update(&self, change: impl FnOnce(&mut Persisted)) -> io::Result<()> {
         let note = self.inner.note(change);
         self.inner.write(note)
     }
 
-    pub fn snapshot(&self) -> Persisted {
+    pub(super) fn snapshot(&self) -> Persisted {
         self.inner.book().doc.clone()
     }
 

@@ -17,7 +17,7 @@ use crate::output::plan::PlanStep;
 use crate::reconcile::{self, Known};
 
 /// What an `up` request asks for.
-pub struct Up {
+pub(super) struct Up {
     /// The servers to converge; empty: every enabled one of the file.
     pub servers: Vec<String>,
     /// The fleet file as the caller read it; the supervisor's own when absent.
@@ -30,7 +30,7 @@ pub struct Up {
 }
 
 /// What `up` is to do once the roster has taken up its file.
-pub struct Planned {
+pub(super) struct Planned {
     pub steps: Vec<PlanStep>,
     /// The selected servers' authorities, in the file's order.
     pub starts: Vec<Handle>,
@@ -41,7 +41,7 @@ pub struct Planned {
 }
 
 /// What the authorities published of every held server, as the plan reads it.
-pub fn known<'a>(roster: &'a Roster, snapshots: &'a [Snapshot]) -> Vec<Known<'a>> {
+pub(super) fn known<'a>(roster: &'a Roster, snapshots: &'a [Snapshot]) -> Vec<Known<'a>> {
     roster
         .servers
         .iter()
@@ -55,7 +55,7 @@ pub fn known<'a>(roster: &'a Roster, snapshots: &'a [Snapshot]) -> Vec<Known<'a>
 }
 
 /// A server no authority holds yet, as a line: stopped, nothing of a generation.
-pub fn unheld(name: &str, transport: &str) -> ServerReport {
+pub(super) fn unheld(name: &str, transport: &str) -> ServerReport {
     ServerReport::unpublished(name, transport, Phase::Stopped, None, Code::Ok)
 }
 
@@ -63,7 +63,7 @@ pub fn unheld(name: &str, transport: &str) -> ServerReport {
 /// older than the roster's, takes that file up (`sync`). `file` is the
 /// request's file, validated. `Err` is the whole answer: a usage error, or the
 /// report of a dry run.
-pub fn plan(
+pub(super) fn plan(
     roster: &mut Roster,
     fixed: &super::fixed::Fixed,
     up: &Up,

@@ -25,7 +25,7 @@ use crate::process::teardown::Grace;
 
 /// What recovery did with one generation it found.
 #[derive(Debug, Clone)]
-pub struct Recovered {
+pub(super) struct Recovered {
     pub server: String,
     pub generation: Generation,
     pub pids: Vec<i32>,
@@ -37,7 +37,7 @@ pub struct Recovered {
 
 /// Finds and tears down every living process of `scope`, and records the result in
 /// `state`. `cleanup` gives each server's cleanup deadline.
-pub async fn recover(
+pub(super) async fn recover(
     scope: &str,
     state: &StateFile,
     adopted: &[ProcId],

@@ -22,11 +22,11 @@ use crate::lifecycle::state::Phase;
 use crate::protocol::{FileVersion, FleetSource};
 
 /// Items per page of the gateway's lists, unless the fleet file says otherwise.
-pub const PAGE_SIZE: usize = 500;
+pub(super) const PAGE_SIZE: usize = 500;
 
 /// The fleet file as last taken up, and every server held.
 #[derive(Clone)]
-pub struct Roster {
+pub(super) struct Roster {
     pub fleet: Fleet,
     /// The request's fleet file it was last taken up from (`None`: read by the
     /// supervisor itself at its start): the same file again is not validated
@@ -43,7 +43,7 @@ impl Roster {
     /// The version the roster runs, when `source` is an older version of the
     /// file than it: then the roster keeps its own (R6). `None` when either
     /// version is unknown, or `source` is not older.
-    pub fn newer_than(&self, source: &FleetSource) -> Option<FileVersion> {
+    pub(super) fn newer_than(&self, source: &FleetSource) -> Option<FileVersion> {
         let (sent, held) = (source.version?, self.version?);
         sent.is_older_than(&held).then_some(held)
     }
@@ -51,7 +51,7 @@ impl Roster {
 
 /// A server the supervisor holds.
 #[derive(Clone)]
-pub struct Held {
+pub(super) struct Held {
     /// The spec its authority was last given.
     pub spec: ServerSpec,
     pub handle: Handle,
@@ -65,7 +65,7 @@ pub struct Held {
 impl Held {
     /// Creates the authority of `spec` (heard by the gateway at `slot`), which
     /// goes on from what `state.json` recorded of the server (`rec`).
-    pub fn new<L: Ledger + 'static>(
+    pub(super) fn new<L: Ledger + 'static>(
         spec: ServerSpec,
         slot: usize,
         rec: ServerRecord,
@@ -94,7 +94,7 @@ impl Held {
     }
 
     /// The server as the gateway offers it.
-    pub fn member(&self) -> Member {
+    pub(super) fn member(&self) -> Member {
         Member {
             handle: self.handle.clone(),
             exposure: exposure(&self.spec),
@@ -105,7 +105,7 @@ impl Held {
 
 /// How the gateway shows the server of `spec`: its `prefix:` (by default its
 /// name) and its `tools:`.
-pub fn exposure(spec: &ServerSpec) -> Exposure {
+pub(super) fn exposure(spec: &ServerSpec) -> Exposure {
     Exposure {
         prefix: spec
             .expose
@@ -118,7 +118,7 @@ pub fn exposure(spec: &ServerSpec) -> Exposure {
 }
 
 impl Roster {
-    pub fn held(&self, name: &str) -> Option<&Held> {
+    pub(super) fn held(&self, name: &str) -> Option<&Held> {
         self.servers.iter().find(|h| h.spec.name == name)
     }
 
@@ -126,7 +126,7 @@ impl Roster {
     /// must be held: in the fleet file, or an orphan), or with no names the
     /// file's enabled ones (`Unnamed::Enabled`) or every one held, orphans
     /// included (`Unnamed::All`). An unknown name is a usage error.
-    pub fn select(&self, names: &[String], unnamed: Unnamed) -> Result<Vec<Handle>, String> {
+    pub(super) fn select(&self, names: &[String], unnamed: Unnamed) -> Result<Vec<Handle>, String> {
         if names.is_empty() {
             return Ok(self
                 .servers
@@ -140,7 +140,7 @@ impl Roster {
         for name in names {
             match self.held(name) {
                 Some(h) if !picked.iter().any(|p| p.name() == name) => {
-                    picked.push(h.handle.clone())
+                    picked.push(h.handle.clone());
                 }
                 Some(_) => {}
                 None => unknown.push(name.clone()),
@@ -155,7 +155,7 @@ impl Roster {
 
 /// Says in the supervisor's log that a request carried an older version of
 /// the fleet file than the one it runs, which it kept (R6).
-pub fn kept_newer(source: &FleetSource, kept: &FileVersion) {
+pub(super) fn kept_newer(source: &FleetSource, kept: &FileVersion) {
     let read = source.version.map(|v| v.changed()).unwrap_or_default();
     tracing::info!(
         read_changed = %read,
@@ -168,7 +168,7 @@ pub fn kept_newer(source: &FleetSource, kept: &FileVersion) {
 /// with `${env:NAME}` looked up in the values the caller found (an MCP client's
 /// JSON file is read as `-f` reads it). An invalid one
 /// is a usage error that names every position, as the CLI would (R5).
-pub fn load(source: &FleetSource) -> Result<Fleet, String> {
+pub(super) fn load(source: &FleetSource) -> Result<Fleet, String> {
     let lookup = |name: &str| source.env.get(name).cloned();
     crate::config::load_text(&source.text, std::path::Path::new(&source.path), &lookup)
         .map_err(|e| format!("usage: {e}"))
@@ -181,7 +181,7 @@ impl Roster {
     /// exposure in the gateway; a server no longer in the file is orphaned and
     /// leaves the gateway; an orphan back in the file is held again as it is.
     /// `source` is the request's file it came from (kept as is when `None`).
-    pub fn sync(&mut self, fixed: &Fixed, file: Fleet, source: Option<FleetSource>) {
+    pub(super) fn sync(&mut self, fixed: &Fixed, file: Fleet, source: Option<FleetSource>) {
         let mut servers: Vec<Held> = Vec::with_capacity(self.servers.len());
         let mut old = std::mem::take(&mut self.servers);
         for spec in &file.servers {
@@ -268,7 +268,7 @@ impl Roster {
     /// Forgets the orphans among `names` that are at rest (stopped or failed):
     /// their authorities end once no request holds them. A quarantined orphan
     /// stays, so that its quarantine stays visible (L7).
-    pub fn forget_orphans(&mut self, names: &[String]) {
+    pub(super) fn forget_orphans(&mut self, names: &[String]) {
         self.servers.retain(|h| {
             let at_rest = matches!(h.handle.published().state, Phase::Stopped | Phase::Failed);
             let forget = h.orphaned && at_rest && names.contains(&h.spec.name);

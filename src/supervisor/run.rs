@@ -174,7 +174,7 @@ async fn recover(dir: &StateDir, fleet: &Fleet) -> anyhow::Result<(Arc<StateFile
             start_time: platform::stat(me).map(|s| s.start_time),
             boot_id: platform::boot_id(),
             guardian: guardian::guardian(),
-        })
+        });
     })?;
     // What the predecessor's guardian adopted when it died: processes of the
     // fleet's tree, some of which nothing else identifies (L10, L13).

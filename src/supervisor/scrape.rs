@@ -14,7 +14,7 @@ use crate::metrics::{Prepared, ProcessView, ServerView};
 use crate::state::rotation;
 
 /// What a scrape shows, taken now (from `view`) and written later.
-pub fn prepare(view: &View, fixed: &Fixed, format: Format) -> Prepared {
+pub(super) fn prepare(view: &View, fixed: &Fixed, format: Format) -> Prepared {
     let servers = view
         .roster
         .servers
@@ -51,7 +51,7 @@ pub fn prepare(view: &View, fixed: &Fixed, format: Format) -> Prepared {
 
 /// What renders the metrics for an HTTP door, for as long as the fleet task
 /// lives: nothing once it has ended.
-pub fn render(view: watch::Receiver<Arc<View>>, fixed: Weak<Fixed>) -> Render {
+pub(super) fn render(view: watch::Receiver<Arc<View>>, fixed: Weak<Fixed>) -> Render {
     Arc::new(move |format| {
         if view.has_changed().is_err() {
             return None;

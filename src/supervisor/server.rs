@@ -34,7 +34,7 @@ const REQUEST_GRACE: Duration = Duration::from_secs(1);
 /// connection) for `linger`, or a signal asks it to stop. `transitions` is the
 /// event log, subscribed to before any authority existed: what it says, and the
 /// connections opening and closing, are what wakes the idle watch.
-pub async fn serve(
+pub(super) async fn serve(
     dir: &StateDir,
     fleet: FleetHandle,
     transitions: broadcast::Receiver<Event>,

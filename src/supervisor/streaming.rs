@@ -14,7 +14,7 @@ use crate::protocol;
 /// Runs `work` on `handles` while streaming their events to the client: every
 /// event of a request is recorded before its reply (L12), so what is queued when
 /// `work` ends is all of it. The forwarding is a task of `tracker`.
-pub async fn streaming<F, Fut, T>(
+pub(super) async fn streaming<F, Fut, T>(
     events: &EventLog,
     tracker: &TaskTracker,
     handles: &[Handle],

@@ -1673,8 +1673,8 @@ struct OldSupervisor {
 impl OldSupervisor {
     fn start(fleet: &TestFleet, forget_server: bool, guardian: bool) -> OldSupervisor {
         let state = fleet.state_dir();
-        let dir = mcpfleet::supervisor::state_dir::StateDir::open(&state).expect("state dir");
-        let tag = format!("{}:one:1", mcpfleet::supervisor::tag_scope(&dir));
+        let dir = mcpfleet::state::StateDir::open(&state).expect("state dir");
+        let tag = format!("{}:one:1", mcpfleet::state::tag_scope(&dir));
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fakes/old_supervisor.py");
         let mut cmd = std::process::Command::new("python3");
         cmd.arg(script)
@@ -1796,7 +1796,7 @@ fn down_stops_a_supervisor_of_another_build_and_other_commands_say_how() {
     assert!(old.exited(), "the old supervisor still runs");
     assert!(!is_alive(old.server), "its server still runs");
     assert!(
-        !mcpfleet::supervisor::state_dir::supervisor_runs(&fleet.state_dir()).unwrap(),
+        !mcpfleet::state::supervisor_runs(&fleet.state_dir()).unwrap(),
         "the lock is still held"
     );
     assert!(

@@ -46,7 +46,7 @@ const MAX_SPARE: usize = 1 << 20;
 /// A stream an [`Outbox`] writes to: what it takes now, without waiting, and a
 /// way to wait until it takes more. Dropping it closes the stream (a socket's
 /// write half is shut down).
-pub trait Sink: Send + Sync + 'static {
+pub(crate) trait Sink: Send + Sync + 'static {
     /// Writes what the stream takes now; `WouldBlock` when it takes nothing.
     fn try_write(&self, buf: &[u8]) -> io::Result<usize>;
     /// Waits until the stream may take more.
