@@ -336,12 +336,17 @@ pub(crate) fn observe(table: &Table) {
         .collect();
 
     // Orphans that arrived at this process: attribute each to its generation.
+    // Only a subreaper adopts orphans; in a process that is not one (a program
+    // that embeds the library, a test binary), every child that is not a server
+    // was started by someone else in the process and is theirs.
+    let adopts = platform::is_subreaper();
     let my_sid = platform::session_id();
     let spawning = SPAWNING.load(std::sync::atomic::Ordering::SeqCst) > 0;
     let mut given: Vec<(Arc<Shared>, ProcId)> = Vec::new();
     for p in table.procs() {
         let s = &p.stat;
-        if s.ppid != me
+        if !adopts
+            || s.ppid != me
             || !s.is_alive()
             || roots.contains(&ProcId::of(s))
             || claimed.contains(&s.pid)

@@ -746,6 +746,37 @@ async fn l11_fencing_refuses_a_stale_generation_and_admits_one_of_two_racers() {
     h.finish().await;
 }
 
+/// A process that is not a subreaper adopts no orphans: a child that something
+/// else in the process started while a server runs (here the test itself) is
+/// neither taken for that server's orphan nor ended by its teardown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn l13_a_child_the_host_started_is_not_taken_for_a_servers_orphan() {
+    let h = Harness::new("authority-l13-host-child");
+    within(async {
+        let server = h.spawn(Server::new("lone", &[]));
+        let started = request(&server, Intent::Start).await;
+        h.assert_recorded(&started);
+        let mut neighbour = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn sleep");
+        let pid = neighbour.id() as i32;
+        // The lineages are refreshed by every pass over the process table; a
+        // stop makes passes of its own before and during the teardown.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let stopped = request(&server, Intent::Stop).await;
+        h.assert_recorded(&stopped);
+        assert!(
+            is_alive(pid),
+            "the teardown of a server ended a child it did not start"
+        );
+        kill_all(&[pid]);
+        let _ = neighbour.wait();
+    })
+    .await;
+    h.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn l6_a_teardown_outlives_the_caller_that_asked_for_it() {
     let h = Harness::new("authority-l6-caller-gone");
