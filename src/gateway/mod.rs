@@ -26,6 +26,7 @@ pub(crate) mod aggregate;
 pub(crate) mod bounds;
 mod catalog;
 mod clients;
+mod desk;
 pub(crate) mod http;
 mod journal;
 pub(crate) mod member;
@@ -34,7 +35,8 @@ mod pass;
 mod relay;
 mod session;
 
-pub(crate) use aggregate::{Gateway, SessionEvent};
+pub(crate) use aggregate::Gateway;
+pub(crate) use desk::SessionEvent;
 pub(crate) use journal::Journal;
 pub(crate) use member::{Exposure, Member};
 pub(crate) use pass::PassThrough;
