@@ -530,3 +530,57 @@ impl DeskTask {
 pub(super) fn token_key(token: &ProgressToken) -> String {
     serde_json::to_string(&token.0).unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use rmcp::model::Tool;
+    use tokio_util::task::TaskTracker;
+
+    use super::Desk;
+    use crate::gateway::catalog::{Known, Learnt};
+    use crate::gateway::journal::Journal;
+    use crate::process::notice::Notice;
+
+    fn desk(servers: usize) -> Desk {
+        let tasks = TaskTracker::new();
+        Desk::spawn(servers, Box::new(|_| {}), Arc::new(Journal::default()), &tasks)
+    }
+
+    fn tools(generation: u64) -> Learnt {
+        Learnt::Tools(Known {
+            generation: Some(generation),
+            fresh: true,
+            items: Arc::new(Vec::<Tool>::new()),
+        })
+    }
+
+    #[tokio::test]
+    async fn what_is_learned_is_on_the_board_once_answered_and_a_notice_sent_before_makes_it_stale() {
+        let desk = desk(1);
+        desk.learned(0, tools(3)).await;
+        assert!(desk.board().lists[0].tools.fresh);
+        assert_eq!(desk.board().lists[0].tools.generation, Some(3));
+        // Sent with no wait; handled before the message that follows it.
+        desk.heard(0, Notice::ToolsChanged);
+        desk.hold(true).await;
+        let board = desk.board();
+        assert!(!board.lists[0].tools.fresh);
+        assert!(board.holding);
+    }
+
+    #[tokio::test]
+    async fn a_slot_is_made_before_what_is_learned_of_it_and_a_server_that_left_is_forgotten() {
+        let desk = desk(0);
+        desk.slot();
+        desk.learned(0, tools(1)).await;
+        assert_eq!(desk.board().lists.len(), 1);
+        assert!(desk.board().lists[0].tools.fresh);
+        desk.forget(0);
+        desk.hold(false).await;
+        let board = desk.board();
+        assert!(!board.lists[0].tools.fresh);
+        assert_eq!(board.lists[0].tools.generation, None);
+    }
+}
