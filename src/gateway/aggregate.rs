@@ -1,13 +1,12 @@
 //! The fleet's aggregation, shared by every client session and both doors:
 //! the members (written by the supervisor's fleet task, as it takes up the
-//! fleet file, and published to readers through a `watch`), what each server
-//! offers, the client sessions (each with one queue of notifications, sent in
-//! order), and the routes of progress and of servers' requests back to the
-//! client whose call caused them.
+//! fleet file, and published to readers through a `watch`), and what the
+//! gateway's task (`desk.rs`) owns: what each server offers, the catalogs, the
+//! client sessions (each with one queue of notifications, sent in order), and
+//! the routes of progress and of servers' requests back to the client whose
+//! call caused them.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
@@ -16,12 +15,11 @@ use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
 use super::bounds;
-use super::catalog::{Catalog, Known, Listing, Lists, Named};
-use super::clients::{ClientQueue, Note};
+use super::catalog::{Catalog, Known, Listing, Named};
+use super::desk::{Asking, Caller, Desk, ProgressGuard, SessionEvent, token_key};
 use super::journal::Journal;
 use super::member::{Exposure, Member, Scope};
 use super::names;
-use super::relay::{Asking, InFlightCalls};
 use crate::lifecycle::Generation;
 use crate::lifecycle::authority::CallOptions;
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
@@ -29,13 +27,6 @@ use crate::process::notice::{Asked, Listener, Notice};
 
 /// How long a server may take to list what it offers.
 const LIST_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Where a server's progress for a call goes back to: the client that made
-/// the call, under its own token.
-struct ProgressRoute {
-    client: ClientQueue,
-    token: rmcp::model::ProgressToken,
-}
 
 /// What the supervisor's fleet task sets, as it takes up the fleet file, and
 /// every session reads: the members by index, and how lists and results are
@@ -60,42 +51,19 @@ struct Shown {
 pub(crate) struct Gateway {
     /// Written by the fleet task alone; read by the sessions, with no wait.
     shown: watch::Sender<Shown>,
-    /// Set while the whole fleet goes down: calls do not start servers.
-    holding: std::sync::atomic::AtomicBool,
-    lists: Mutex<Vec<Lists>>,
-    /// Each client session's queue of notifications.
-    clients: Mutex<HashMap<u64, ClientQueue>>,
-    /// The next client session's id.
-    next_id: AtomicU64,
-    /// By server and the token of the call to it.
-    progress: Mutex<HashMap<(usize, String), ProgressRoute>>,
-    /// Clients' calls in flight: where servers' requests go.
-    calls: Arc<InFlightCalls>,
+    /// The gateway's task: what each server offers, the catalogs, the client
+    /// sessions' queues, the routes of progress, the calls in flight, and
+    /// whether starts are held.
+    desk: Desk,
     /// Deadlines of the start requests a call makes.
     pub(crate) start_options: CallOptions,
-    /// Told when a client session opens or closes (G7).
-    sessions: Box<dyn Fn(SessionEvent) + Send + Sync>,
     /// The gateway's log.
-    journal: Journal,
-    /// The exposed tools and prompts as last built, with what they were built
-    /// from: built again only when a server's list or exposure changed.
-    tool_catalog: Mutex<Option<Catalog<Tool>>>,
-    prompt_catalog: Mutex<Option<Catalog<Prompt>>>,
+    journal: Arc<Journal>,
     /// Where calls are counted.
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
-    /// The gateway's own tasks: the client sessions' queues of notifications,
-    /// the notices of abandoned calls.
+    /// The gateway's own tasks: its task, the client sessions' queues of
+    /// notifications, the notices of abandoned calls.
     tasks: TaskTracker,
-}
-
-/// A client session opened or closed.
-#[derive(Debug, Clone)]
-pub(crate) struct SessionEvent {
-    pub id: u64,
-    pub door: &'static str,
-    pub opened: bool,
-    /// The client's name and version, once known.
-    pub client: Option<String>,
 }
 
 impl Gateway {
@@ -115,21 +83,16 @@ impl Gateway {
             page_size: page_size.max(1),
             meta: false,
         };
+        let journal = Arc::new(journal);
+        let tasks = TaskTracker::new();
+        let desk = Desk::spawn(servers, sessions, journal.clone(), &tasks);
         Arc::new(Gateway {
             shown: watch::Sender::new(shown),
-            holding: std::sync::atomic::AtomicBool::new(false),
-            lists: Mutex::new((0..servers).map(|_| Lists::default()).collect()),
-            clients: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(1),
-            progress: Mutex::new(HashMap::new()),
-            calls: Arc::default(),
+            desk,
             start_options,
-            sessions,
             journal,
-            tool_catalog: Mutex::new(None),
-            prompt_catalog: Mutex::new(None),
             metrics,
-            tasks: TaskTracker::new(),
+            tasks,
         })
     }
 
@@ -157,15 +120,16 @@ impl Gateway {
     /// listener is made from the index before its authority exists, and the
     /// server is offered once it [`join`](Gateway::join)s.
     pub(crate) fn slot(&self) -> usize {
-        let mut lists = lock(&self.lists);
-        lists.push(Lists::default());
+        self.desk.slot();
+        let mut index = 0;
         self.shown.send_modify(|shown| {
             shown.watched.push(false);
             let mut next = shown.members.as_ref().clone();
             next.push(None);
+            index = next.len() - 1;
             shown.members = Arc::new(next);
         });
-        next_index(&lists)
+        index
     }
 
     /// Offers `member` at `index` to every client, which is told that the lists
@@ -201,9 +165,7 @@ impl Gateway {
             return;
         }
         self.set(index, None);
-        if let Some(lists) = lock(&self.lists).get_mut(index) {
-            *lists = Lists::default();
-        }
+        self.desk.forget(index);
         self.announce(index);
     }
 
@@ -265,9 +227,9 @@ impl Gateway {
 
     /// Tells every client that server `index`'s lists changed.
     fn announce(&self, index: usize) {
-        self.changed(index, Notice::ToolsChanged);
-        self.changed(index, Notice::PromptsChanged);
-        self.changed(index, Notice::ResourcesChanged);
+        self.desk.heard(index, Notice::ToolsChanged);
+        self.desk.heard(index, Notice::PromptsChanged);
+        self.desk.heard(index, Notice::ResourcesChanged);
     }
 
     /// Announces each start, restart and stop of the authority behind `changes`
@@ -312,8 +274,7 @@ impl Gateway {
     }
 
     /// Registers a client session's peer for announcements.
-    pub(super) fn open(&self, door: &'static str, peer: Peer<RoleServer>) -> u64 {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+    pub(super) async fn open(&self, door: &'static str, peer: Peer<RoleServer>) -> u64 {
         let client = peer
             .peer_info()
             .map(|i| {
@@ -323,31 +284,11 @@ impl Gateway {
                     bounds::client_words(&i.client_info.version)
                 )
             });
-        let queue = ClientQueue::spawn(peer, &self.tasks);
-        lock(&self.clients).insert(id, queue);
-        self.note(format_args!(
-            "session {id} opened ({door}, {})",
-            client.as_deref().unwrap_or("a client with no name")
-        ));
-        (self.sessions)(SessionEvent {
-            id,
-            door,
-            opened: true,
-            client,
-        });
-        id
+        self.desk.open(door, peer, client).await
     }
 
     pub(super) fn close(&self, id: u64, door: &'static str) {
-        if lock(&self.clients).remove(&id).is_some() {
-            self.note(format_args!("session {id} closed ({door})"));
-            (self.sessions)(SessionEvent {
-                id,
-                door,
-                opened: false,
-                client: None,
-            });
-        }
+        self.desk.close(id, door);
     }
 
     /// Notes a client's call to server `index` (`ours` is our request to it,
@@ -361,7 +302,12 @@ impl Gateway {
         theirs: rmcp::model::RequestId,
         session: u64,
     ) -> Asking {
-        self.calls.asking(index, ours, client, theirs, session)
+        let caller = Caller {
+            client,
+            theirs,
+            session,
+        };
+        self.desk.asking(index, ours, caller)
     }
 
     /// Answers server `index`'s request of its client: relayed to the client
@@ -374,7 +320,8 @@ impl Gateway {
         let server = self
             .member(index)
             .map_or_else(String::new, |m| m.handle.name().to_owned());
-        super::relay::relay(&self.journal, &self.calls, index, &server, asked).await
+        let caller = self.desk.caller(index, asked.origin.clone()).await;
+        super::relay::relay(&self.journal, caller, &server, asked).await
     }
 
     /// The gateway's own tasks (the clients' queues, the notices of abandoned
@@ -390,48 +337,7 @@ impl Gateway {
 
     /// Open client sessions.
     pub(crate) fn sessions(&self) -> usize {
-        lock(&self.clients).len()
-    }
-
-    /// A server's list changed: forget it and tell every client, on each
-    /// client's queue.
-    fn changed(&self, index: usize, notice: Notice) {
-        {
-            let mut lists = lock(&self.lists);
-            let Some(lists) = lists.get_mut(index) else {
-                return;
-            };
-            match notice {
-                Notice::ToolsChanged => lists.tools.fresh = false,
-                Notice::PromptsChanged => lists.prompts.fresh = false,
-                Notice::ResourcesChanged => {
-                    lists.resources.fresh = false;
-                    lists.templates.fresh = false;
-                }
-                Notice::Progress(_) => return,
-            }
-        }
-        let note = match notice {
-            Notice::ToolsChanged => Note::ToolsChanged,
-            Notice::PromptsChanged => Note::PromptsChanged,
-            _ => Note::ResourcesChanged,
-        };
-        for client in lock(&self.clients).values() {
-            client.send(note.clone());
-        }
-    }
-
-    /// Relays server `index`'s progress notification to the client whose call it
-    /// is for, on that client's queue.
-    fn progress(&self, index: usize, mut param: rmcp::model::ProgressNotificationParam) {
-        let key = (index, token_key(&param.progress_token));
-        let route = lock(&self.progress)
-            .get(&key)
-            .map(|r| (r.client.clone(), r.token.clone()));
-        if let Some((client, token)) = route {
-            param.progress_token = token;
-            client.send(Note::Progress(param));
-        }
+        self.desk.board().sessions
     }
 
     /// Sends server `index`'s progress under `ours` (the token its session gave
@@ -439,23 +345,15 @@ impl Gateway {
     /// the returned guard drops. Tokens are only unique per session: the server
     /// is part of the key.
     pub(super) fn route_progress(
-        self: &Arc<Gateway>,
+        &self,
         index: usize,
         ours: &rmcp::model::ProgressToken,
         session: u64,
         peer: Peer<RoleServer>,
         token: rmcp::model::ProgressToken,
     ) -> ProgressGuard {
-        let key = (index, token_key(ours));
-        // The session's own queue, so that what it is sent keeps its order; a
-        // queue of the call's own for a session not yet initialized.
-        let registered = lock(&self.clients).get(&session).cloned();
-        let client = registered.unwrap_or_else(|| ClientQueue::spawn(peer, &self.tasks));
-        lock(&self.progress).insert(key.clone(), ProgressRoute { client, token });
-        ProgressGuard {
-            gateway: Arc::downgrade(self),
-            key,
-        }
+        self.desk
+            .route((index, token_key(ours)), session, peer, token)
     }
 
     /// Every server's items of one list (each server's as [`Gateway::list_of`]
@@ -482,17 +380,23 @@ impl Gateway {
         let member = self.member(index)?;
         let snapshot = member.handle.snapshot().await.ok()?;
         let live = snapshot.running_generation();
-        let (ever, current, items) = {
-            let mut lists = lock(&self.lists);
-            let known = T::slot(lists.get_mut(index)?);
-            let current = known.fresh && known.generation == live;
-            (known.generation.is_some(), current, known.items.clone())
+        let (ever, current, items, holding) = {
+            let board = self.desk.board();
+            // A slot the task has not yet made is a server never seen.
+            match board.lists.get(index).map(T::known) {
+                Some(known) => {
+                    let current = known.fresh && known.generation == live;
+                    let ever = known.generation.is_some();
+                    (ever, current, known.items.clone(), board.holding)
+                }
+                None => (false, false, Arc::default(), board.holding),
+            }
         };
         if current && live.is_some() {
             return Some((index, items));
         }
         if live.is_none() {
-            let unknown = !ever && member.enabled && !self.holding.load(Ordering::Relaxed);
+            let unknown = !ever && member.enabled && !holding;
             if !unknown || self.running(index).await.is_err() {
                 return Some((index, items));
             }
@@ -518,12 +422,12 @@ impl Gateway {
                 return Some((index, items));
             }
         };
-        let mut lists = lock(&self.lists);
-        *T::slot(lists.get_mut(index)?) = Known {
+        let known = Known {
             generation: Some(generation),
             fresh: true,
             items: fetched.clone(),
         };
+        self.desk.learned(index, T::learnt(known)).await;
         Some((index, fetched))
     }
 
@@ -537,14 +441,14 @@ impl Gateway {
     }
 
     /// While the whole fleet goes down, calls do not start servers.
-    pub(crate) fn hold_starts(&self, hold: bool) {
-        self.holding.store(hold, Ordering::Relaxed);
+    pub(crate) async fn hold_starts(&self, hold: bool) {
+        self.desk.hold(hold).await;
     }
 
     /// The exposed tools (renamed, filtered by each server's `tools:`) and how
     /// their names route back.
     pub(super) async fn tools(&self, scope: &Scope) -> Arc<(Vec<Tool>, names::Names)> {
-        self.named(scope, &self.tool_catalog, |exposure, tool: &Tool| {
+        self.named(scope, |exposure, tool: &Tool| {
             names::passes(&tool.name, &exposure.allow, &exposure.deny)
         })
         .await
@@ -552,7 +456,7 @@ impl Gateway {
 
     /// The exposed prompts and how their names route back.
     pub(super) async fn prompts(&self, scope: &Scope) -> Arc<(Vec<Prompt>, names::Names)> {
-        self.named(scope, &self.prompt_catalog, |_, _: &Prompt| true)
+        self.named(scope, |_, _: &Prompt| true)
             .await
     }
 
@@ -563,7 +467,6 @@ impl Gateway {
     async fn named<T: Listing + Named>(
         &self,
         scope: &Scope,
-        memo: &Mutex<Option<Catalog<T>>>,
         keep: impl Fn(&Exposure, &T) -> bool,
     ) -> Arc<(Vec<T>, names::Names)> {
         let gathered = self.gather::<T>(scope).await;
@@ -576,8 +479,11 @@ impl Gateway {
                 Some((i, list, exposure))
             })
             .collect();
-        if let Some(catalog) = lock(memo).as_ref().filter(|c| c.built_from(&from)) {
-            return catalog.built.clone();
+        let kept = T::kept(&self.desk.board().catalogs)
+            .filter(|c| c.built_from(&from))
+            .map(|c| c.built.clone());
+        if let Some(built) = kept {
+            return built;
         }
         let kept: Vec<(usize, &T, &Exposure)> = from
             .iter()
@@ -594,10 +500,11 @@ impl Gateway {
             .map(|((_, item, _), exposed)| item.renamed(exposed.clone()))
             .collect();
         let built = Arc::new((items, names));
-        *lock(memo) = Some(Catalog {
+        let catalog = Catalog {
             from,
             built: built.clone(),
-        });
+        };
+        self.desk.built(T::built(catalog)).await;
         built
     }
 
@@ -608,9 +515,9 @@ impl Gateway {
     /// takes the long way, which builds the catalog again.
     pub(super) fn route_now(&self, scope: &Scope, name: &str) -> Option<names::Entry> {
         let members = self.members();
-        let lists = lock(&self.lists);
-        let memo = lock(&self.tool_catalog);
-        let catalog = memo.as_ref()?;
+        let board = self.desk.board();
+        let lists = &board.lists;
+        let catalog = board.catalogs.tools.as_ref()?;
         let mut from = catalog.from.iter();
         let seen = |i: usize| scope.as_ref().is_none_or(|s| s.contains(&i));
         for (index, member) in members.iter().enumerate() {
@@ -675,7 +582,8 @@ impl Gateway {
         let member = self.member(index).ok_or_else(|| {
             ServerError::new(ErrorKind::Protocol, ErrorPhase::Request, "no such server")
         })?;
-        if self.holding.load(Ordering::Relaxed) {
+        let holding = self.desk.board().holding;
+        if holding {
             return match member.handle.peer().await {
                 Ok(Some(p)) => Ok(p),
                 _ => Err(ServerError::new(
@@ -691,33 +599,6 @@ impl Gateway {
     }
 }
 
-fn token_key(token: &rmcp::model::ProgressToken) -> String {
-    serde_json::to_string(&token.0).unwrap_or_default()
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The index of the slot just pushed onto `lists`.
-fn next_index(lists: &[Lists]) -> usize {
-    lists.len() - 1
-}
-
-/// Forgets a relayed progress token when the call ends.
-pub(super) struct ProgressGuard {
-    gateway: Weak<Gateway>,
-    key: (usize, String),
-}
-
-impl Drop for ProgressGuard {
-    fn drop(&mut self) {
-        if let Some(g) = self.gateway.upgrade() {
-            lock(&g.progress).remove(&self.key);
-        }
-    }
-}
-
 /// Hears one server's notifications for the gateway.
 struct MemberListener {
     gateway: Weak<Gateway>,
@@ -729,12 +610,9 @@ impl Listener for MemberListener {
         let Some(gateway) = self.gateway.upgrade() else {
             return;
         };
-        // On the clients' queues, in the order the server sent them: no task
-        // of its own.
-        match notice {
-            Notice::Progress(param) => gateway.progress(self.index, param),
-            other => gateway.changed(self.index, other),
-        }
+        // To the gateway's task, which puts them on the clients' queues in
+        // the order the server sent them.
+        gateway.desk.heard(self.index, notice);
     }
 
     fn asked(

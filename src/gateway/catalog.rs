@@ -42,20 +42,45 @@ pub(super) struct Lists {
 pub(super) trait Listing: Clone + Send + Sync + 'static {
     /// Whether a server with these capabilities offers the list at all.
     fn offered(caps: &rmcp::model::ServerCapabilities) -> bool;
-    fn slot(lists: &mut Lists) -> &mut Known<Self>;
+    fn known(lists: &Lists) -> &Known<Self>;
+    /// What was learned, as a message to the gateway's task.
+    fn learnt(known: Known<Self>) -> Learnt;
     fn fetch(
         peer: &Peer<RoleClient>,
     ) -> impl Future<Output = Result<Vec<Self>, rmcp::service::ServiceError>> + Send;
 }
 
+/// One list of one server, as learned from its running generation.
+pub(super) enum Learnt {
+    Tools(Known<Tool>),
+    Prompts(Known<Prompt>),
+    Resources(Known<Resource>),
+    Templates(Known<ResourceTemplate>),
+}
+
+impl Learnt {
+    /// Keeps what was learned in `lists`, in place of what was known.
+    pub(super) fn keep(self, lists: &mut Lists) {
+        match self {
+            Learnt::Tools(known) => lists.tools = known,
+            Learnt::Prompts(known) => lists.prompts = known,
+            Learnt::Resources(known) => lists.resources = known,
+            Learnt::Templates(known) => lists.templates = known,
+        }
+    }
+}
+
 macro_rules! listing {
-    ($t:ty, $field:ident, $cap:ident, $fetch:ident) => {
+    ($t:ty, $field:ident, $variant:ident, $cap:ident, $fetch:ident) => {
         impl Listing for $t {
             fn offered(caps: &rmcp::model::ServerCapabilities) -> bool {
                 caps.$cap.is_some()
             }
-            fn slot(lists: &mut Lists) -> &mut Known<Self> {
-                &mut lists.$field
+            fn known(lists: &Lists) -> &Known<Self> {
+                &lists.$field
+            }
+            fn learnt(known: Known<Self>) -> Learnt {
+                Learnt::$variant(known)
             }
             fn fetch(
                 peer: &Peer<RoleClient>,
@@ -66,20 +91,49 @@ macro_rules! listing {
     };
 }
 
-listing!(Tool, tools, tools, list_all_tools);
-listing!(Prompt, prompts, prompts, list_all_prompts);
-listing!(Resource, resources, resources, list_all_resources);
+listing!(Tool, tools, Tools, tools, list_all_tools);
+listing!(Prompt, prompts, Prompts, prompts, list_all_prompts);
+listing!(Resource, resources, Resources, resources, list_all_resources);
 listing!(
     ResourceTemplate,
     templates,
+    Templates,
     resources,
     list_all_resource_templates
 );
 
 /// An item the gateway shows under a name of its own.
-pub(super) trait Named {
+pub(super) trait Named: Sized {
     fn name(&self) -> &str;
     fn renamed(&self, name: String) -> Self;
+    /// The catalog of these items as last built.
+    fn kept(catalogs: &Catalogs) -> Option<&Catalog<Self>>;
+    /// A catalog just built, as a message to the gateway's task.
+    fn built(catalog: Catalog<Self>) -> Built;
+}
+
+/// The catalogs as last built: built again only when a server's list or
+/// exposure changed.
+#[derive(Default)]
+pub(super) struct Catalogs {
+    pub(super) tools: Option<Catalog<Tool>>,
+    pub(super) prompts: Option<Catalog<Prompt>>,
+}
+
+/// A catalog just built.
+pub(super) enum Built {
+    Tools(Catalog<Tool>),
+    Prompts(Catalog<Prompt>),
+}
+
+impl Built {
+    /// Keeps the catalog in `catalogs`, in place of the one before.
+    pub(super) fn keep(self, catalogs: &mut Catalogs) {
+        match self {
+            Built::Tools(catalog) => catalogs.tools = Some(catalog),
+            Built::Prompts(catalog) => catalogs.prompts = Some(catalog),
+        }
+    }
 }
 
 impl Named for Tool {
@@ -91,6 +145,12 @@ impl Named for Tool {
         tool.name = name.into();
         tool
     }
+    fn kept(catalogs: &Catalogs) -> Option<&Catalog<Tool>> {
+        catalogs.tools.as_ref()
+    }
+    fn built(catalog: Catalog<Tool>) -> Built {
+        Built::Tools(catalog)
+    }
 }
 
 impl Named for Prompt {
@@ -101,6 +161,12 @@ impl Named for Prompt {
         let mut prompt = self.clone();
         prompt.name = name;
         prompt
+    }
+    fn kept(catalogs: &Catalogs) -> Option<&Catalog<Prompt>> {
+        catalogs.prompts.as_ref()
+    }
+    fn built(catalog: Catalog<Prompt>) -> Built {
+        Built::Prompts(catalog)
     }
 }
 

@@ -10,22 +10,28 @@
 //!                      │   announces a change
 //!                      └ tools/call: the server's published peer (G2); a server
 //!                          that is not running gets a start request first
-//!  server ─► Listener (its session's notifications) ─► catalog, each client's queue (G5)
-//!  authority snapshots ─► watcher ─► list_changed on each client's queue (G5)
+//!  server ─► Listener (its session's notifications) ─► the gateway's task ─►
+//!            lists marked stale, each client's queue (G5)
+//!  authority snapshots ─► watcher ─► the gateway's task ─► list_changed on each
+//!                                     client's queue (G5)
 //! ```
 //!
 //! The gateway never holds a server's session of its own and never waits in an
 //! authority's queue for a call: calls go through the peer the authority
 //! publishes, in parallel (G2). Its members are set by the supervisor's fleet
-//! task alone (`aggregate.rs`); what it knows each server offers is in
-//! `catalog.rs`; what it sends each client goes through that client's one queue
-//! (`clients.rs`); servers' requests of their client are relayed by
-//! `relay.rs`. This file only declares and re-exports.
+//! task alone (`aggregate.rs`); what it knows each server offers, its catalogs,
+//! its client sessions, the routes of progress and the calls in flight are
+//! owned by the gateway's task (`desk.rs`), which publishes what readers need;
+//! what it knows of each server's lists is in `catalog.rs`; what it sends each
+//! client goes through that client's one queue (`clients.rs`); servers'
+//! requests of their client are relayed by `relay.rs`. This file only declares
+//! and re-exports.
 
 pub(crate) mod aggregate;
 pub(crate) mod bounds;
 mod catalog;
 mod clients;
+mod desk;
 pub(crate) mod http;
 mod journal;
 pub(crate) mod member;
@@ -34,7 +40,8 @@ mod pass;
 mod relay;
 mod session;
 
-pub(crate) use aggregate::{Gateway, SessionEvent};
+pub(crate) use aggregate::Gateway;
+pub(crate) use desk::SessionEvent;
 pub(crate) use journal::Journal;
 pub(crate) use member::{Exposure, Member};
 pub(crate) use pass::PassThrough;

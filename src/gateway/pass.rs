@@ -248,7 +248,7 @@ struct Call {
     started: Instant,
     span: crate::trace::Call,
     /// Where the server's requests during the call go, until it is answered.
-    asking: Option<super::relay::Asking>,
+    asking: Option<super::desk::Asking>,
 }
 
 impl Pending for Call {

@@ -13,58 +13,16 @@
 //! every version the gateway and its servers speak still has them.
 #![expect(deprecated, reason = "roots and sampling are deprecated by the 2026 protocol but spoken by every version we serve")]
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-
 use rmcp::model::{CancelledNotificationParam, GetExtensions};
 use rmcp::model::{
-    ClientResult, ElicitRequestParams, ErrorCode, ErrorData, ListRootsResult, RequestId,
-    ServerRequest,
+    ClientResult, ElicitRequestParams, ErrorCode, ErrorData, ListRootsResult, ServerRequest,
 };
-use rmcp::service::{OriginatingRequestId, Peer, PeerRequestOptions, RoleServer};
+use rmcp::service::{OriginatingRequestId, PeerRequestOptions};
 use serde_json::json;
 
+use super::desk::Caller;
 use super::journal::Journal;
 use crate::process::notice::Asked;
-
-/// Clients' calls in flight, oldest first: where servers' requests go.
-#[derive(Default)]
-pub(super) struct InFlightCalls {
-    /// The next call's key.
-    next: AtomicU64,
-    calls: Mutex<Vec<InFlight>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// A client's call in flight to a server: where that server's requests go.
-struct InFlight {
-    key: u64,
-    server: usize,
-    /// Our request to the server.
-    ours: RequestId,
-    client: Peer<RoleServer>,
-    /// The client's request to the gateway.
-    theirs: RequestId,
-    /// The client's session, for the gateway's log.
-    session: u64,
-}
-
-/// Forgets a call once it is answered or abandoned.
-pub(super) struct Asking {
-    calls: Weak<InFlightCalls>,
-    key: u64,
-}
-
-impl Drop for Asking {
-    fn drop(&mut self) {
-        if let Some(calls) = self.calls.upgrade() {
-            lock(&calls.calls).retain(|c| c.key != self.key);
-        }
-    }
-}
 
 /// The capability a client that declared `caps` lacks to answer `request`.
 fn missing(
@@ -102,54 +60,22 @@ fn refused(journal: &Journal, server: &str, method: &str, why: String) -> ErrorD
     )
 }
 
-impl InFlightCalls {
-    /// Notes a client's call to server `index` (`ours` is our request to it,
-    /// `theirs` the client's to us) until the returned guard drops.
-    pub(super) fn asking(
-        self: &Arc<InFlightCalls>,
-        index: usize,
-        ours: RequestId,
-        client: Peer<RoleServer>,
-        theirs: RequestId,
-        session: u64,
-    ) -> Asking {
-        let key = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        lock(&self.calls).push(InFlight {
-            key,
-            server: index,
-            ours,
-            client,
-            theirs,
-            session,
-        });
-        Asking {
-            calls: Arc::downgrade(self),
-            key,
-        }
-    }
-}
-
-/// Answers server `index`'s (named `server`) request of its client: relayed to
-/// the client whose call caused it, or answered here.
+/// Answers server `server`'s request of its client: relayed to `caller`, the
+/// client whose call caused it, or answered here when there is none.
 pub(super) async fn relay(
     journal: &Journal,
-    calls: &InFlightCalls,
-    index: usize,
+    caller: Option<Caller>,
     server: &str,
     asked: Asked,
 ) -> Result<ClientResult, ErrorData> {
     let method = method_of(&asked.request);
-    let caller = {
-        let in_flight = lock(&calls.calls);
-        let mut calls = in_flight.iter().filter(|c| c.server == index);
-        let call = match &asked.origin {
-            Some(origin) => calls.find(|c| &c.ours == origin),
-            None => calls.next_back(),
-        };
-        call.map(|c| (c.client.clone(), c.theirs.clone(), c.session))
-    };
     let roots = matches!(asked.request, ServerRequest::ListRootsRequest(_));
-    let Some((client, theirs, session)) = caller else {
+    let Some(Caller {
+        client,
+        theirs,
+        session,
+    }) = caller
+    else {
         if roots {
             journal.line(format_args!(
                 "server {server} asked {method}: answered with no roots (no client's call to it is in flight)"

@@ -380,7 +380,7 @@ impl ServerHandler for ClientSession {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let id = self.gateway.open(self.door, context.peer.clone());
+        let id = self.gateway.open(self.door, context.peer.clone()).await;
         let _ = self.opened.set(Opened {
             id,
             peer: context.peer,

@@ -244,7 +244,7 @@ async fn change(
     let whole_fleet_down = intent == Intent::Stop && names.is_empty();
     let gateway = &fleet.fixed.gateway;
     if whole_fleet_down {
-        gateway.hold_starts(true);
+        gateway.hold_starts(true).await;
     }
     let replies = streaming(&fleet.fixed.events, &fleet.fixed.tracker, &handles, tx, |handles| async move {
         host::request_all(&handles, intent, options, |_| {}).await
@@ -253,7 +253,7 @@ async fn change(
     let supervisor = match whole_fleet_down {
         true => {
             let leaving = fleet.after_down().await;
-            gateway.hold_starts(false);
+            gateway.hold_starts(false).await;
             Some(leaving)
         }
         false => None,

@@ -1,0 +1,586 @@
+//! The gateway's task and its handle ([`Desk`]): one task owns what every
+//! client session and every server's notifications change, and publishes what
+//! readers need through a `watch` ([`Board`]: each server's lists, the catalogs
+//! as last built, the number of open sessions, whether starts are held). It
+//! alone holds the client sessions' queues, the routes of servers' progress
+//! and the clients' calls in flight, so that what a server sends reaches the
+//! client whose call caused it, in the order the messages came.
+//!
+//! Messages are sent with no wait: one sent before a call goes out (a progress
+//! route, a call in flight) is handled before anything the server sends about
+//! that call. What readers must see at once (a list learned, a catalog built,
+//! starts held) is answered once the board shows it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rmcp::model::{ProgressToken, RequestId};
+use rmcp::service::{Peer, RoleServer};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::task::TaskTracker;
+
+use super::catalog::{Built, Catalogs, Learnt, Lists};
+use super::clients::{ClientQueue, Note};
+use super::journal::Journal;
+use crate::process::notice::Notice;
+
+/// A client session opened or closed.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionEvent {
+    pub id: u64,
+    pub door: &'static str,
+    pub opened: bool,
+    /// The client's name and version, once known.
+    pub client: Option<String>,
+}
+
+/// What the gateway's task publishes after every change.
+#[derive(Default)]
+pub(super) struct Board {
+    /// What each server offers, by index, as last learned.
+    pub(super) lists: Vec<Lists>,
+    /// The exposed tools and prompts as last built, with what they were built
+    /// from.
+    pub(super) catalogs: Catalogs,
+    /// Open client sessions.
+    pub(super) sessions: usize,
+    /// Set while the whole fleet goes down: calls do not start servers.
+    pub(super) holding: bool,
+}
+
+/// The client whose call a server's request of its client serves.
+#[derive(Clone)]
+pub(super) struct Caller {
+    pub(super) client: Peer<RoleServer>,
+    /// The client's request to the gateway.
+    pub(super) theirs: RequestId,
+    /// The client's session, for the gateway's log.
+    pub(super) session: u64,
+}
+
+/// A message to the gateway's task.
+enum Message {
+    /// A client session opened: its queue is made, and its id answered.
+    Open {
+        door: &'static str,
+        peer: Peer<RoleServer>,
+        client: Option<String>,
+        reply: oneshot::Sender<u64>,
+    },
+    /// A client session closed.
+    Close { id: u64, door: &'static str },
+    /// A new slot, for a server added to the fleet.
+    Slot,
+    /// The server at `index` left the fleet: what it offered is forgotten.
+    Forget { index: usize },
+    /// Server `index` sent a notification (or the gateway announces one).
+    Heard { index: usize, notice: Notice },
+    /// Server `index`'s progress under `key` goes to a client under `token`.
+    Route {
+        key: (usize, String),
+        session: u64,
+        peer: Peer<RoleServer>,
+        token: ProgressToken,
+    },
+    /// The call whose progress came under `key` ended.
+    Unroute { key: (usize, String) },
+    /// A client's call to server `server` is in flight (`ours` is our
+    /// request to it).
+    Ask {
+        server: usize,
+        ours: RequestId,
+        caller: Caller,
+    },
+    /// That call was answered or abandoned.
+    Unask {
+        server: usize,
+        ours: RequestId,
+        theirs: RequestId,
+        session: u64,
+    },
+    /// Whose call server `server`'s request serves.
+    Caller {
+        server: usize,
+        origin: Option<RequestId>,
+        reply: oneshot::Sender<Option<Caller>>,
+    },
+    /// One list of server `index` was learned.
+    Learned {
+        index: usize,
+        learnt: Learnt,
+        reply: oneshot::Sender<()>,
+    },
+    /// A catalog was built.
+    Built {
+        built: Built,
+        reply: oneshot::Sender<()>,
+    },
+    /// Calls start servers (`false`) or not (`true`).
+    Hold {
+        hold: bool,
+        reply: oneshot::Sender<()>,
+    },
+}
+
+/// The handle to the gateway's task.
+pub(super) struct Desk {
+    tx: mpsc::UnboundedSender<Message>,
+    board: watch::Receiver<Board>,
+}
+
+impl Desk {
+    /// Spawns the task on `tasks`, for `servers` servers; it ends once every
+    /// handle and guard is gone.
+    pub(super) fn spawn(
+        servers: usize,
+        sessions: Box<dyn Fn(SessionEvent) + Send + Sync>,
+        journal: Arc<Journal>,
+        tasks: &TaskTracker,
+    ) -> Desk {
+        let board = Board {
+            lists: (0..servers).map(|_| Lists::default()).collect(),
+            ..Board::default()
+        };
+        let (board, reader) = watch::channel(board);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = DeskTask {
+            board,
+            clients: HashMap::new(),
+            next_id: 1,
+            progress: HashMap::new(),
+            calls: Vec::new(),
+            sessions,
+            journal,
+            tasks: tasks.clone(),
+        };
+        tasks.spawn(task.run(rx));
+        Desk { tx, board: reader }
+    }
+
+    /// What the task last published.
+    pub(super) fn board(&self) -> watch::Ref<'_, Board> {
+        self.board.borrow()
+    }
+
+    fn send(&self, message: Message) {
+        let _ = self.tx.send(message);
+    }
+
+    /// Sends a message that is answered, and waits for its answer.
+    async fn ask<T>(&self, message: impl FnOnce(oneshot::Sender<T>) -> Message) -> Option<T> {
+        let (reply, answer) = oneshot::channel();
+        self.send(message(reply));
+        answer.await.ok()
+    }
+
+    pub(super) async fn open(
+        &self,
+        door: &'static str,
+        peer: Peer<RoleServer>,
+        client: Option<String>,
+    ) -> u64 {
+        self.ask(|reply| Message::Open {
+            door,
+            peer,
+            client,
+            reply,
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    pub(super) fn close(&self, id: u64, door: &'static str) {
+        self.send(Message::Close { id, door });
+    }
+
+    pub(super) fn slot(&self) {
+        self.send(Message::Slot);
+    }
+
+    pub(super) fn forget(&self, index: usize) {
+        self.send(Message::Forget { index });
+    }
+
+    pub(super) fn heard(&self, index: usize, notice: Notice) {
+        self.send(Message::Heard { index, notice });
+    }
+
+    /// Routes server `index`'s progress under `ours` to `session`'s client
+    /// (or to `peer`, for a session not yet initialized) under `token`, until
+    /// the returned guard drops.
+    pub(super) fn route(
+        &self,
+        key: (usize, String),
+        session: u64,
+        peer: Peer<RoleServer>,
+        token: ProgressToken,
+    ) -> ProgressGuard {
+        self.send(Message::Route {
+            key: key.clone(),
+            session,
+            peer,
+            token,
+        });
+        ProgressGuard {
+            tx: self.tx.clone(),
+            key: Some(key),
+        }
+    }
+
+    /// Notes a client's call to server `server` until the returned guard drops.
+    pub(super) fn asking(&self, server: usize, ours: RequestId, caller: Caller) -> Asking {
+        let guard = Asking {
+            tx: self.tx.clone(),
+            server,
+            ours: ours.clone(),
+            theirs: caller.theirs.clone(),
+            session: caller.session,
+        };
+        self.send(Message::Ask {
+            server,
+            ours,
+            caller,
+        });
+        guard
+    }
+
+    /// The client whose call server `server`'s request serves: the call named
+    /// by `origin`, or else the most recent call to that server in flight.
+    pub(super) async fn caller(&self, server: usize, origin: Option<RequestId>) -> Option<Caller> {
+        self.ask(|reply| Message::Caller {
+            server,
+            origin,
+            reply,
+        })
+        .await
+        .flatten()
+    }
+
+    pub(super) async fn learned(&self, index: usize, learnt: Learnt) {
+        self.ask(|reply| Message::Learned {
+            index,
+            learnt,
+            reply,
+        })
+        .await;
+    }
+
+    pub(super) async fn built(&self, built: Built) {
+        self.ask(|reply| Message::Built { built, reply }).await;
+    }
+
+    pub(super) async fn hold(&self, hold: bool) {
+        self.ask(|reply| Message::Hold { hold, reply }).await;
+    }
+}
+
+/// Forgets a relayed progress token when the call ends.
+pub(super) struct ProgressGuard {
+    tx: mpsc::UnboundedSender<Message>,
+    key: Option<(usize, String)>,
+}
+
+impl Drop for ProgressGuard {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            let _ = self.tx.send(Message::Unroute { key });
+        }
+    }
+}
+
+/// Forgets a call in flight once it is answered or abandoned.
+pub(super) struct Asking {
+    tx: mpsc::UnboundedSender<Message>,
+    server: usize,
+    ours: RequestId,
+    theirs: RequestId,
+    session: u64,
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Message::Unask {
+            server: self.server,
+            ours: self.ours.clone(),
+            theirs: self.theirs.clone(),
+            session: self.session,
+        });
+    }
+}
+
+/// Where a server's progress for a call goes back to: the client that made
+/// the call, under its own token.
+struct ProgressRoute {
+    client: ClientQueue,
+    token: ProgressToken,
+}
+
+/// A client's call in flight to a server: where that server's requests go.
+struct InFlight {
+    server: usize,
+    /// Our request to the server.
+    ours: RequestId,
+    caller: Caller,
+}
+
+/// What the gateway's task owns.
+struct DeskTask {
+    /// Written here alone.
+    board: watch::Sender<Board>,
+    /// Each client session's queue of notifications.
+    clients: HashMap<u64, ClientQueue>,
+    /// The next client session's id.
+    next_id: u64,
+    /// By server and the token of the call to it.
+    progress: HashMap<(usize, String), ProgressRoute>,
+    /// Clients' calls in flight, oldest first.
+    calls: Vec<InFlight>,
+    /// Told when a client session opens or closes (G7).
+    sessions: Box<dyn Fn(SessionEvent) + Send + Sync>,
+    journal: Arc<Journal>,
+    /// Where the clients' queues run.
+    tasks: TaskTracker,
+}
+
+impl DeskTask {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Message>) {
+        while let Some(message) = rx.recv().await {
+            self.handle(message);
+        }
+    }
+
+    fn handle(&mut self, message: Message) {
+        match message {
+            Message::Open {
+                door,
+                peer,
+                client,
+                reply,
+            } => {
+                let id = self.next_id;
+                self.next_id += 1;
+                let queue = ClientQueue::spawn(peer, &self.tasks);
+                self.clients.insert(id, queue);
+                self.journal.line(format_args!(
+                    "session {id} opened ({door}, {})",
+                    client.as_deref().unwrap_or("a client with no name")
+                ));
+                (self.sessions)(SessionEvent {
+                    id,
+                    door,
+                    opened: true,
+                    client,
+                });
+                self.count();
+                let _ = reply.send(id);
+            }
+            Message::Close { id, door } => {
+                if self.clients.remove(&id).is_some() {
+                    self.journal
+                        .line(format_args!("session {id} closed ({door})"));
+                    (self.sessions)(SessionEvent {
+                        id,
+                        door,
+                        opened: false,
+                        client: None,
+                    });
+                    self.count();
+                }
+            }
+            Message::Slot => {
+                self.board
+                    .send_modify(|board| board.lists.push(Lists::default()));
+            }
+            Message::Forget { index } => {
+                self.board.send_modify(|board| {
+                    if let Some(lists) = board.lists.get_mut(index) {
+                        *lists = Lists::default();
+                    }
+                });
+            }
+            Message::Heard { index, notice } => self.heard(index, notice),
+            Message::Route {
+                key,
+                session,
+                peer,
+                token,
+            } => {
+                // The session's own queue, so that what it is sent keeps its
+                // order; a queue of the call's own for a session not yet
+                // initialized.
+                let registered = self.clients.get(&session).cloned();
+                let client =
+                    registered.unwrap_or_else(|| ClientQueue::spawn(peer, &self.tasks));
+                self.progress.insert(key, ProgressRoute { client, token });
+            }
+            Message::Unroute { key } => {
+                self.progress.remove(&key);
+            }
+            Message::Ask {
+                server,
+                ours,
+                caller,
+            } => self.calls.push(InFlight {
+                server,
+                ours,
+                caller,
+            }),
+            Message::Unask {
+                server,
+                ours,
+                theirs,
+                session,
+            } => {
+                let found = self.calls.iter().rposition(|c| {
+                    c.server == server
+                        && c.ours == ours
+                        && c.caller.theirs == theirs
+                        && c.caller.session == session
+                });
+                if let Some(at) = found {
+                    self.calls.remove(at);
+                }
+            }
+            Message::Caller {
+                server,
+                origin,
+                reply,
+            } => {
+                let mut calls = self.calls.iter().filter(|c| c.server == server);
+                let call = match &origin {
+                    Some(origin) => calls.find(|c| &c.ours == origin),
+                    None => calls.next_back(),
+                };
+                let _ = reply.send(call.map(|c| c.caller.clone()));
+            }
+            Message::Learned {
+                index,
+                learnt,
+                reply,
+            } => {
+                self.board.send_modify(|board| {
+                    if let Some(lists) = board.lists.get_mut(index) {
+                        learnt.keep(lists);
+                    }
+                });
+                let _ = reply.send(());
+            }
+            Message::Built { built, reply } => {
+                self.board
+                    .send_modify(|board| built.keep(&mut board.catalogs));
+                let _ = reply.send(());
+            }
+            Message::Hold { hold, reply } => {
+                self.board.send_if_modified(|board| {
+                    std::mem::replace(&mut board.holding, hold) != hold
+                });
+                let _ = reply.send(());
+            }
+        }
+    }
+
+    fn count(&self) {
+        let open = self.clients.len();
+        self.board
+            .send_if_modified(|board| std::mem::replace(&mut board.sessions, open) != open);
+    }
+
+    /// A server's list changed: forget it and tell every client, on each
+    /// client's queue; its progress goes to the client whose call it is for.
+    fn heard(&self, index: usize, notice: Notice) {
+        let note = match notice {
+            Notice::Progress(mut param) => {
+                let key = (index, token_key(&param.progress_token));
+                if let Some(route) = self.progress.get(&key) {
+                    param.progress_token = route.token.clone();
+                    route.client.send(Note::Progress(param));
+                }
+                return;
+            }
+            Notice::ToolsChanged => Note::ToolsChanged,
+            Notice::PromptsChanged => Note::PromptsChanged,
+            Notice::ResourcesChanged => Note::ResourcesChanged,
+        };
+        let mut known = false;
+        self.board.send_if_modified(|board| {
+            let Some(lists) = board.lists.get_mut(index) else {
+                return false;
+            };
+            known = true;
+            match note {
+                Note::ToolsChanged => lists.tools.fresh = false,
+                Note::PromptsChanged => lists.prompts.fresh = false,
+                _ => {
+                    lists.resources.fresh = false;
+                    lists.templates.fresh = false;
+                }
+            }
+            true
+        });
+        if !known {
+            return;
+        }
+        for client in self.clients.values() {
+            client.send(note.clone());
+        }
+    }
+}
+
+/// A progress token as a key.
+pub(super) fn token_key(token: &ProgressToken) -> String {
+    serde_json::to_string(&token.0).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use rmcp::model::Tool;
+    use tokio_util::task::TaskTracker;
+
+    use super::Desk;
+    use crate::gateway::catalog::{Known, Learnt};
+    use crate::gateway::journal::Journal;
+    use crate::process::notice::Notice;
+
+    fn desk(servers: usize) -> Desk {
+        let tasks = TaskTracker::new();
+        Desk::spawn(servers, Box::new(|_| {}), Arc::new(Journal::default()), &tasks)
+    }
+
+    fn tools(generation: u64) -> Learnt {
+        Learnt::Tools(Known {
+            generation: Some(generation),
+            fresh: true,
+            items: Arc::new(Vec::<Tool>::new()),
+        })
+    }
+
+    #[tokio::test]
+    async fn what_is_learned_is_on_the_board_once_answered_and_a_notice_sent_before_makes_it_stale() {
+        let desk = desk(1);
+        desk.learned(0, tools(3)).await;
+        assert!(desk.board().lists[0].tools.fresh);
+        assert_eq!(desk.board().lists[0].tools.generation, Some(3));
+        // Sent with no wait; handled before the message that follows it.
+        desk.heard(0, Notice::ToolsChanged);
+        desk.hold(true).await;
+        let board = desk.board();
+        assert!(!board.lists[0].tools.fresh);
+        assert!(board.holding);
+    }
+
+    #[tokio::test]
+    async fn a_slot_is_made_before_what_is_learned_of_it_and_a_server_that_left_is_forgotten() {
+        let desk = desk(0);
+        desk.slot();
+        desk.learned(0, tools(1)).await;
+        assert_eq!(desk.board().lists.len(), 1);
+        assert!(desk.board().lists[0].tools.fresh);
+        desk.forget(0);
+        desk.hold(false).await;
+        let board = desk.board();
+        assert!(!board.lists[0].tools.fresh);
+        assert_eq!(board.lists[0].tools.generation, None);
+    }
+}
