@@ -10,20 +10,18 @@ use std::future::Future;
 use tokio::task::JoinSet;
 
 use crate::config::{Fleet, ServerSpec};
-use rmcp::service::{Peer, RoleClient};
 
-use crate::lifecycle::Generation;
-use crate::lifecycle::authority::{CallOptions, Handle, NotRunning, Reply, RequestError};
+use crate::lifecycle::authority::{CallOptions, Handle, NotRunning, Reach, Reply, RequestError};
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::state::Intent;
 
-/// "Start, then call" (G2): the running generation's peer of `handle`'s
-/// server, which is started first (a start request to its authority, L1 to
+/// "Start, then call" (G2): the running generation of `handle`'s server and
+/// its session, the server being started first (a start request to its authority, L1 to
 /// L13 apply) when it is not running.
 pub(crate) async fn start_then_reach(
     handle: &Handle,
     options: CallOptions,
-) -> Result<(Generation, Peer<RoleClient>), Unreached> {
+) -> Result<Reach, Unreached> {
     handle.running(options).await.map_err(Unreached)
 }
 

@@ -401,9 +401,10 @@ impl Gateway {
                 return Some((index, items));
             }
         }
-        let Some((generation, peer)) = member.handle.peer().await.ok().flatten() else {
+        let Some(reach) = member.handle.peer().await.ok().flatten() else {
             return Some((index, items));
         };
+        let (generation, peer) = (reach.generation, reach.session.into_peer());
         let offered = peer
             .peer_info()
             .is_some_and(|info| T::offered(&info.capabilities));
@@ -585,7 +586,7 @@ impl Gateway {
         let holding = self.desk.board().holding;
         if holding {
             return match member.handle.peer().await {
-                Ok(Some(p)) => Ok(p),
+                Ok(Some(reach)) => Ok((reach.generation, reach.session.into_peer())),
                 _ => Err(ServerError::new(
                     ErrorKind::Cancelled,
                     ErrorPhase::Request,
@@ -595,6 +596,7 @@ impl Gateway {
         }
         crate::host::start_then_reach(&member.handle, self.start_options)
             .await
+            .map(|reach| (reach.generation, reach.session.into_peer()))
             .map_err(crate::host::Unreached::into_error)
     }
 }

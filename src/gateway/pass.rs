@@ -124,7 +124,7 @@ impl PassThrough {
         let Some((server, reach)) = self.gateway.reach_now(route.server) else {
             return false;
         };
-        let Some(link) = reach.link else {
+        let Some(link) = reach.session.link().cloned() else {
             return false;
         };
         let generation = reach.generation;

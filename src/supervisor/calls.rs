@@ -43,7 +43,7 @@ async fn ensure_running(
     options: CallOptions,
 ) -> Result<(u64, rmcp::service::Peer<rmcp::service::RoleClient>), Response> {
     let unreached = match host::start_then_reach(handle, options).await {
-        Ok(p) => return Ok(p),
+        Ok(reach) => return Ok((reach.generation, reach.session.into_peer())),
         Err(unreached) => unreached,
     };
     match unreached.start() {
@@ -83,7 +83,12 @@ pub(super) async fn tools(fleet: &FleetHandle, server: Option<String>, options: 
                 Err(response) => return response,
             }
         } else {
-            handle.peer().await.ok().flatten()
+            handle
+                .peer()
+                .await
+                .ok()
+                .flatten()
+                .map(|reach| (reach.generation, reach.session.into_peer()))
         };
         if let Some((generation, peer)) = peer {
             peers.push((handle.name().to_owned(), generation, peer));

@@ -21,7 +21,8 @@ use super::config::{CallOptions, ServerConfig};
 use super::context::{Context, Initial};
 use super::handle::{Handle, Touches};
 use super::live::{Live, LiveKind};
-use super::messages::{ListedTool, Message, Reply};
+use super::messages::{Message, Reply};
+use crate::process::session::ListedTool;
 use super::snapshot::{Reach, Snapshot};
 use super::drive;
 
@@ -297,8 +298,7 @@ impl Actor {
         let peer = self.live.as_ref().and_then(|l| {
             l.session.as_ref().map(|session| Reach {
                 generation: l.generation,
-                peer: session.peer(),
-                link: session.link(),
+                session: session.reachable(),
             })
         });
         self.publish_peer.send_replace(peer);

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmcp::service::{Peer, RoleClient};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::super::events::{EventSink, millis};
@@ -90,12 +89,13 @@ impl Handle {
         self.tx.max_capacity() - self.tx.capacity()
     }
 
-    /// The MCP peer of the running generation, for requests that run outside the
-    /// authority (`tools`, `call`); `None` when the server is not running. Answered
+    /// The running generation and how to reach its session (its MCP peer), for
+    /// requests that run outside the authority (`tools`, `call`); `None` when the
+    /// server is not running. Answered
     /// at once, never behind a start or teardown in progress; it also counts as a
     /// use of the server for its idle timer.
-    pub async fn peer(&self) -> Result<Option<(Generation, Peer<RoleClient>)>, RequestError> {
-        Ok(self.reach().map(|r| (r.generation, r.peer)))
+    pub async fn peer(&self) -> Result<Option<Reach>, RequestError> {
+        Ok(self.reach())
     }
 
     /// The running generation, as [`Handle::peer`] gives it, with its link; at
@@ -113,13 +113,13 @@ impl Handle {
         self.published.borrow().running_generation()
     }
 
-    /// The running generation's peer, starting the server first (a start request,
+    /// The running generation and its session, starting the server first (a start request,
     /// L1 to L13 apply) when it is not running: how `call`, `tools SERVER` and the
     /// gateway reach a server.
     pub async fn running(
         &self,
         options: CallOptions,
-    ) -> Result<(Generation, Peer<RoleClient>), NotRunning> {
+    ) -> Result<Reach, NotRunning> {
         if let Ok(Some(p)) = self.peer().await {
             return Ok(p);
         }

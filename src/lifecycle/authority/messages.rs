@@ -10,6 +10,7 @@ use super::super::error::ServerError;
 use super::super::state::Intent;
 use super::super::summary::TeardownSummary;
 use crate::config::Timeout;
+use crate::process::session::ListedTool;
 
 use super::config::{CallOptions};
 use super::snapshot::{Snapshot};
@@ -28,26 +29,6 @@ pub struct Reply {
     /// The tools the generation this request started listed, in the server's
     /// order: what `check --expect-tools` compares (docs/design.md §6).
     pub listed: Option<Arc<[ListedTool]>>,
-}
-
-/// A tool as its server listed it: its name and the schemas of what it takes and
-/// gives, without the words meant for people (description, title, annotations).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ListedTool {
-    pub name: String,
-    pub input_schema: Arc<serde_json::Map<String, serde_json::Value>>,
-    /// Only when the server declares one.
-    pub output_schema: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
-}
-
-impl From<&rmcp::model::Tool> for ListedTool {
-    fn from(tool: &rmcp::model::Tool) -> ListedTool {
-        ListedTool {
-            name: tool.name.to_string(),
-            input_schema: tool.input_schema.clone(),
-            output_schema: tool.output_schema.clone(),
-        }
-    }
 }
 
 /// Why a request got no reply from the authority.

@@ -34,7 +34,8 @@ mod snapshot;
 mod start;
 mod stop;
 
-pub use messages::{ListedTool, NotRunning, Reply, RequestError};
+pub use crate::process::session::ListedTool;
+pub use messages::{NotRunning, Reply, RequestError};
 
 pub use super::summary::{Outcome, TeardownSummary};
 pub use actor::{spawn, spawn_with};

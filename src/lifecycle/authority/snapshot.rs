@@ -3,7 +3,6 @@
 
 use std::time::Instant;
 
-use rmcp::service::{Peer, RoleClient};
 use serde::Serialize;
 
 use super::super::error::ServerError;
@@ -59,8 +58,7 @@ impl Snapshot {
 #[derive(Clone)]
 pub struct Reach {
     pub generation: Generation,
-    pub peer: Peer<RoleClient>,
-    /// Requests beside rmcp's, as bytes (stdio servers only): the gateway's
+    /// Its session's peer and, over stdio, its link for the gateway's
     /// pass-through calls.
-    pub link: Option<session::Link>,
+    pub session: session::Reachable,
 }

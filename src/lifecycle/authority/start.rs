@@ -20,7 +20,7 @@ use crate::process::teardown::ExitKind;
 use super::actor::Actor;
 use super::config::{Endpoint};
 use super::live::{Live, LiveKind, LiveProcess};
-use super::messages::{ListedTool};
+use crate::process::session::ListedTool;
 
 impl Actor {
     /// Takes `generation` in the ledger before anything is spawned, so that it is

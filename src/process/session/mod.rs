@@ -384,9 +384,60 @@ impl Session {
         self.service.peer().clone()
     }
 
+    /// How requests made outside the authority reach this session: its peer and,
+    /// over stdio, its link.
+    pub(crate) fn reachable(&self) -> Reachable {
+        Reachable {
+            peer: self.peer(),
+            link: self.link.clone(),
+        }
+    }
+}
+
+/// How requests made outside the authority reach one session: the MCP peer
+/// (`tools`, `call`, the gateway), and, over stdio, the [`Link`] for requests
+/// beside rmcp's, as bytes (the gateway's pass-through calls). Requests through
+/// it fail at once once the session is closed.
+#[derive(Clone)]
+pub struct Reachable {
+    peer: Peer<RoleClient>,
+    link: Option<Link>,
+}
+
+impl Reachable {
+    /// The session's MCP peer.
+    pub fn peer(&self) -> &Peer<RoleClient> {
+        &self.peer
+    }
+
+    /// The session's MCP peer, taken out.
+    pub fn into_peer(self) -> Peer<RoleClient> {
+        self.peer
+    }
+
     /// Where requests beside rmcp's go, as bytes: stdio sessions only.
-    pub(crate) fn link(&self) -> Option<Link> {
-        self.link.clone()
+    pub fn link(&self) -> Option<&Link> {
+        self.link.as_ref()
+    }
+}
+
+/// A tool as its server listed it: its name and the schemas of what it takes and
+/// gives, without the words meant for people (description, title, annotations).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedTool {
+    pub name: String,
+    pub input_schema: Arc<serde_json::Map<String, serde_json::Value>>,
+    /// Only when the server declares one.
+    pub output_schema: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
+}
+
+impl From<&Tool> for ListedTool {
+    fn from(tool: &Tool) -> ListedTool {
+        ListedTool {
+            name: tool.name.to_string(),
+            input_schema: tool.input_schema.clone(),
+            output_schema: tool.output_schema.clone(),
+        }
     }
 }
 
