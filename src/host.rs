@@ -16,8 +16,8 @@ use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::state::Intent;
 
 /// "Start, then call" (G2): the running generation of `handle`'s server and
-/// its session, the server being started first (a start request to its authority, L1 to
-/// L13 apply) when it is not running.
+/// its session, the server being started first (a start request to its
+/// authority, L1 to L13 apply) when it is not running.
 pub(crate) async fn start_then_reach(
     handle: &Handle,
     options: CallOptions,

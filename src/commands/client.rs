@@ -40,8 +40,9 @@ pub(crate) enum ClientError {
     /// The supervisor went away without reading the request (the connection was
     /// reset with the request unread: a supervisor exiting idle as it arrived).
     /// The request was not carried out; [`ask`] sends it again (exit 8 if not).
+    /// The error is printed in the message, so it is not also its source.
     #[error("the supervisor is unreachable: it went away before it read the request ({0})")]
-    Unread(String),
+    Unread(std::io::Error),
     /// The supervisor refused the request because it speaks another version of
     /// the control protocol: it is of another mcpfleet build, started before
     /// this one was installed (exit 8; `down` of the whole fleet stops it by
@@ -265,7 +266,7 @@ pub(crate) async fn request<R: DeserializeOwned>(
     };
     write.write_all(line.as_bytes()).await.map_err(|e| {
         if unread(&e) {
-            ClientError::Unread(e.to_string())
+            ClientError::Unread(e)
         } else {
             ClientError::Unreachable(format!("cannot send the request: {e}"))
         }
@@ -278,7 +279,7 @@ pub(crate) async fn request<R: DeserializeOwned>(
                 .await
                 .map_err(|e| {
                     if !answered && unread(&e) {
-                        ClientError::Unread(e.to_string())
+                        ClientError::Unread(e)
                     } else {
                         ClientError::Unreachable(format!("lost the supervisor: {e}"))
                     }
