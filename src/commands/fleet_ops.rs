@@ -117,12 +117,16 @@ pub(crate) async fn down(t: Target, args: &DownArgs, g: &Global) -> Result<Code,
     };
     // With no supervisor, there is only something to do when a crashed one left
     // generations running or quarantined: then a new supervisor recovers them.
+    // `state.json` may not know a generation whose record a killed supervisor
+    // never wrote; its processes carry the fleet's tag, and recovery finds them
+    // by it, so they count too.
     let persisted = Persisted::load(&t.dir.state()).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let leftovers = persisted
+    let recorded = persisted
         .servers
         .values()
         .any(|r| r.live.is_some() || r.quarantine.is_some());
     let running = client::connect(&t.dir, &t.fleet.file, false).await.is_ok();
+    let leftovers = recorded || (!running && tagged_alive(&t.dir));
     if !running && !leftovers {
         let lines = offline_lines(&t, &persisted, &args.servers)?;
         return emit(Report::new("down", lines, false), g);
@@ -140,6 +144,14 @@ pub(crate) async fn down(t: Target, args: &DownArgs, g: &Global) -> Result<Code,
         e => e,
     };
     finish(result, "down", g)
+}
+
+/// Whether a living process carries the tag of this state directory's fleet.
+fn tagged_alive(dir: &StateDir) -> bool {
+    let prefix = format!("{}:", crate::state::tag_scope(dir));
+    !crate::process::table::Table::scan()
+        .tagged_with_prefix(&prefix)
+        .is_empty()
 }
 
 /// How long `down` of the whole fleet waits for the supervisor and its guardian

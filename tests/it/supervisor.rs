@@ -739,6 +739,33 @@ fn recovery_also_ends_what_a_leftover_forks_as_it_dies() {
     });
 }
 
+/// A supervisor killed before `state.json` records a generation leaves that
+/// generation running with no record of it (here the record is removed by hand,
+/// which is what such a kill leaves). `down` finds its processes by the fleet's
+/// tag, starts a supervisor that recovers them, and leaves nothing.
+#[test]
+fn down_recovers_a_generation_that_state_json_never_recorded() {
+    let fleet = TestFleet::fixtures("sv-unrecorded", &[("keeper", &["--ignore-eof"], "")]);
+    within(Duration::from_secs(60), fleet, move |fleet| {
+        let (out, up) = json(fleet, &["up"]);
+        assert_code(&out, 0);
+        let keeper = pid_of(server(&up, "keeper"));
+        let supervisor = supervisor_pid(fleet);
+        signal(supervisor, Signal::SIGKILL);
+        wait_for(Duration::from_secs(5), "the supervisor dies", || {
+            (!is_alive(supervisor)).then_some(())
+        });
+        let state = fleet.state_dir().join("state.json");
+        std::fs::remove_file(&state).expect("remove state.json");
+        assert!(is_alive(keeper), "the keeper left with its supervisor");
+        let (out, down) = json(fleet, &["down"]);
+        assert_code(&out, 0);
+        assert!(!is_alive(keeper), "down left the keeper running: {down}");
+        let left = fleet.alive();
+        assert!(left.is_empty(), "left after down: {left:?}");
+    });
+}
+
 #[test]
 fn a_killed_supervisor_leaves_leftovers_that_status_reports_and_up_recovers() {
     let scratch = tempfile::tempdir().unwrap();
