@@ -10,7 +10,8 @@
 //! `check` and the supervisor, which both hold authorities, share; `reconcile`
 //! plans `up` against the fleet file; `output` renders reports and owns the
 //! exit-code table; `contract` holds servers' tools to a snapshot (`check
-//! --expect-tools`); `metrics` counts the lifecycle; `trace` exports the
+//! --expect-tools`); `errors` is the cause-chain plumbing every error enum
+//! shares; `metrics` counts the lifecycle; `trace` exports the
 //! supervisor's spans when asked to; `hash` is the one stable hash; `logging` sets
 //! up stderr; `commands` and `cli` are the edge.
 //!
@@ -40,6 +41,7 @@ on_implemented_platforms! {
     pub mod commands;
     pub mod config;
     pub(crate) mod contract;
+    pub(crate) mod errors;
     pub(crate) mod gateway;
     pub(crate) mod hash;
     pub(crate) mod host;

@@ -91,11 +91,12 @@ pub(super) fn offline_report(
 /// Reports a supervisor that could not be reached (or was lost mid-request) on
 /// stderr and, for scripts reading JSON, as a document on stdout. Returns 8.
 pub(super) fn unreachable(command: &str, e: &ClientError, g: &Global) -> Code {
-    eprintln!("mcpfleet {command}: {e}");
+    let message = crate::errors::chain(e);
+    eprintln!("mcpfleet {command}: {message}");
     if g.output != Format::Text {
         let error = FailureReport {
             kind: FailureKind::Unreachable,
-            message: e.to_string(),
+            message,
         };
         let doc = super::cli_error::failed_command(command, Code::Unreachable, error, None);
         let _ = report::write_stdout(&report::json_line(&doc));

@@ -12,6 +12,7 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
+use crate::errors::Detail;
 use crate::host::Signals;
 use crate::output::report::EventReport;
 use crate::protocol::{self, Line, MAX_LINE_BYTES, Op, PROTOCOL_VERSION, Request, Response};
@@ -26,8 +27,8 @@ const RECOVERY_WAIT: Duration = Duration::from_secs(600);
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ClientError {
     /// No supervisor could be reached (exit 8).
-    #[error("the supervisor is unreachable: {0}")]
-    Unreachable(String),
+    #[error("the supervisor is unreachable")]
+    Unreachable(#[source] Detail),
     /// The supervisor refused the request as malformed or naming unknown servers.
     #[error("{0}")]
     Refused(String),
@@ -146,9 +147,9 @@ pub(crate) async fn connect(
         match attempt {
             Ok(s) => return Ok(s),
             Err(e) if !start => {
-                return Err(ClientError::Unreachable(format!(
-                    "{}: {e}",
-                    socket.display()
+                return Err(ClientError::Unreachable(Detail::because(
+                    socket.display().to_string(),
+                    e,
                 )));
             }
             Err(e) => {
@@ -158,10 +159,10 @@ pub(crate) async fn connect(
                 // another try.
                 match spawned.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
                     Some(status) if !status.success() => {
-                        return Err(ClientError::Unreachable(format!(
+                        return Err(ClientError::Unreachable(Detail::words(format!(
                             "the supervisor failed to start ({status}): {}",
                             last_line(&dir.supervisor_log())
-                        )));
+                        ))));
                     }
                     Some(_) => spawned = None,
                     None => {}
@@ -173,19 +174,19 @@ pub(crate) async fn connect(
                 }
                 if spawned.is_none() {
                     spawned = Some(spawn_supervisor(dir, fleet_file).map_err(|e| {
-                        ClientError::Unreachable(format!("cannot start the supervisor: {e}"))
+                        ClientError::Unreachable(Detail::because("cannot start the supervisor", e))
                     })?);
                 }
                 // A supervisor we started and that still runs is recovering what its
                 // predecessor left (bounded by cleanup timeouts): keep waiting for it.
                 let ours_running = spawned.is_some() && Instant::now() < hard_deadline;
                 if Instant::now() > deadline && !ours_running {
-                    return Err(ClientError::Unreachable(format!(
+                    return Err(ClientError::Unreachable(Detail::words(format!(
                         "no supervisor answered on {} within {}s ({e}); see {}",
                         socket.display(),
                         CONNECT_WAIT.as_secs(),
                         dir.supervisor_log().display()
-                    )));
+                    ))));
                 }
                 // A supervisor starts in a few milliseconds: look often at first.
                 tokio::time::sleep(poll).await;
@@ -198,13 +199,17 @@ pub(crate) async fn connect(
 /// Takes `spawn.lock` in the state directory, waiting until `deadline`.
 async fn take_spawn_lock(dir: &StateDir, deadline: Instant) -> Result<std::fs::File, ClientError> {
     let unreachable = |e: std::io::Error| {
-        ClientError::Unreachable(format!("cannot lock {}: {e}", dir.root().display()))
+        ClientError::Unreachable(Detail::because(
+            format!("cannot lock {}", dir.root().display()),
+            e,
+        ))
     };
     let file = open_rw(&dir.root().join("spawn.lock")).map_err(unreachable)?;
     match lock_before(&file, deadline, async || false).await {
         Ok(true) => Ok(file),
-        Ok(false) => Err(ClientError::Unreachable(
-            "another client has been starting the supervisor for too long".into(),
+        Ok(false) => Err(ClientError::Unreachable(Detail::words(
+            "another client has been starting the supervisor for too long",
+            )
         )),
         Err(e) => Err(unreachable(e)),
     }
@@ -268,7 +273,7 @@ pub(crate) async fn request<R: DeserializeOwned>(
         if unread(&e) {
             ClientError::Unread(e)
         } else {
-            ClientError::Unreachable(format!("cannot send the request: {e}"))
+            ClientError::Unreachable(Detail::because("cannot send the request", e))
         }
     })?;
     let mut reader = BufReader::new(read);
@@ -281,20 +286,22 @@ pub(crate) async fn request<R: DeserializeOwned>(
                     if !answered && unread(&e) {
                         ClientError::Unread(e)
                     } else {
-                        ClientError::Unreachable(format!("lost the supervisor: {e}"))
+                        ClientError::Unreachable(Detail::because("lost the supervisor", e))
                     }
                 })?;
             answered = true;
             let text = match line {
                 Line::Text(t) => t,
                 Line::Closed => {
-                    return Err(ClientError::Unreachable(
-                        "the supervisor closed the connection without an answer".into(),
+                    return Err(ClientError::Unreachable(Detail::words(
+                        "the supervisor closed the connection without an answer",
+                        )
                     ));
                 }
                 Line::TooLong | Line::NotUtf8 => {
-                    return Err(ClientError::Unreachable(
-                        "the supervisor sent an unreadable answer".into(),
+                    return Err(ClientError::Unreachable(Detail::words(
+                        "the supervisor sent an unreadable answer",
+                        )
                     ));
                 }
             };
@@ -308,7 +315,7 @@ pub(crate) async fn request<R: DeserializeOwned>(
                     Ok(Response::Reply { .. }) => {
                         return Err(ClientError::Unreadable(format!("unreadable report: {e}")));
                     }
-                    _ => return Err(ClientError::Unreachable(format!("unreadable answer: {e}"))),
+                    _ => return Err(ClientError::Unreachable(Detail::because("unreadable answer", e))),
                 },
             }
         }

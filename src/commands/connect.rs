@@ -18,6 +18,7 @@ use super::request::no_report;
 use super::target::Target;
 use super::{CliError, Global};
 use crate::cli::ConnectArgs;
+use crate::errors::Detail;
 use crate::output::exit::Code;
 use crate::output::report::Format;
 use crate::protocol::{self, Deadlines, Line, MAX_LINE_BYTES, Op, PROTOCOL_VERSION, Request};
@@ -72,7 +73,7 @@ async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
             handover,
         },
     });
-    let unreachable = |e: std::io::Error| ClientError::Unreachable(e.to_string());
+    let unreachable = |e: std::io::Error| ClientError::Unreachable(Detail::cause(e));
     write
         .write_all(request.as_bytes())
         .await
@@ -83,8 +84,9 @@ async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
             .await
             .map_err(unreachable)?;
         let Line::Text(text) = line else {
-            return Err(ClientError::Unreachable(
-                "the supervisor closed the connection before the gateway session began".into(),
+            return Err(ClientError::Unreachable(Detail::words(
+                "the supervisor closed the connection before the gateway session began",
+                )
             ));
         };
         match serde_json::from_str::<Response>(&text) {
@@ -94,7 +96,7 @@ async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
                 return Err(client::refused(&text, message, pid));
             }
             Err(e) => {
-                return Err(ClientError::Unreachable(format!("unreadable answer: {e}")));
+                return Err(ClientError::Unreachable(Detail::because("unreadable answer", e)));
             }
         }
     };
@@ -119,14 +121,15 @@ async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
     let stream = reader
         .into_inner()
         .reunite(write)
-        .map_err(|e| ClientError::Unreachable(e.to_string()))?
+        .map_err(|e| ClientError::Unreachable(Detail::cause(e)))?
         .into_std()
         .map_err(unreachable)?;
     stream.set_nonblocking(false).map_err(unreachable)?;
     if handover {
         if !early.is_empty() {
-            return Err(ClientError::Unreachable(
-                "the supervisor spoke before it had the client's stdin and stdout".into(),
+            return Err(ClientError::Unreachable(Detail::words(
+                "the supervisor spoke before it had the client's stdin and stdout",
+                )
             ));
         }
         // Nothing else runs in this process from here on: the wait blocks its one
@@ -139,14 +142,12 @@ async fn bridge(t: Target, args: &ConnectArgs) -> Result<Code, ClientError> {
     std::thread::spawn(move || copy_stdin(to_supervisor));
     let copied = tokio::task::spawn_blocking(move || copy_to_stdout(&early, stream))
         .await
-        .map_err(|e| ClientError::Unreachable(e.to_string()))?;
+        .map_err(|e| ClientError::Unreachable(Detail::cause(e)))?;
     match copied {
         Ok(()) => Ok(Code::Ok),
         // The client closed our stdout: it is gone, and so is its session.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Code::Ok),
-        Err(e) => Err(ClientError::Unreachable(format!(
-            "lost the supervisor: {e}"
-        ))),
+        Err(e) => Err(ClientError::Unreachable(Detail::because("lost the supervisor", e))),
     }
 }
 
@@ -184,7 +185,7 @@ fn hand_over(stream: UnixStream) -> Result<(), ClientError> {
 }
 
 fn lost(e: std::io::Error) -> ClientError {
-    ClientError::Unreachable(format!("handing over stdin and stdout: {e}"))
+    ClientError::Unreachable(Detail::because("handing over stdin and stdout", e))
 }
 
 /// The first argument of `connect`'s own image after the handover (never typed
@@ -266,15 +267,16 @@ fn wait_closed(mut stream: UnixStream) -> Result<(), ClientError> {
         return Ok(());
     }
     if said.is_empty() {
-        return Err(ClientError::Unreachable(
+        return Err(ClientError::Unreachable(Detail::words(
             "it was lost during the session (the connection closed before the session ended)"
-                .into(),
+                ,
+            )
         ));
     }
     let text = String::from_utf8_lossy(&said);
     Err(match serde_json::from_str::<Response>(text.trim()) {
         Ok(protocol::Response::Error { message }) => ClientError::Refused(message),
-        _ => ClientError::Unreachable(format!("unreadable answer: {}", text.trim())),
+        _ => ClientError::Unreachable(Detail::words(format!("unreadable answer: {}", text.trim()))),
     })
 }
 

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::answer::{Answer, Response};
 use super::handle::FleetHandle;
+use crate::errors::{Detail, chain};
 use crate::host::{self, Unnamed};
 use crate::lifecycle::authority::{CallOptions, Handle};
 use crate::lifecycle::error::ErrorKind;
@@ -100,9 +101,9 @@ pub(super) async fn tools(fleet: &FleetHandle, server: Option<String>, options: 
             let listed =
                 tokio::time::timeout(DEFAULT_CALL_TIMEOUT, session::list_tools(&peer)).await;
             listed.unwrap_or_else(|_| {
-                Err(SessionError::Protocol(
-                    "tools/list did not answer in time".into(),
-                ))
+                Err(SessionError::Protocol(Detail::words(
+                    "tools/list did not answer in time",
+                )))
             })
         }
     });
@@ -110,7 +111,7 @@ pub(super) async fn tools(fleet: &FleetHandle, server: Option<String>, options: 
     let mut servers = Vec::new();
     for ((name, generation, _), listed) in peers.iter().zip(lists) {
         let listed =
-            listed.unwrap_or_else(|| Err(SessionError::Protocol("tools/list was lost".into())));
+            listed.unwrap_or_else(|| Err(SessionError::Protocol(Detail::words("tools/list was lost"))));
         match listed {
             Ok(tools) => servers.push(ServerTools {
                 name: name.clone(),
@@ -130,7 +131,7 @@ pub(super) async fn tools(fleet: &FleetHandle, server: Option<String>, options: 
                     SessionError::Unauthorized(_) => ErrorKind::Unauthorized,
                     _ => ErrorKind::Protocol,
                 };
-                return failed("tools", name, kind, format!("tools/list failed: {e}"));
+                return failed("tools", name, kind, format!("tools/list failed: {}", chain(&e)));
             }
         }
     }
@@ -192,9 +193,14 @@ async fn call_once(
                 "call",
                 server,
                 ErrorKind::ConnectFailed,
-                format!("the session of generation {generation} closed during the call: {m}"),
+                format!(
+                    "the session of generation {generation} closed during the call: {}",
+                    m.text()
+                ),
             ),
-            Ok(Err(SessionError::Protocol(m))) => failed("call", server, ErrorKind::Protocol, m),
+            Ok(Err(SessionError::Protocol(m))) => {
+                failed("call", server, ErrorKind::Protocol, m.text())
+            }
             Ok(Err(SessionError::Lost(m))) => failed(
                 "call",
                 server,

@@ -126,11 +126,13 @@ pub(super) async fn stdio(
     let shutdown = fleet.fixed.shutdown.clone();
     if !handover {
         let input = super::handover::Input(Box::new(reader));
-        return serve(shutdown, session, input, Box::new(write), None).await;
+        return serve(shutdown, session, input, Box::new(write), None, &fleet.fixed.tracker).await;
     }
     let handed = super::handover::receive(reader, write).await;
     match handed {
-        Ok(h) => serve(shutdown, session, h.input, h.output, Some(h.control)).await,
+        Ok(h) => {
+            serve(shutdown, session, h.input, h.output, Some(h.control), &fleet.fixed.tracker).await;
+        }
         Err(e) => {
             tracing::warn!(error = %e, "gateway: a client's stdin and stdout were not handed over");
             fleet.fixed.gateway.note(format_args!(
@@ -151,10 +153,11 @@ async fn serve(
     input: super::handover::Input,
     output: Box<dyn Sink>,
     control: Option<tokio::net::UnixStream>,
+    tracker: &TaskTracker,
 ) {
     // rmcp serves the session; the plain calls pass through beside it, on the
     // same bytes (docs/design.md §14, "Pass-through calls").
-    let out = Outbox::spawn(output);
+    let out = Outbox::spawn(output, tracker);
     let pass = PassThrough::new(
         session.gateway(),
         session.scope(),

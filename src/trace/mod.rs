@@ -28,6 +28,7 @@ use std::time::{Duration, SystemTime};
 use rmcp::model::{CallToolResponse, ErrorData};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::lifecycle::Generation;
 use crate::lifecycle::events::Event;
@@ -60,7 +61,8 @@ impl Queue {
 /// The running exporter, held by the supervisor until it exits.
 pub(crate) struct Traces {
     stop: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
+    /// The export task's; [`Traces::finish`] waits for it.
+    tasks: TaskTracker,
     timeout: Duration,
 }
 
@@ -109,7 +111,9 @@ pub(crate) fn start(fleet: &crate::config::Fleet) -> Option<Traces> {
         return None;
     }
     let stop = CancellationToken::new();
-    let task = tokio::spawn(exporter.run(rx, stop.clone()));
+    let tasks = TaskTracker::new();
+    tasks.spawn(exporter.run(rx, stop.clone()));
+    tasks.close();
     tracing::info!(
         endpoint = %config.endpoint,
         protocol = config.protocol.name(),
@@ -117,7 +121,7 @@ pub(crate) fn start(fleet: &crate::config::Fleet) -> Option<Traces> {
     );
     Some(Traces {
         stop,
-        task,
+        tasks,
         timeout: config.timeout,
     })
 }
@@ -127,7 +131,7 @@ impl Traces {
     pub(crate) async fn finish(self) {
         self.stop.cancel();
         let bound = self.timeout + Duration::from_millis(500);
-        if tokio::time::timeout(bound, self.task).await.is_err() {
+        if tokio::time::timeout(bound, self.tasks.wait()).await.is_err() {
             tracing::warn!("traces: the last spans were not sent within {bound:?}");
         }
     }

@@ -9,6 +9,7 @@ use super::super::core::{Ended, Started};
 use super::super::error::{ErrorKind, ErrorPhase, ServerError};
 use super::super::ledger::{LiveRecord};
 use super::super::state::Generation;
+use crate::errors::Detail;
 use crate::config::Timeout;
 use crate::platform::ExitWatch;
 use crate::process::lineage::{Lineage, ProcId};
@@ -117,11 +118,12 @@ impl Actor {
                         stdin,
                         stdout_drain.clone(),
                         self.listener.clone(),
+                        self.ctx.tracker.clone(),
                     )),
                     _ => Box::pin(async {
-                        Err(SessionError::Closed(
-                            "the server's pipes were not set up".into(),
-                        ))
+                        Err(SessionError::Closed(Detail::words(
+                            "the server's pipes were not set up",
+                        )))
                     }),
                 };
                 let root = ProcId {
@@ -251,14 +253,17 @@ async fn bounded<T>(
     match outcome {
         None => Err(ServerError::new(ErrorKind::ConnectTimeout, phase, "")),
         Some(Ok(v)) => Ok(v),
-        Some(Err(SessionError::Closed(m) | SessionError::Http(m) | SessionError::Lost(m))) => {
+        Some(Err(SessionError::Closed(m))) => {
+            Err(ServerError::new(ErrorKind::ConnectFailed, phase, m.text()))
+        }
+        Some(Err(SessionError::Http(m) | SessionError::Lost(m))) => {
             Err(ServerError::new(ErrorKind::ConnectFailed, phase, m))
         }
         Some(Err(SessionError::Unauthorized(m))) => {
             Err(ServerError::new(ErrorKind::Unauthorized, phase, m))
         }
         Some(Err(SessionError::Protocol(m))) => {
-            Err(ServerError::new(ErrorKind::Protocol, phase, m))
+            Err(ServerError::new(ErrorKind::Protocol, phase, m.text()))
         }
     }
 }

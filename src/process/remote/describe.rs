@@ -116,19 +116,9 @@ pub(super) fn text_excerpt(text: &str) -> String {
     out
 }
 
-/// An error and its causes on one line.
+/// An error and its causes on one line, cut to an excerpt.
 pub(super) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let more = e.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = e.source();
-    }
-    text_excerpt(&text)
+    text_excerpt(&crate::errors::chain(error))
 }
 
 /// `realm "mcp", scope "tools"` from a `WWW-Authenticate` challenge: only the

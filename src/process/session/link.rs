@@ -300,7 +300,7 @@ mod tests {
     #[tokio::test]
     async fn answers_to_our_ids_go_to_their_waiters_and_the_rest_to_rmcp() {
         let (write, read) = tokio::net::UnixStream::pair().unwrap();
-        let (link, mut answers) = Link::new(Outbox::spawn(write));
+        let (link, mut answers) = Link::new(Outbox::spawn(write, &tokio_util::task::TaskTracker::new()));
         let log = Arc::new(Mutex::new(Vec::new()));
         let first = link
             .request("tools/call", |_| recorder(&log))

@@ -32,6 +32,7 @@ use rmcp::service::{
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, ServiceExt};
 
+use crate::errors::Detail;
 use crate::process::notice::{Asked, Listener, Notice};
 use tokio::io::AsyncRead;
 use tokio_util::sync::CancellationToken;
@@ -176,11 +177,11 @@ impl ClientHandler for FleetClient {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SessionError {
     /// The server closed its output before or during the handshake.
-    #[error("the server closed the connection during the handshake: {0}")]
-    Closed(String),
+    #[error("the server closed the connection during the handshake")]
+    Closed(#[source] Detail),
     /// The server answered, but not as MCP requires.
-    #[error("protocol error: {0}")]
-    Protocol(String),
+    #[error("protocol error")]
+    Protocol(#[source] Detail),
     /// A remote server no longer knows the session (it restarted, or ended it).
     #[error("{0}")]
     Lost(String),
@@ -202,7 +203,7 @@ impl SessionError {
         Some(match failure.kind {
             FailureKind::SessionLost => SessionError::Lost(message),
             FailureKind::Unauthorized => SessionError::Unauthorized(message),
-            FailureKind::LegacySse => SessionError::Protocol(message),
+            FailureKind::LegacySse => SessionError::Protocol(Detail::words(message)),
             FailureKind::Other => SessionError::Http(message),
         })
     }
@@ -232,6 +233,7 @@ impl Session {
         input: tokio::process::ChildStdin,
         drain_until: CancellationToken,
         listener: Option<Arc<dyn Listener>>,
+        tracker: tokio_util::task::TaskTracker,
     ) -> Result<Session, SessionError>
     where
         R: AsyncRead + Send + Unpin + 'static,
@@ -246,10 +248,10 @@ impl Session {
         let input = input
             .into_owned_fd()
             .and_then(tokio::net::unix::pipe::Sender::from_owned_fd)
-            .map_err(|e| SessionError::Closed(format!("the server's stdin: {e}")))?;
+            .map_err(|e| SessionError::Closed(Detail::because("the server's stdin", e)))?;
         // rmcp writes into the same outbox as the link, and reads what the link's
         // hook leaves of the server's stdout (`wire.rs`).
-        let (link, answers) = Link::new(wire::Outbox::spawn(input));
+        let (link, answers) = Link::new(wire::Outbox::spawn(input, &tracker));
         let writer = link.writer();
         let output = wire::Intercepted::new(output, MAX_MESSAGE_BYTES, Box::new(answers));
         // rmcp's own line limit sits above ours, so that an oversized line always
@@ -258,7 +260,7 @@ impl Session {
             .with_max_line_length(MAX_MESSAGE_BYTES.saturating_mul(2));
         let result = FleetClient { listener }.serve(transport).await;
         if let Some(why) = violation.get() {
-            return Err(SessionError::Protocol(why));
+            return Err(SessionError::Protocol(Detail::words(why)));
         }
         match result {
             Ok(service) => Ok(Session {
@@ -269,9 +271,9 @@ impl Session {
                 link: Some(link),
             }),
             Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
-                Err(SessionError::Closed(e.to_string()))
+                Err(SessionError::Closed(Detail::cause(e)))
             }
-            Err(e) => Err(SessionError::Protocol(e.to_string())),
+            Err(e) => Err(SessionError::Protocol(Detail::cause(e))),
         }
     }
 
@@ -291,9 +293,9 @@ impl Session {
         for (name, value) in &remote.headers {
             // Values may be secrets: errors name the header, never its value.
             let name = http::HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| SessionError::Protocol(format!("invalid header name `{name}`")))?;
+                .map_err(|_| SessionError::Protocol(Detail::words(format!("invalid header name `{name}`"))))?;
             let value = http::HeaderValue::from_str(value).map_err(|_| {
-                SessionError::Protocol(format!("invalid value for header `{name}`"))
+                SessionError::Protocol(Detail::words(format!("invalid value for header `{name}`")))
             })?;
             headers.insert(name, value);
         }
@@ -325,9 +327,9 @@ impl Session {
                 link: None,
             }),
             Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
-                Err(SessionError::Closed(e.to_string()))
+                Err(SessionError::Closed(Detail::cause(e)))
             }
-            Err(e) => Err(SessionError::Protocol(e.to_string())),
+            Err(e) => Err(SessionError::Protocol(Detail::cause(e))),
         }
     }
 
@@ -342,7 +344,7 @@ impl Session {
     pub(crate) async fn list_tools(&self) -> Result<Vec<Tool>, SessionError> {
         let listed = self.service.peer().list_all_tools().await;
         listed.map_err(|e| match self.violation.get() {
-            Some(why) => SessionError::Protocol(why),
+            Some(why) => SessionError::Protocol(Detail::words(why)),
             None => request_error(e),
         })
     }
@@ -470,7 +472,7 @@ pub(crate) async fn call_tool(
         params = params.with_arguments(args);
     }
     let result = peer.call_tool(params).await.map_err(request_error)?;
-    serde_json::to_value(result).map_err(|e| SessionError::Protocol(e.to_string()))
+    serde_json::to_value(result).map_err(|e| SessionError::Protocol(Detail::cause(e)))
 }
 
 fn request_error(e: ServiceError) -> SessionError {
@@ -481,8 +483,8 @@ fn request_error(e: ServiceError) -> SessionError {
     }
     match e {
         ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-            SessionError::Closed(e.to_string())
+            SessionError::Closed(Detail::cause(e))
         }
-        other => SessionError::Protocol(other.to_string()),
+        other => SessionError::Protocol(Detail::cause(other)),
     }
 }

@@ -28,6 +28,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::stdout::MAX_MESSAGE_BYTES;
 
@@ -145,8 +146,10 @@ impl Outbox {
     /// An outbox writing to `sink`, with the task that carries on with what the
     /// stream does not take at once. The task ends once the outbox is closed and
     /// what was queued is written (or [`FLUSH_AFTER_CLOSE`] has passed), or when
-    /// a write fails; the sink is dropped then, which closes the stream.
-    pub(crate) fn spawn(sink: impl Sink) -> Arc<Outbox> {
+    /// a write fails; the sink is dropped then, which closes the stream. The task
+    /// is `tracker`'s, so whoever waits for the tracker also waits for the last
+    /// bytes to be written or given up on.
+    pub(crate) fn spawn(sink: impl Sink, tracker: &TaskTracker) -> Arc<Outbox> {
         let outbox = Arc::new(Outbox {
             state: Mutex::new(State {
                 queued: Vec::new(),
@@ -161,7 +164,7 @@ impl Outbox {
             closed: CancellationToken::new(),
             finished: CancellationToken::new(),
         });
-        tokio::spawn(carry(outbox.clone()));
+        tracker.spawn(carry(outbox.clone()));
         outbox
     }
 
@@ -639,7 +642,7 @@ mod tests {
     #[tokio::test]
     async fn the_outbox_writes_whole_lines_in_order_and_closing_it_ends_the_stream() {
         let (write, mut read) = tokio::net::UnixStream::pair().unwrap();
-        let outbox = Outbox::spawn(write);
+        let outbox = Outbox::spawn(write, &TaskTracker::new());
         let mut rmcp = outbox.writer();
         // rmcp's line arrives in two writes, with the gateway's line between them.
         rmcp.write_all(b"{\"rmcp\":").await.unwrap();
@@ -656,7 +659,7 @@ mod tests {
     #[tokio::test]
     async fn what_the_stream_does_not_take_at_once_is_written_once_the_peer_reads() {
         let (write, mut read) = tokio::net::UnixStream::pair().unwrap();
-        let outbox = Outbox::spawn(write);
+        let outbox = Outbox::spawn(write, &TaskTracker::new());
         // Far more than a socket's buffer: most of it waits for the reader, and
         // lines queued meanwhile come after it, whole.
         let line = format!("{{\"x\":\"{}\"}}\n", "y".repeat(1000));
@@ -679,7 +682,7 @@ mod tests {
     async fn a_peer_that_never_reads_is_cut_off_after_the_close() {
         tokio::time::pause();
         let (write, read) = tokio::net::UnixStream::pair().unwrap();
-        let outbox = Outbox::spawn(write);
+        let outbox = Outbox::spawn(write, &TaskTracker::new());
         let line = format!("{{\"x\":\"{}\"}}\n", "y".repeat(4000));
         for _ in 0..200 {
             outbox.send_with(|q| q.extend_from_slice(line.as_bytes()));
@@ -714,7 +717,7 @@ mod tests {
         }
         let (write, read) = std::os::unix::net::UnixStream::pair().unwrap();
         let writes = Arc::new(Mutex::new(Vec::new()));
-        let outbox = Outbox::spawn(Counting(write, writes.clone()));
+        let outbox = Outbox::spawn(Counting(write, writes.clone()), &TaskTracker::new());
         deferred(|| {
             for i in 0..5 {
                 outbox.send_with(|q| q.extend_from_slice(format!("{{\"n\":{i}}}\n").as_bytes()));
