@@ -1,0 +1,136 @@
+"""mcpfleet as the client under test of the MCP conformance suite's client mode.
+
+The suite starts a scenario server and runs this script with the server's URL as
+the last argument, the scenario's name in MCP_CONFORMANCE_SCENARIO and, for some
+scenarios, what to do in MCP_CONFORMANCE_CONTEXT (JSON). The script writes a fleet
+of one remote server at that URL, starts it with `mcpfleet up`, and then does what
+the scenario asks through the gateway: an official Python SDK client (PyPI `mcp`)
+speaks to `mcpfleet connect` over stdio, and mcpfleet, as the client of the
+scenario server, carries each request on. It ends with `mcpfleet down`.
+
+    python client.py URL
+
+Environment: MCPFLEET_BIN (the binary; default `mcpfleet`). Exit status: 0 when
+every step was answered, 1 otherwise (the suite's checks decide the verdict).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+
+SERVER = "s"
+
+
+def fleet_file(directory: Path, url: str) -> Path:
+    path = directory / "fleet.yaml"
+    # `prefix: ""`: the gateway shows the scenario server's names unchanged.
+    path.write_text(
+        "version: 1\n"
+        "servers:\n"
+        f"  {SERVER}:\n"
+        f"    url: {json.dumps(url)}\n"
+        '    prefix: ""\n'
+    )
+    return path
+
+
+def defaults_of(schema: dict[str, Any]) -> dict[str, Any]:
+    """What a form fills in by itself: each property's `default`."""
+    properties = schema.get("properties") or {}
+    return {name: p["default"] for name, p in properties.items() if isinstance(p, dict) and "default" in p}
+
+
+async def on_elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    schema = getattr(params, "requested_schema", None) or {}
+    if not isinstance(schema, dict):
+        schema = schema.model_dump(by_alias=True, exclude_none=True)
+    return types.ElicitResult(action="accept", content=defaults_of(schema))
+
+
+async def on_sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    return types.CreateMessageResult(
+        role="assistant",
+        content=types.TextContent(type="text", text="sampled"),
+        model="conformance",
+        stop_reason="endTurn",
+    )
+
+
+async def on_roots(context: Any) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=[types.Root(uri="file:///tmp", name="tmp")])
+
+
+async def drive(command: list[str], scenario: str, context: dict[str, Any]) -> None:
+    server = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    async with Client(
+        server,
+        mode="legacy",
+        elicitation_callback=on_elicitation,
+        sampling_callback=on_sampling,
+        list_roots_callback=on_roots,
+        cache=None,
+    ) as client:
+        tools = (await client.list_tools()).tools
+        names = [t.name for t in tools]
+        calls: list[tuple[str, dict[str, Any]]] = []
+        if context.get("toolCalls"):
+            calls = [(c["name"], c.get("arguments") or {}) for c in context["toolCalls"]]
+        elif scenario == "tools_call":
+            calls = [("add_numbers", {"a": 1, "b": 2})]
+        elif scenario == "json-schema-2020-12-preservation":
+            # The focal tool's schema, as the gateway listed it, goes back
+            # verbatim: the scenario server compares it with what it sent.
+            focal = next(t for t in tools if t.name == "json_schema_2020_12_tool")
+            calls = [("json_schema_echo", {"schema": focal.input_schema})]
+        elif scenario not in ("initialize", "request-metadata"):
+            # Every tool the scenario offers, with no arguments: the scenario
+            # server decides what each call shows.
+            calls = [(name, {}) for name in names]
+        for name, arguments in calls:
+            await client.call_tool(name, arguments)
+        if scenario == "http-standard-headers":
+            resources = (await client.list_resources()).resources
+            for resource in resources[:1]:
+                await client.read_resource(resource.uri)
+            prompts = (await client.list_prompts()).prompts
+            for prompt in prompts[:1]:
+                await client.get_prompt(prompt.name, {})
+
+
+def main() -> int:
+    if len(sys.argv) < 2:
+        print("usage: client.py [ARGS...] URL", file=sys.stderr)
+        return 2
+    url = sys.argv[-1]
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    binary = os.environ.get("MCPFLEET_BIN", "mcpfleet")
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = Path(scratch)
+        fleet = fleet_file(directory, url)
+        base = [binary, "-f", str(fleet), "--state-dir", str(directory / "state")]
+        try:
+            up = subprocess.run([*base, "up"], check=False)
+            if up.returncode != 0:
+                return 1
+            anyio.run(drive, [*base, "connect"], scenario, context)
+            return 0
+        except Exception as e:  # noqa: BLE001 - the verdict is the suite's; say what failed
+            print(f"client.py: {scenario}: {e!r}", file=sys.stderr)
+            return 1
+        finally:
+            subprocess.run([*base, "down"], check=False, stdout=subprocess.DEVNULL)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
