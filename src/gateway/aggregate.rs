@@ -47,6 +47,14 @@ struct Shown {
     meta: bool,
 }
 
+/// What the servers of a scope declare that the gateway passes on: each is
+/// declared to a client only when a server behind it has it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Offered {
+    /// Some server answers `completion/complete`.
+    pub(super) completions: bool,
+}
+
 /// The fleet's aggregation, shared by every client session and both doors.
 pub(crate) struct Gateway {
     /// Written by the fleet task alone; read by the sessions, with no wait.
@@ -574,6 +582,36 @@ impl Gateway {
             }
         }
         None
+    }
+
+    /// The server in `scope` whose resource template is `template` exactly (a
+    /// completion's `ref/resource` names the template, not a resource); else
+    /// the owner of a resource or template that `template` falls under.
+    pub(super) async fn template_owner(&self, scope: &Scope, template: &str) -> Option<usize> {
+        for (index, templates) in self.gather::<ResourceTemplate>(scope).await {
+            if templates.iter().any(|t| t.uri_template == template) {
+                return Some(index);
+            }
+        }
+        self.resource_owner(scope, template).await
+    }
+
+    /// What the running servers in `scope` declare beyond their lists. A server
+    /// that is not running declares nothing until it runs.
+    pub(super) fn offered(&self, scope: &Scope) -> Offered {
+        let members = self.members();
+        let seen = |i: &usize| scope.as_ref().is_none_or(|s| s.contains(i));
+        let mut offered = Offered::default();
+        for member in (0..members.len()).filter(seen).filter_map(|i| members[i].as_ref()) {
+            let Some(reach) = member.handle.reach() else {
+                continue;
+            };
+            let Some(info) = reach.session.peer().peer_info() else {
+                continue;
+            };
+            offered.completions |= info.capabilities.completions.is_some();
+        }
+        offered
     }
 
     /// The running generation's peer of server `index`, starting it first if it

@@ -8,10 +8,11 @@ use std::sync::{Arc, OnceLock};
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
-    CancelledNotificationParam, ClientRequest, ErrorCode, ErrorData, GetPromptRequestParams,
+    CancelledNotificationParam, ClientRequest, CompleteRequestParams, CompleteResult, ErrorCode, ErrorData, GetPromptRequestParams,
     GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, RequestId, ResultType,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Reference, RequestId,
+    ResultType,
     ServerCapabilities, ServerResult,
 };
 use rmcp::service::{
@@ -362,7 +363,7 @@ impl ServerHandler for ClientSession {
     }
 
     fn get_info(&self) -> InitializeResult {
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .enable_prompts()
@@ -370,6 +371,11 @@ impl ServerHandler for ClientSession {
             .enable_resources()
             .enable_resources_list_changed()
             .build();
+        // Declared only as the servers behind the gateway declare it.
+        let offered = self.gateway.offered(&self.scope);
+        if offered.completions {
+            capabilities.completions = Some(rmcp::model::JsonObject::new());
+        }
         InitializeResult::new(capabilities)
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
             .with_server_info(Implementation::new("mcpfleet", env!("CARGO_PKG_VERSION")))
@@ -451,6 +457,49 @@ impl ServerHandler for ClientSession {
             .await
             .map_err(|e| failed(&server, generation, e))?;
         Ok(GetPromptResponse::Complete(result))
+    }
+
+    async fn complete(
+        &self,
+        mut request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        // To the server that owns the prompt (named as the server names it) or
+        // the resource template.
+        let index = match &mut request.r#ref {
+            Reference::Prompt(prompt) => {
+                let catalog = self.gateway.prompts(&self.scope).await;
+                let Some(route) = catalog.1.route(&prompt.name).cloned() else {
+                    return Err(ErrorData::invalid_params(
+                        format!("unknown prompt `{}`", prompt.name),
+                        None,
+                    ));
+                };
+                prompt.name = route.name;
+                route.server
+            }
+            Reference::Resource(template) => {
+                let owner = self.gateway.template_owner(&self.scope, &template.uri).await;
+                let Some(index) = owner else {
+                    return Err(ErrorData::invalid_params(
+                        format!("no server of the fleet offers `{}`", template.uri),
+                        None,
+                    ));
+                };
+                index
+            }
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    "a completion names a prompt (`ref/prompt`) or a resource template (`ref/resource`)",
+                    None,
+                ));
+            }
+        };
+        let server = self.server_name(index);
+        let (generation, peer) = self.running(index).await?;
+        peer.complete(request)
+            .await
+            .map_err(|e| failed(&server, generation, e))
     }
 
     async fn list_resources(

@@ -110,6 +110,7 @@ class Harness {
       ),
       get_prompt: (command) => this.opGetPrompt(command),
       read_resource: (command) => this.opReadResource(command),
+      complete: (command) => this.opComplete(command),
       call: (command) => this.opCall(command),
       call_start: (command) => this.opCallStart(command),
       call_await: (command) => this.opCallAwait(command),
@@ -266,6 +267,14 @@ class Harness {
     const params = { name: need(command, 'name'), arguments: command.arguments };
     const result = await this.client.getPrompt(params, { timeout: TIMEOUT_MS });
     return { ok: true, result };
+  }
+
+  async opComplete(command) {
+    const result = await this.client.complete(
+      { ref: need(command, 'ref'), argument: need(command, 'argument') },
+      { timeout: TIMEOUT_MS },
+    );
+    return { ok: true, completion: result.completion };
   }
 
   async opReadResource(command) {

@@ -164,6 +164,7 @@ class Harness:
             ),
             "get_prompt": self.op_get_prompt,
             "read_resource": self.op_read_resource,
+            "complete": self.op_complete,
             "call": self.op_call,
             "call_start": self.op_call_start,
             "call_await": self.op_call_await,
@@ -300,6 +301,15 @@ class Harness:
     async def op_read_resource(self, command: dict[str, Any]) -> dict[str, Any]:
         result = await self.client.read_resource(need(command, "uri"))
         return {"ok": True, "result": dump(result)}
+
+    async def op_complete(self, command: dict[str, Any]) -> dict[str, Any]:
+        ref, argument = need(command, "ref"), need(command, "argument")
+        if ref.get("type") == "ref/prompt":
+            reference: Any = types.PromptReference(type="ref/prompt", name=ref["name"])
+        else:
+            reference = types.ResourceTemplateReference(type="ref/resource", uri=ref["uri"])
+        result = await self.client.complete(reference, argument)
+        return {"ok": True, "completion": dump(result.completion)}
 
     async def op_call(self, command: dict[str, Any], progress: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         name, arguments = need(command, "name"), command.get("arguments") or {}

@@ -1850,3 +1850,75 @@ fn http_sessions_are_capped_and_a_half_open_one_expires() {
     raw_session(&http, "third", "1", true);
     down_and_no_leftovers(&fleet);
 }
+
+// ---------------------------------------------------------------------------------
+// Completions
+
+/// `completion/complete` goes to the server that owns the prompt (under the name
+/// that server gives it) or the resource template, through both doors for both
+/// SDKs; the gateway declares `completions` only when a server behind it does.
+#[test]
+fn completions_reach_the_server_that_owns_the_prompt_or_template() {
+    let fleet = fleet_of(
+        "gw-complete",
+        &[everything("ev"), fixture_server("plain", &[], "")],
+    );
+    let http = serve(&fleet, &[]);
+    for sdk in SDKS {
+        for door in [Door::Stdio(&[]), Door::Http(&http)] {
+            let label = format!("{sdk:?} over {}", door.name());
+            let mut client = Client::open(&fleet, sdk, door);
+            let prompt = client.op(json!({
+                "op": "complete",
+                "ref": {"type": "ref/prompt", "name": "ev__completable-prompt"},
+                "argument": {"name": "department", "value": "E"},
+            }));
+            assert_eq!(
+                prompt["completion"]["values"],
+                json!(["Engineering"]),
+                "{label}: {prompt}"
+            );
+            let template = client.op(json!({
+                "op": "complete",
+                "ref": {"type": "ref/resource", "uri": "demo://resource/dynamic/text/{resourceId}"},
+                "argument": {"name": "resourceId", "value": "1"},
+            }));
+            assert_eq!(
+                template["completion"]["values"],
+                json!(["1"]),
+                "{label}: {template}"
+            );
+            let unknown = client.op(json!({
+                "op": "complete",
+                "ref": {"type": "ref/prompt", "name": "plain__nothing"},
+                "argument": {"name": "x", "value": ""},
+            }));
+            assert_eq!(unknown["ok"], false, "{label}: {unknown}");
+            assert_eq!(unknown["error"]["code"], -32602, "{label}: {unknown}");
+            client.close();
+        }
+    }
+    // Seen only through the fixture, which has no completions, the gateway
+    // declares none.
+    let (only_plain, first) = Client::start(
+        &fleet,
+        Sdk::Python,
+        "client of the fixture alone",
+        Door::Stdio(&["plain"]).args(&fleet),
+    );
+    assert_eq!(first["ok"], true, "{first}");
+    assert!(
+        first["capabilities"].get("completions").is_none(),
+        "{first}"
+    );
+    only_plain.close();
+    let (both, first) = Client::start(
+        &fleet,
+        Sdk::Python,
+        "client of both",
+        Door::Stdio(&[]).args(&fleet),
+    );
+    assert_eq!(first["capabilities"]["completions"], json!({}), "{first}");
+    both.close();
+    down_and_no_leftovers(&fleet);
+}
