@@ -5,7 +5,8 @@
 // sends is exactly what is written here:
 //
 //   node member.mjs stdio        MCP over stdin/stdout (newline-delimited JSON)
-//   node member.mjs http PORT    streamable HTTP at http://127.0.0.1:PORT/mcp
+//   node member.mjs http PORT    streamable HTTP at http://127.0.0.1:PORT/mcp (0: a free
+//                                port); it prints the port once it listens
 //
 // Both transports serve both eras: an `initialize` opens a legacy session (over HTTP
 // with an Mcp-Session-Id, resumable SSE streams, a GET stream and DELETE), and a
@@ -718,7 +719,8 @@ function serveHttp(port) {
       stream.finish(errorOf(msg.id, e));
     }
   });
-  server.listen(port, '127.0.0.1');
+  // The port on stdout (`http 0` picks a free one), once it listens.
+  server.listen(port, '127.0.0.1', () => process.stdout.write(`${server.address().port}\n`));
 }
 
 const [mode, port] = process.argv.slice(2);

@@ -18,6 +18,7 @@ mod chaos;
 mod check;
 mod command_line;
 mod completions;
+mod conformance;
 mod env_file;
 mod fleet_file;
 mod foreground;
