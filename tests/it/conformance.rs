@@ -396,6 +396,11 @@ fn the_gateway_passes_the_conformance_scenarios_its_member_passes() {
     let results = std::env::var_os("MCPFLEET_CONFORMANCE_RESULTS")
         .map(PathBuf::from)
         .unwrap_or_else(|| scratch.path().to_owned());
+    assert!(
+        std::fs::read_dir(&results).map_or(true, |mut d| d.next().is_none()),
+        "MCPFLEET_CONFORMANCE_RESULTS={} is not empty: the suite's results go to a new or empty directory",
+        results.display()
+    );
     let mut outcomes: BTreeMap<(&str, &str), Outcomes> = BTreeMap::new();
     std::thread::scope(|scope| {
         let handles: Vec<_> = targets
