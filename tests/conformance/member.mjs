@@ -567,6 +567,7 @@ function serveStdio() {
         out({ jsonrpc: '2.0', id: msg.id, result: withType(result) });
         return;
       }
+      if (msg.method === 'ping') { out({ jsonrpc: '2.0', id: msg.id, result: {} }); return; }
       if (!session) throw new RpcError(-32600, 'The session is not initialized');
       out({ jsonrpc: '2.0', id: msg.id, result: await dispatch(msg.method, params, legacyCtx(session, out)) });
     } catch (e) {
