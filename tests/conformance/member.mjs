@@ -11,7 +11,8 @@
 // Both transports serve both eras: an `initialize` opens a legacy session (over HTTP
 // with an Mcp-Session-Id, resumable SSE streams, a GET stream and DELETE), and a
 // request that carries the 2026-07-28 per-request `_meta` is served statelessly
-// (input-required results instead of requests to the client, `subscriptions/listen`).
+// (input-required results instead of requests to the client, `subscriptions/listen`,
+// and the tasks extension, SEP-2663, for requests that declare it).
 import http from 'node:http';
 import crypto from 'node:crypto';
 import readline from 'node:readline';
@@ -93,6 +94,18 @@ function toolList() {
   ];
   tools.push(tool('test_custom_header', 'Mirrors its region into the Mcp-Param-Region header (2026-07-28)', {
     type: 'object', properties: { region: { type: 'string', 'x-mcp-header': 'Region' }, query: { type: 'string' } }, required: ['region'] }));
+  // The tasks extension (SEP-2663, 2026-07-28): `execution.taskSupport` says which
+  // tools may answer with a task.
+  const task = (support) => ({ execution: { taskSupport: support } });
+  tools.push(
+    tool('greet', 'Greets, at once', { type: 'object', properties: { name: { type: 'string' } } }, task('forbidden')),
+    tool('slow_compute', 'Computes for `seconds`, as a task', { type: 'object', properties: { seconds: { type: 'number' }, label: { type: 'string' } } }, task('optional')),
+    tool('failing_job', 'Fails as a tool after 1 s, as a task', noArgs, task('required')),
+    tool('protocol_error_job', 'Fails with a protocol error, as a task', noArgs, task('optional')),
+    tool('confirm_delete', 'Asks to confirm, as a task', { type: 'object', properties: { filename: { type: 'string' } } }, task('optional')),
+    tool('multi_input', 'Asks two questions at once, as a task', noArgs, task('optional')),
+    tool('test_tool_with_task', 'Asks a name, then works on it as a task', noArgs, task('required')),
+  );
   if (dynamicTool) tools.push(tool('test_dynamic_tool', 'Added by test_trigger_tool_change'));
   return tools;
 }
@@ -274,6 +287,34 @@ async function callTool(params, ctx) {
       return { content: [text(`test_dynamic_prompt ${dynamicPrompt ? 'added' : 'removed'}`)] };
     case 'test_custom_header': return { content: [text(`region: ${args.region}`)] };
     case 'test_dynamic_tool': return { content: [text('dynamic')] };
+    case 'greet': return { content: [text(`Hello, ${args.name ?? 'World'}!`)] };
+    case 'slow_compute': {
+      const seconds = Math.max(0, Number(args.seconds ?? 0));
+      const answer = () => ({ content: [text(`computed ${args.label ?? ''} in ${seconds} s`)] });
+      if (!withTasks(ctx)) { await sleep(Math.min(seconds, 5) * 1000); return answer(); }
+      return startTask((t) => t.after(seconds * 1000, () => t.complete(answer())));
+    }
+    case 'failing_job':
+      needTasks(ctx);
+      return startTask((t) => t.after(1000, () => t.complete({ isError: true, content: [text('The job failed')] })));
+    case 'protocol_error_job':
+      if (!withTasks(ctx)) throw new RpcError(-32603, 'The job broke');
+      return startTask((t) => t.after(100, () => t.fail({ code: -32603, message: 'The job broke' })));
+    case 'confirm_delete':
+    case 'multi_input': {
+      const asks = name === 'confirm_delete'
+        ? { confirm: elicit(`Delete ${args.filename ?? 'the file'}?`, { confirm: { type: 'boolean' } }, ['confirm']) }
+        : { name: elicit('What is your name?', { name: { type: 'string' } }, ['name']), confirm: elicit('Go on?', { confirm: { type: 'boolean' } }, ['confirm']) };
+      if (!withTasks(ctx)) throw new RpcError(-32021, `${name} runs as a task`, { requiredCapabilities: { extensions: { [TASKS]: {} } } });
+      return startTask((t) => t.ask(asks, (answers) => t.complete({ content: [text(`${name}: ${JSON.stringify(answers)}`)] })));
+    }
+    case 'test_tool_with_task': {
+      needTasks(ctx);
+      const r = elicited(responses(params)?.user_name, 'user_name');
+      if (r === undefined) return inputRequired({ user_name: elicit('What is your name?', { name: { type: 'string' } }, ['name']) });
+      const who = r.content?.name;
+      return startTask((t) => t.after(200, () => t.complete({ content: [text(`Worked for ${who}`)] })));
+    }
     case 'test_input_required_result_elicitation': {
       needModern();
       const r = elicited(responses(params)?.user_name, 'user_name');
@@ -376,6 +417,64 @@ function complete(params) {
   return { completion: { values, total: values.length, hasMore: false } };
 }
 
+// ---------------------------------------------------------------- tasks (SEP-2663)
+const TASKS = K('tasks');
+const tasks = new Map();
+const withTasks = (ctx) => ctx.modern && ctx.caps?.extensions?.[TASKS] !== undefined;
+function needTasks(ctx) {
+  if (!withTasks(ctx)) throw new RpcError(-32021, 'This tool runs only as a task: declare the tasks extension', { requiredCapabilities: { extensions: { [TASKS]: {} } } });
+}
+// A task, stored before its CreateTaskResult is sent; `run` drives it.
+function startTask(run) {
+  const now = new Date().toISOString();
+  const t = {
+    taskId: crypto.randomUUID(), status: 'working', createdAt: now, lastUpdatedAt: now, ttlMs: 60_000, pollIntervalMs: 200,
+    timer: null, asks: null, answers: {}, onAnswered: null,
+  };
+  const settle = (status, fields) => {
+    if (['completed', 'failed', 'cancelled'].includes(t.status)) return;
+    clearTimeout(t.timer);
+    Object.assign(t, { status, lastUpdatedAt: new Date().toISOString(), asks: null }, fields);
+  };
+  t.after = (ms, f) => { t.timer = setTimeout(f, ms); t.timer.unref(); };
+  t.complete = (result) => settle('completed', { result });
+  t.fail = (error) => settle('failed', { error });
+  t.cancel = () => settle('cancelled', {});
+  t.ask = (asks, onAnswered) => { Object.assign(t, { status: 'input_required', asks, onAnswered }); };
+  tasks.set(t.taskId, t);
+  run(t);
+  return { resultType: 'task', ...envelope(t) };
+}
+const envelope = (t) => ({ taskId: t.taskId, status: t.status, createdAt: t.createdAt, lastUpdatedAt: t.lastUpdatedAt, ttlMs: t.ttlMs, pollIntervalMs: t.pollIntervalMs });
+function taskOf(params, ctx) {
+  if (!withTasks(ctx)) throw new RpcError(-32021, 'tasks/* needs the tasks extension', { requiredCapabilities: { extensions: { [TASKS]: {} } } });
+  const t = tasks.get(params.taskId);
+  if (!t) throw new RpcError(-32602, `Unknown task: ${params.taskId}`);
+  return t;
+}
+function taskMethod(method, params, ctx) {
+  const t = taskOf(params, ctx);
+  if (method === 'tasks/get') {
+    return { resultType: 'complete', ...envelope(t),
+      ...(t.status === 'input_required' ? { inputRequests: t.asks } : {}),
+      ...(t.result ? { result: t.result } : {}), ...(t.error ? { error: t.error } : {}) };
+  }
+  if (method === 'tasks/update') {
+    if (t.status === 'input_required') {
+      for (const [k, v] of Object.entries(params.inputResponses ?? {})) {
+        if (t.asks[k] === undefined) continue;
+        t.answers[k] = v;
+        delete t.asks[k];
+      }
+      t.lastUpdatedAt = new Date().toISOString();
+      if (Object.keys(t.asks).length === 0) { t.status = 'working'; t.asks = null; t.onAnswered(t.answers); }
+    }
+    return { resultType: 'complete' };
+  }
+  t.cancel();
+  return { resultType: 'complete' };
+}
+
 const cacheHints = (r) => ({ ...r, ttlMs: 0, cacheScope: 'public' });
 
 async function dispatch(method, params, ctx) {
@@ -398,6 +497,9 @@ async function dispatch(method, params, ctx) {
     case 'resources/subscribe': ctx.session.subscriptions.add(params.uri); return {};
     case 'resources/unsubscribe': ctx.session.subscriptions.delete(params.uri); return {};
     case 'completion/complete': return complete(params);
+    case 'tasks/get': case 'tasks/update': case 'tasks/cancel':
+      if (ctx.modern) return taskMethod(method, params, ctx);
+    // fall through: the tasks extension is a 2026-07-28 one
     default: throw new RpcError(-32601, `Method not found: ${method}`);
   }
 }
@@ -407,7 +509,7 @@ const CAPABILITIES = {
   logging: {}, completions: {},
 };
 function discoverResult() {
-  return { resultType: 'complete', supportedVersions: SUPPORTED, capabilities: CAPABILITIES, instructions: 'The member server of mcpfleet\'s conformance tests.',
+  return { resultType: 'complete', supportedVersions: SUPPORTED, capabilities: { ...CAPABILITIES, extensions: { [TASKS]: {} } }, instructions: 'The member server of mcpfleet\'s conformance tests.',
     ttlMs: 0, cacheScope: 'public', _meta: { [K('serverInfo')]: INFO } };
 }
 function initializeResult(params) {
@@ -449,7 +551,9 @@ function checkHeaders(msg, headers) {
   const mismatch = (what) => new RpcError(-32020, `Header mismatch: ${what}`, undefined, 400);
   if (headerValue(headers['mcp-method']) !== msg.method) return mismatch('Mcp-Method does not name the method of the body');
   const p = msg.params ?? {};
-  const name = msg.method === 'resources/read' ? p.uri : ['tools/call', 'prompts/get'].includes(msg.method) ? p.name : undefined;
+  const name = msg.method === 'resources/read' ? p.uri
+    : ['tools/call', 'prompts/get'].includes(msg.method) ? p.name
+      : ['tasks/get', 'tasks/update', 'tasks/cancel'].includes(msg.method) ? p.taskId : undefined;
   if (name !== undefined && headerValue(headers['mcp-name']) !== name) return mismatch('Mcp-Name does not name what the body does');
   if (msg.method === 'tools/call') {
     const schema = toolList().find((t) => t.name === p.name)?.inputSchema;
