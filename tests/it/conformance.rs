@@ -137,6 +137,7 @@ fn run_suite(run: &Run, url: &str, fleet: &TestFleet, out: &Path) -> Outcomes {
         "conformance-{}/node_modules/@modelcontextprotocol/conformance/dist/index.js",
         run.version
     ));
+    std::fs::create_dir_all(out).expect("the results directory");
     let mut child = Command::new(node())
         .arg(cli)
         .args(["server", "--url", url, "-o"])
