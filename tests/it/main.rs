@@ -18,6 +18,7 @@ mod chaos;
 mod check;
 mod command_line;
 mod completions;
+mod conformance;
 mod conformance_client;
 mod env_file;
 mod fleet_file;
