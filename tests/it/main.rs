@@ -19,6 +19,7 @@ mod check;
 mod command_line;
 mod completions;
 mod env_file;
+mod eras;
 mod fleet_file;
 mod foreground;
 mod gateway;

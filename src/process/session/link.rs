@@ -143,6 +143,13 @@ impl Link {
         waiter.answered(Answer::Abandoned);
     }
 
+    /// Nobody waits for request `id` any more, and the server is not told (the
+    /// era probe, which gives up on a server that does not answer): an answer
+    /// that comes later is taken and dropped.
+    pub(super) fn forget(&self, id: u64) {
+        lock(&self.calls).waiting.remove(&id);
+    }
+
     /// rmcp's writer into the same outbox (see `wire.rs`).
     pub(super) fn writer(&self) -> super::wire::OutboxWriter {
         self.out.writer()
