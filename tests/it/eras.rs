@@ -241,3 +241,26 @@ fn a_new_generation_probes_again() {
     );
     down_and_no_leftovers(&fleet);
 }
+
+#[test]
+fn a_modern_server_slower_to_start_than_the_probe_s_bound_starts_modern() {
+    // It reads nothing for 1.5 s: the probe goes unanswered, `initialize`
+    // follows, and the server then answers the probe and refuses `initialize`.
+    let (fleet, notes) = noted(
+        "eras-slow",
+        "slow",
+        &["--era", "modern", "--boot-delay-ms", "1500"],
+        "",
+    );
+    let s = up(&fleet, "slow");
+    assert_eq!(s["protocol_version"], "2026-07-28", "{s}");
+    let (out, doc) = fleet.run_json(&["call", "slow", "echo", "--args", r#"{"late":true}"#]);
+    assert_code(&out, 0);
+    assert!(doc.to_string().contains("late"), "{doc}");
+    down_and_no_leftovers(&fleet);
+    assert_eq!(
+        requests(&notes)[..3],
+        ["server/discover", "initialize", "server/discover"],
+        "the probe, the refused initialize, then rmcp's discover"
+    );
+}

@@ -150,10 +150,19 @@ impl Link {
         lock(&self.calls).waiting.remove(&id);
     }
 
-    /// rmcp's writer into the same outbox (see `wire.rs`).
-    pub(super) fn writer(&self) -> super::wire::OutboxWriter {
-        self.out.writer()
+    /// Closes the outbox: the server's stdin, once what is queued is written.
+    pub(super) fn close(&self) {
+        self.out.close();
     }
+
+    /// rmcp's writer into the same outbox, closing it only once the flag is set
+    /// (see `wire.rs`).
+    pub(super) fn writer_held(
+        &self,
+    ) -> (super::wire::OutboxWriter, Arc<std::sync::atomic::AtomicBool>) {
+        self.out.writer_held()
+    }
+
 
     /// Requests sent and not yet answered.
     #[cfg(test)]

@@ -263,18 +263,57 @@ impl Session {
         // rmcp writes into the same outbox as the link, and reads what the link's
         // hook leaves of the server's stdout (`wire.rs`).
         let (link, answers) = Link::new(wire::Outbox::spawn(input, &tracker));
-        let writer = link.writer();
         let mut output = wire::Intercepted::new(output, MAX_MESSAGE_BYTES, Box::new(answers));
         let client = FleetClient { listener };
         let info = client.get_info();
-        let (era, before) = probe_stdio(&link, &mut output, &info, probe, &violation).await?;
-        // What the server wrote before the probe's answer goes to rmcp first.
-        let output = std::io::Cursor::new(before).chain(output);
+        let probe = probe_stdio(&link, &mut output, &info, probe, &violation).await?;
+        let mut era = probe.era.clone();
+        // What the server wrote before the probe's answer goes to rmcp first. The
+        // stream is lent to rmcp, so that an `initialize` refused by a server
+        // that answered the probe late can be followed by a modern start.
+        let output = Lent::new(std::io::Cursor::new(probe.before).chain(output));
         // rmcp's own line limit sits above ours, so that an oversized line always
         // ends the session here rather than being dropped silently by rmcp.
-        let transport = AsyncRwTransport::new_client(output, writer)
-            .with_max_line_length(MAX_MESSAGE_BYTES.saturating_mul(2));
-        let result = client.serve_with_lifecycle(transport, lifecycle(&era)).await;
+        let transport = |writer| {
+            AsyncRwTransport::new_client(output.clone(), writer)
+                .with_max_line_length(MAX_MESSAGE_BYTES.saturating_mul(2))
+        };
+        let (writer, closes) = link.writer_held();
+        let mut result = client
+            .clone()
+            .serve_with_lifecycle(transport(writer), lifecycle(&era))
+            .await;
+        if let (Err(E::JsonRpcError(refused)), Some(late)) = (&result, probe.late) {
+            // A silent probe, then a refused `initialize`: a server slower to start
+            // than the probe's bound may have answered the probe since, or named
+            // its modern versions in the refusal. Then it is modern after all.
+            let late = match late.await_now() {
+                Some(reply) => era::classify(&reply),
+                None => Era::Legacy,
+            };
+            let refusal = serde_json::to_string(refused)
+                .map(|e| era::classify(&era::Reply::Error(e)))
+                .unwrap_or(Era::Legacy);
+            if let Some(modern) = [late, refusal].into_iter().find(|e| *e != Era::Legacy) {
+                tracing::debug!(era = %modern.label(), "initialize refused after a late probe answer: starting in the modern era");
+                era = modern;
+                let (writer, again) = link.writer_held();
+                closes.store(true, std::sync::atomic::Ordering::Release);
+                result = client
+                    .clone()
+                    .serve_with_lifecycle(transport(writer), lifecycle(&era))
+                    .await;
+                again.store(true, std::sync::atomic::Ordering::Release);
+            }
+        }
+        link.forget(probe.id);
+        // From here on, rmcp closing its session closes the server's stdin; a
+        // failed start closes it now.
+        closes.store(true, std::sync::atomic::Ordering::Release);
+        if result.is_err() {
+            link.close();
+        }
+        drop(output);
         if let Some(why) = violation.get() {
             return Err(SessionError::Protocol(Detail::words(why)));
         }
@@ -540,6 +579,55 @@ fn lifecycle(era: &Era) -> ClientLifecycleMode {
 /// kept for rmcp; past it the probe ends, unanswered.
 const PROBE_KEEPS: usize = 1024 * 1024;
 
+/// The server's stdout lent to rmcp: each attempt at a session reads it in turn,
+/// and it is dropped (which ends the session's reading, `stdout.rs`) with the
+/// last holder.
+struct Lent<R>(Arc<std::sync::Mutex<R>>);
+
+impl<R> Lent<R> {
+    fn new(inner: R) -> Lent<R> {
+        Lent(Arc::new(std::sync::Mutex::new(inner)))
+    }
+}
+
+impl<R> Clone for Lent<R> {
+    fn clone(&self) -> Lent<R> {
+        Lent(self.0.clone())
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Lent<R> {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let mut inner = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        std::pin::Pin::new(&mut *inner).poll_read(cx, buf)
+    }
+}
+
+/// What the stdio probe found.
+struct Probed {
+    era: Era,
+    /// What the server wrote meanwhile that was not the answer.
+    before: Vec<u8>,
+    /// The probe's request id on the link.
+    id: u64,
+    /// When the probe got no answer within its bound: where a late one arrives.
+    late: Option<Late>,
+}
+
+/// Where a late answer to the probe arrives.
+struct Late(tokio::sync::oneshot::Receiver<era::Reply>);
+
+impl Late {
+    /// The answer, if it has arrived by now.
+    fn await_now(mut self) -> Option<era::Reply> {
+        self.0.try_recv().ok()
+    }
+}
+
 /// Tells the probe its answer.
 struct ProbeWaiter(tokio::sync::oneshot::Sender<era::Reply>);
 
@@ -557,16 +645,17 @@ impl Pending for ProbeWaiter {
 }
 
 /// The era probe over stdio: `server/discover` through the link, its answer read
-/// off `output` for at most `bound`. Returns the era and what the server wrote
-/// meanwhile that was not the answer (rmcp reads it first). A server that closes
-/// its output is left for rmcp to find.
+/// off `output` for at most `bound`. Returns the era, what the server wrote
+/// meanwhile that was not the answer (rmcp reads it first), and, when no answer
+/// came in time, where a late one arrives. A server that closes its output is
+/// left for rmcp to find.
 async fn probe_stdio<R: AsyncRead + Unpin>(
     link: &Link,
     output: &mut R,
     info: &rmcp::model::InitializeRequestParams,
     bound: Duration,
     violation: &Violation,
-) -> Result<(Era, Vec<u8>), SessionError> {
+) -> Result<Probed, SessionError> {
     let params = serde_json::to_vec(&era::discover_params(info)).unwrap_or_else(|_| b"{}".to_vec());
     let (tx, mut rx) = tokio::sync::oneshot::channel();
     let sent = link.request("server/discover", |_| {
@@ -574,18 +663,27 @@ async fn probe_stdio<R: AsyncRead + Unpin>(
         (params, Box::new(ProbeWaiter(tx)) as Waiter)
     });
     let Some(id) = sent else {
-        return Ok((Era::Legacy, Vec::new()));
+        return Ok(Probed {
+            era: Era::Legacy,
+            before: Vec::new(),
+            id: 0,
+            late: None,
+        });
     };
     let started = tokio::time::Instant::now();
     let deadline = tokio::time::sleep(bound);
     tokio::pin!(deadline);
     let mut before = Vec::new();
     let mut chunk = vec![0u8; 8 * 1024];
+    let mut silent = false;
     let reply = loop {
         tokio::select! {
             biased;
             reply = &mut rx => break reply.unwrap_or(era::Reply::Nothing),
-            _ = &mut deadline => break era::Reply::Nothing,
+            _ = &mut deadline => {
+                silent = true;
+                break era::Reply::Nothing;
+            }
             read = output.read(&mut chunk) => match read {
                 Ok(0) => break era::Reply::Nothing,
                 Ok(n) => {
@@ -603,11 +701,14 @@ async fn probe_stdio<R: AsyncRead + Unpin>(
             },
         }
     };
-    // Unanswered: a late answer is dropped, and the server is not told.
-    link.forget(id);
     let era = era::classify(&reply);
-    tracing::debug!(era = %era.label(), reply = ?reply, ms = started.elapsed().as_millis() as u64, "era probe over stdio");
-    Ok((era, before))
+    tracing::debug!(era = %era.label(), reply = ?reply, silent, ms = started.elapsed().as_millis() as u64, "era probe over stdio");
+    Ok(Probed {
+        era,
+        before,
+        id,
+        late: silent.then_some(Late(rx)),
+    })
 }
 
 /// All tools of the server behind `peer`.
