@@ -489,11 +489,17 @@ impl Session {
     }
 
     /// How requests made outside the authority reach this session: its peer and,
-    /// over stdio, its link.
+    /// over stdio in the legacy era, its link. The link's requests are lines as
+    /// the gateway's client wrote them, without the per-request `_meta` a modern
+    /// server requires: to a modern session every request goes through rmcp,
+    /// which adds it.
     pub(crate) fn reachable(&self) -> Reachable {
         Reachable {
             peer: self.peer(),
-            link: self.link.clone(),
+            link: match self.era {
+                Era::Legacy => self.link.clone(),
+                Era::Modern(_) => None,
+            },
         }
     }
 }
