@@ -372,8 +372,9 @@ enum Stub {
     /// `server/discover` answered, `initialize` refused with -32022 naming only
     /// 2026-07-28, any request without the modern version in its `_meta` and
     /// its `MCP-Protocol-Version` refused with -32020, one tool `echo`. With
-    /// `events`, results come as an event stream, else as JSON.
-    Modern { events: bool },
+    /// `events`, results come as an event stream, else as JSON; with `slow`,
+    /// `server/discover` is answered after 1.5 s.
+    Modern { events: bool, slow: bool },
     /// A working session (plain JSON answers, and `{}` to any method it does not
     /// know, `server/discover` among them); its DELETE gets this status, or
     /// with 0 no answer at all.
@@ -569,7 +570,10 @@ fn stub_answer(
             "Content-Type: application/json\r\n",
             r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request"}}"#,
         ),
-        Stub::Modern { events } => {
+        Stub::Modern { events, slow } => {
+            if slow && body["method"] == "server/discover" {
+                std::thread::sleep(Duration::from_millis(1500));
+            }
             if method != "POST" {
                 return reply(&mut stream, "405 Method Not Allowed", "Allow: POST\r\n", "");
             }
@@ -862,7 +866,10 @@ fn a_delete_that_gets_no_answer_is_a_failed_teardown() {
 #[test]
 fn a_modern_only_server_over_http_is_started_listed_called_and_stopped() {
     for events in [false, true] {
-        let stub = StubServer::start(Stub::Modern { events });
+        let stub = StubServer::start(Stub::Modern {
+            events,
+            slow: false,
+        });
         let fleet = remote_fleet(
             &format!("remote-modern-{events}"),
             &stub.url(),
@@ -939,6 +946,32 @@ fn a_server_that_answers_discover_with_an_empty_result_over_http_is_legacy() {
         seen[0].contains("rpc=server/discover version=2026-07-28 session=-")
             && seen[1].contains("rpc=initialize"),
         "the probe, then initialize at the same URL: {seen:?}"
+    );
+    fleet.assert_no_leftovers();
+}
+
+#[test]
+fn a_modern_only_server_slower_than_the_probe_s_bound_starts_modern_over_http() {
+    let stub = StubServer::start(Stub::Modern {
+        events: false,
+        slow: true,
+    });
+    let (fleet, out, s) = check_remote("remote-modern-slow", &stub.url());
+    assert_code(&out, 0);
+    assert_eq!(s["protocol_version"], "2026-07-28", "{s}");
+    let rpcs: Vec<String> = stub
+        .seen()
+        .iter()
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_owned))
+        .collect();
+    assert_eq!(
+        rpcs[..3],
+        [
+            "rpc=server/discover",
+            "rpc=initialize",
+            "rpc=server/discover"
+        ],
+        "the probe (answered too late), the refused initialize, then a modern start"
     );
     fleet.assert_no_leftovers();
 }

@@ -263,6 +263,9 @@ impl Session {
         // rmcp writes into the same outbox as the link, and reads what the link's
         // hook leaves of the server's stdout (`wire.rs`).
         let (link, answers) = Link::new(wire::Outbox::spawn(input, &tracker));
+        // Until the session is set up, giving up (this future dropped, or a
+        // failed start) closes the server's stdin.
+        let mut given_up = CloseOnDrop(Some(link.clone()));
         let mut output = wire::Intercepted::new(output, MAX_MESSAGE_BYTES, Box::new(answers));
         let client = FleetClient { listener };
         let info = client.get_info();
@@ -310,9 +313,10 @@ impl Session {
         // From here on, rmcp closing its session closes the server's stdin; a
         // failed start closes it now.
         closes.store(true, std::sync::atomic::Ordering::Release);
-        if result.is_err() {
-            link.close();
+        if result.is_ok() {
+            given_up.0 = None;
         }
+        drop(given_up);
         drop(output);
         if let Some(why) = violation.get() {
             return Err(SessionError::Protocol(Detail::words(why)));
@@ -357,10 +361,12 @@ impl Session {
             .custom_headers(headers)
             .reinit_on_expired_session(false);
         let loss = SessionLoss::default();
-        let transport = StreamableHttpClientTransport::with_client(
-            ObservedClient::new(remote, probe, loss.clone()),
-            config,
-        );
+        let transport = || {
+            StreamableHttpClientTransport::with_client(
+                ObservedClient::new(remote, probe.clone(), loss.clone()),
+                config.clone(),
+            )
+        };
         let client = FleetClient { listener };
         let params = era::discover_params(&client.get_info());
         let reply = match crate::process::remote::discover(remote, &params, bound).await {
@@ -368,9 +374,25 @@ impl Session {
             Some(crate::process::remote::Discovered::Error(e)) => era::Reply::Error(e),
             None => era::Reply::Nothing,
         };
-        let era = era::classify(&reply);
+        let mut era = era::classify(&reply);
         tracing::debug!(era = %era.label(), reply = ?reply, "era probe over HTTP");
-        let result = client.serve_with_lifecycle(transport, lifecycle(&era)).await;
+        let mut result = client
+            .clone()
+            .serve_with_lifecycle(transport(), lifecycle(&era))
+            .await;
+        // A server that refuses `initialize` naming a modern version (one slower
+        // than the probe's bound, say) is modern after all: each POST stands on
+        // its own, so the modern start is made afresh.
+        if let (Era::Legacy, Err(E::JsonRpcError(refused))) = (&era, &result)
+            && let Ok(refusal) = serde_json::to_string(refused)
+            && let modern @ Era::Modern(_) = era::classify(&era::Reply::Error(refusal))
+        {
+            tracing::debug!(era = %modern.label(), "initialize refused naming a modern version: starting in the modern era");
+            era = modern;
+            result = client
+                .serve_with_lifecycle(transport(), lifecycle(&era))
+                .await;
+        }
         if let Err(E::TransportError { error, .. }) = &result
             && let Some(http) = SessionError::of_http(error.error.as_ref())
         {
@@ -610,6 +632,17 @@ impl<R: AsyncRead + Unpin> AsyncRead for Lent<R> {
     ) -> std::task::Poll<std::io::Result<()>> {
         let mut inner = self.0.lock().unwrap_or_else(|p| p.into_inner());
         std::pin::Pin::new(&mut *inner).poll_read(cx, buf)
+    }
+}
+
+/// Closes the server's stdin when dropped while it holds the link.
+struct CloseOnDrop(Option<Link>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        if let Some(link) = self.0.take() {
+            link.close();
+        }
     }
 }
 
