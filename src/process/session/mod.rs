@@ -290,7 +290,7 @@ impl Session {
             // A silent probe, then a refused `initialize`: a server slower to start
             // than the probe's bound may have answered the probe since, or named
             // its modern versions in the refusal. Then it is modern after all.
-            let late = match late.await_now() {
+            let late = match late.arrived() {
                 Some(reply) => era::classify(&reply),
                 None => Era::Legacy,
             };
@@ -578,9 +578,7 @@ impl From<&Tool> for ListedTool {
 /// `Peer::discover` may answer from its cache). Unbounded by itself (the caller
 /// adds the health timeout).
 pub(crate) async fn check(peer: &Peer<RoleClient>, era: &Era) -> Result<(), SessionError> {
-    use rmcp::model::{
-        ClientRequest, DiscoverRequest, DiscoverRequestParams, PingRequest, ServerResult,
-    };
+    use rmcp::model::{ClientRequest, DiscoverRequest, DiscoverRequestParams, PingRequest};
     let request = match era {
         Era::Legacy => ClientRequest::PingRequest(PingRequest::default()),
         Era::Modern(_) => {
@@ -588,7 +586,7 @@ pub(crate) async fn check(peer: &Peer<RoleClient>, era: &Era) -> Result<(), Sess
         }
     };
     match peer.send_request(request).await {
-        Ok(ServerResult::DiscoverResult(_)) | Ok(_) => Ok(()),
+        Ok(_) => Ok(()),
         Err(e) => Err(request_error(e)),
     }
 }
@@ -662,7 +660,7 @@ struct Late(tokio::sync::oneshot::Receiver<era::Reply>);
 
 impl Late {
     /// The answer, if it has arrived by now.
-    fn await_now(mut self) -> Option<era::Reply> {
+    fn arrived(mut self) -> Option<era::Reply> {
         self.0.try_recv().ok()
     }
 }
