@@ -11,8 +11,6 @@ use std::time::Duration;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::{Value, json};
 
-use super::Remote;
-
 /// What a server answered to the probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Discovered {
@@ -28,21 +26,27 @@ const PROBE_ID: &str = "mcpfleet-probe";
 /// How much of the answer the probe reads at most.
 const PROBE_READ_BYTES: usize = 1024 * 1024;
 
-/// Sends `server/discover` with `params` (its modern `_meta`) to `remote`, and
-/// returns its answer if one came within `bound`.
-pub(crate) async fn discover(remote: &Remote, params: &Value, bound: Duration) -> Option<Discovered> {
+/// Sends `server/discover` with `params` (its modern `_meta`) to `url` with
+/// `headers` (a remote server's), and returns its answer if one came within
+/// `bound`.
+pub(crate) async fn discover(
+    url: &str,
+    headers: &[(String, String)],
+    params: &Value,
+    bound: Duration,
+) -> Option<Discovered> {
     let version = params["_meta"]["io.modelcontextprotocol/protocolVersion"]
         .as_str()?
         .to_owned();
     let body = json!({"jsonrpc": "2.0", "id": PROBE_ID, "method": "server/discover", "params": params});
     let mut request = reqwest::Client::new()
-        .post(&remote.url)
+        .post(url)
         .header(CONTENT_TYPE, "application/json")
         .header(ACCEPT, "application/json, text/event-stream")
         .header("MCP-Protocol-Version", version)
         .header("Mcp-Method", "server/discover")
         .body(body.to_string());
-    for (name, value) in &remote.headers {
+    for (name, value) in headers {
         request = request.header(name.as_str(), value.as_str());
     }
     let exchange = async {

@@ -369,7 +369,7 @@ impl Session {
         };
         let client = FleetClient { listener };
         let params = era::discover_params(&client.get_info());
-        let reply = match crate::process::remote::discover(remote, &params, bound).await {
+        let reply = match crate::process::remote::discover(&remote.url, &remote.headers, &params, bound).await {
             Some(crate::process::remote::Discovered::Result(r)) => era::Reply::Result(r),
             Some(crate::process::remote::Discovered::Error(e)) => era::Reply::Error(e),
             None => era::Reply::Nothing,

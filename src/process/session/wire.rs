@@ -661,6 +661,26 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_held_writer_closes_the_outbox_only_once_told_to() {
+        let (write, mut read) = tokio::net::UnixStream::pair().unwrap();
+        let outbox = Outbox::spawn(write, &TaskTracker::new());
+        // A first attempt at a session lets go of its writer: the stream stays.
+        let (mut first, _) = outbox.writer_held();
+        first.write_all(b"{\"attempt\":1}\n").await.unwrap();
+        drop(first);
+        assert!(!outbox.is_closed(), "a held writer dropped leaves the outbox open");
+        // The second is told to close it when it goes.
+        let (mut second, closes) = outbox.writer_held();
+        second.write_all(b"{\"attempt\":2}\n").await.unwrap();
+        closes.store(true, Ordering::Release);
+        drop(second);
+        assert!(outbox.is_closed());
+        let mut all = Vec::new();
+        read.read_to_end(&mut all).await.unwrap();
+        assert_eq!(all, b"{\"attempt\":1}\n{\"attempt\":2}\n".to_vec());
+    }
+
+    #[tokio::test]
     async fn the_outbox_writes_whole_lines_in_order_and_closing_it_ends_the_stream() {
         let (write, mut read) = tokio::net::UnixStream::pair().unwrap();
         let outbox = Outbox::spawn(write, &TaskTracker::new());
