@@ -367,6 +367,7 @@ fn server_report(
     line.generation = started.and_then(|s| s.generation);
     line.tools = started.and_then(|s| s.tools);
     line.server_info = started.and_then(|s| s.server_info.clone());
+    line.protocol_version = started.and_then(|s| s.protocol_version.clone());
     (line.uptime_ms, line.restarts, line.retry_in_ms) = (None, 0, None);
     line
 }

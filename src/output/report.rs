@@ -140,6 +140,11 @@ pub struct ServerReport {
     pub connect_ms: Option<u64>,
     pub tools: Option<usize>,
     pub server_info: Option<String>,
+    /// The protocol version the running generation's session speaks: the one
+    /// `initialize` agreed on (legacy era), or the one `server/discover` named
+    /// (modern era, 2026-07-28 on). Only while a generation runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
     /// How long the running generation has been ready (`status`, `up`).
     #[serde(default)]
     pub uptime_ms: Option<u64>,

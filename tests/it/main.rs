@@ -21,6 +21,7 @@ mod completions;
 mod conformance;
 mod conformance_client;
 mod env_file;
+mod eras;
 mod fleet_file;
 mod foreground;
 mod gateway;

@@ -368,7 +368,15 @@ enum Stub {
     /// is `endpoint`; POST is not allowed (405), or with `json_400` gets a 400
     /// with a JSON-RPC error that has no id.
     LegacySse { json_400: bool },
-    /// A working session (plain JSON answers); its DELETE gets this status, or
+    /// A server of the modern era only (2026-07-28): POST only, no sessions;
+    /// `server/discover` answered, `initialize` refused with -32022 naming only
+    /// 2026-07-28, any request without the modern version in its `_meta` and
+    /// its `MCP-Protocol-Version` refused with -32020, one tool `echo`. With
+    /// `events`, results come as an event stream, else as JSON; with `slow`,
+    /// `server/discover` is answered after 1.5 s.
+    Modern { events: bool, slow: bool },
+    /// A working session (plain JSON answers, and `{}` to any method it does not
+    /// know, `server/discover` among them); its DELETE gets this status, or
     /// with 0 no answer at all.
     Session { delete: u16 },
 }
@@ -378,7 +386,8 @@ enum Stub {
 /// and by itself after a minute.
 struct StubServer {
     port: u16,
-    /// One line per request: `METHOD PATH session=ID|- auth=yes|no`.
+    /// One line per request: `METHOD PATH rpc=METHOD|- version=V|- session=ID|- auth=yes|no`
+    /// (`rpc` the JSON-RPC method, `version` the `MCP-Protocol-Version` header).
     seen: Arc<Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -492,7 +501,9 @@ fn stub_answer(
     }
     let body: Value = serde_json::from_slice(&raw[head_end..]).unwrap_or(Value::Null);
     seen.lock().unwrap().push(format!(
-        "{method} {path} session={} auth={}",
+        "{method} {path} rpc={} version={} session={} auth={}",
+        body["method"].as_str().unwrap_or("-"),
+        header("mcp-protocol-version").unwrap_or_else(|| "-".into()),
         header("mcp-session-id").unwrap_or_else(|| "-".into()),
         if header("authorization").is_some() {
             "yes"
@@ -559,6 +570,87 @@ fn stub_answer(
             "Content-Type: application/json\r\n",
             r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request"}}"#,
         ),
+        Stub::Modern { events, slow } => {
+            if slow && body["method"] == "server/discover" {
+                std::thread::sleep(Duration::from_millis(1500));
+            }
+            if method != "POST" {
+                return reply(&mut stream, "405 Method Not Allowed", "Allow: POST\r\n", "");
+            }
+            let modern = "2026-07-28";
+            let rpc = body["method"].as_str().unwrap_or_default();
+            let named = body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str();
+            let error = |code: i64, message: &str, data: Value| json!({"code": code, "message": message, "data": data});
+            let outcome = match rpc {
+                "server/discover" if named == Some(modern) => Ok(json!({
+                    "resultType": "complete",
+                    "supportedVersions": [modern],
+                    "capabilities": {"tools": {}},
+                    "ttlMs": 60000,
+                    "cacheScope": "public",
+                    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "stub-modern", "version": "1.0.0"}},
+                })),
+                "server/discover" | "initialize" => Err((
+                    "400 Bad Request",
+                    error(
+                        -32022,
+                        "unsupported protocol version",
+                        json!({"supported": [modern]}),
+                    ),
+                )),
+                _ if named != Some(modern)
+                    || header("mcp-protocol-version").as_deref() != Some(modern) =>
+                {
+                    Err((
+                        "400 Bad Request",
+                        error(
+                            -32020,
+                            "Header mismatch: MCP-Protocol-Version and _meta",
+                            Value::Null,
+                        ),
+                    ))
+                }
+                "tools/list" => Ok(json!({
+                    "tools": [{"name": "echo", "description": "echoes", "inputSchema": {"type": "object"}}],
+                    "ttlMs": 60000,
+                    "cacheScope": "public",
+                })),
+                "tools/call" => Ok(json!({
+                    "content": [{"type": "text", "text": body["params"]["arguments"].to_string()}],
+                })),
+                _ => Err((
+                    "404 Not Found",
+                    error(-32601, "method not found", Value::Null),
+                )),
+            };
+            match (body.get("id").cloned(), outcome) {
+                (None, _) => reply(&mut stream, "202 Accepted", "", ""),
+                (Some(id), Ok(result)) => {
+                    let message = json!({"jsonrpc": "2.0", "id": id, "result": result});
+                    if events {
+                        reply(
+                            &mut stream,
+                            "200 OK",
+                            "Content-Type: text/event-stream\r\n",
+                            &format!("event: message\r\ndata: {message}\r\n\r\n"),
+                        )
+                    } else {
+                        reply(
+                            &mut stream,
+                            "200 OK",
+                            "Content-Type: application/json\r\n",
+                            &message.to_string(),
+                        )
+                    }
+                }
+                (Some(id), Err((status, error))) => reply(
+                    &mut stream,
+                    status,
+                    "Content-Type: application/json\r\n",
+                    &json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string(),
+                ),
+            }
+        }
         Stub::Session { delete } => match method.as_str() {
             "POST" => {
                 let id = body.get("id").cloned();
@@ -767,6 +859,119 @@ fn a_delete_that_gets_no_answer_is_a_failed_teardown() {
     assert!(
         s["error"]["message"].as_str().unwrap().contains("DELETE"),
         "{s}"
+    );
+    fleet.assert_no_leftovers();
+}
+
+#[test]
+fn a_modern_only_server_over_http_is_started_listed_called_and_stopped() {
+    for events in [false, true] {
+        let stub = StubServer::start(Stub::Modern {
+            events,
+            slow: false,
+        });
+        let fleet = remote_fleet(
+            &format!("remote-modern-{events}"),
+            &stub.url(),
+            "    connect_timeout: 10s\n",
+        );
+        let up = run_with_secret(&fleet, &["--output", "json", "up"]);
+        assert_code(&up, 0);
+        let s = parse_doc(&up)["servers"][0].clone();
+        assert_eq!(s["state"], "running", "{s}");
+        assert_eq!(s["tools"], 1, "{s}");
+        assert_eq!(s["protocol_version"], "2026-07-28", "{s}");
+        assert_eq!(s["server_info"], "stub-modern 1.0.0", "{s}");
+
+        let tools = run_with_secret(&fleet, &["tools", "remote"]);
+        assert_code(&tools, 0);
+        assert!(stdout(&tools).contains("echo"), "{}", stdout(&tools));
+        let call = run_with_secret(
+            &fleet,
+            &[
+                "call",
+                "remote",
+                "echo",
+                "--args",
+                r#"{"over": "modern http"}"#,
+            ],
+        );
+        assert_code(&call, 0);
+        assert!(stdout(&call).contains("modern http"), "{}", stdout(&call));
+        let status = run_with_secret(&fleet, &["--output", "json", "status"]);
+        assert_code(&status, 0);
+        let s = parse_doc(&status)["servers"][0].clone();
+        assert_eq!(
+            (s["state"].as_str(), s["protocol_version"].as_str()),
+            (Some("running"), Some("2026-07-28")),
+            "{s}"
+        );
+
+        let down = run_with_secret(&fleet, &["--output", "json", "down"]);
+        assert_code(&down, 0);
+        assert_eq!(
+            parse_doc(&down)["servers"][0]["teardown"]["outcome"],
+            "clean"
+        );
+        fleet.assert_no_leftovers();
+
+        let seen = stub.seen();
+        assert!(
+            seen.iter().all(|l| l.starts_with("POST /mcp")
+                && l.contains("session=-")
+                && l.ends_with("auth=yes")),
+            "only POSTs with credentials, and no session: {seen:?}"
+        );
+        assert!(
+            !seen
+                .iter()
+                .any(|l| l.contains("rpc=initialize") || l.contains("rpc=ping")),
+            "{seen:?}"
+        );
+        assert!(
+            seen[0].contains("rpc=server/discover version=2026-07-28"),
+            "the probe comes first, with the modern header: {seen:?}"
+        );
+    }
+}
+
+#[test]
+fn a_server_that_answers_discover_with_an_empty_result_over_http_is_legacy() {
+    let stub = StubServer::start(Stub::Session { delete: 200 });
+    let (fleet, out, s) = check_remote("remote-empty-discover", &stub.url());
+    assert_code(&out, 0);
+    assert_eq!(s["protocol_version"], "2025-11-25", "{s}");
+    let seen = stub.seen();
+    assert!(
+        seen[0].contains("rpc=server/discover version=2026-07-28 session=-")
+            && seen[1].contains("rpc=initialize"),
+        "the probe, then initialize at the same URL: {seen:?}"
+    );
+    fleet.assert_no_leftovers();
+}
+
+#[test]
+fn a_modern_only_server_slower_than_the_probe_s_bound_starts_modern_over_http() {
+    let stub = StubServer::start(Stub::Modern {
+        events: false,
+        slow: true,
+    });
+    let (fleet, out, s) = check_remote("remote-modern-slow", &stub.url());
+    assert_code(&out, 0);
+    assert_eq!(s["protocol_version"], "2026-07-28", "{s}");
+    let rpcs: Vec<String> = stub
+        .seen()
+        .iter()
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_owned))
+        .collect();
+    assert_eq!(
+        rpcs[..3],
+        [
+            "rpc=server/discover",
+            "rpc=initialize",
+            "rpc=server/discover"
+        ],
+        "the probe (answered too late), the refused initialize, then a modern start"
     );
     fleet.assert_no_leftovers();
 }

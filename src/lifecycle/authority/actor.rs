@@ -69,6 +69,7 @@ pub fn spawn_with(
         pid: None,
         tools: None,
         server_info: None,
+        protocol_version: None,
         uptime_ms: None,
         ready_at: None,
         restarts: 0,
@@ -358,6 +359,7 @@ impl Actor {
             pid: state.pid(),
             tools: self.live.as_ref().map(|l| l.tools),
             server_info: self.live.as_ref().and_then(|l| l.server_info.clone()),
+            protocol_version: self.live.as_ref().and_then(|l| l.protocol_version.clone()),
             uptime_ms: self
                 .live
                 .as_ref()
@@ -387,13 +389,14 @@ impl Actor {
 
     /// Pings the running generation within `timeout`.
     async fn ping(&self, core: &Core, timeout: Duration) -> bool {
-        let peer = self
+        let reach = self
             .live
             .as_ref()
-            .and_then(|l| l.session.as_ref().map(|s| s.peer()));
-        let Some(peer) = peer else { return false };
+            .and_then(|l| l.session.as_ref().map(|s| (s.peer(), s.era().clone())));
+        let Some((peer, era)) = reach else { return false };
+        // Per era: a legacy `ping`, a modern uncached `server/discover`.
         let answered = matches!(
-            tokio::time::timeout(timeout, session::ping(&peer)).await,
+            tokio::time::timeout(timeout, session::check(&peer, &era)).await,
             Ok(Ok(()))
         );
         if !answered {

@@ -20,6 +20,9 @@ pub(super) struct Live {
     pub(super) session: Option<Session>,
     pub(super) tools: usize,
     pub(super) server_info: Option<String>,
+    /// The protocol version its session speaks, as the era probe and the
+    /// handshake found it (each generation probes anew).
+    pub(super) protocol_version: Option<String>,
     /// When the handshake and tools/list were done.
     pub(super) ready_at: Option<Instant>,
     /// The server's processes (stdio), or how its session ends (remote).
@@ -56,6 +59,7 @@ impl Live {
             session: None,
             tools: 0,
             server_info: None,
+            protocol_version: None,
             ready_at: None,
             kind,
         }

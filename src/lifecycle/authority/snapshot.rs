@@ -24,6 +24,9 @@ pub struct Snapshot {
     pub tools: Option<usize>,
     /// The server's name and version from its initialize answer.
     pub server_info: Option<String>,
+    /// The protocol version the running generation's session speaks (its era:
+    /// 2026-07-28 and later are modern).
+    pub protocol_version: Option<String>,
     /// How long the running generation has been ready.
     pub uptime_ms: Option<u64>,
     /// When the running generation became ready, to compute `uptime_ms` when read.

@@ -73,6 +73,8 @@ impl Actor {
             .connect_timeout
             .unwrap_or(self.config.connect_timeout);
         let deadline = connect_timeout.deadline();
+        // The era probe's bound, within the connect deadline (docs/design.md §11).
+        let era_bound = crate::process::session::probe_bound(connect_timeout.as_duration());
         type Init = std::pin::Pin<Box<dyn Future<Output = Result<Session, SessionError>> + Send>>;
         let (mut live, init): (Live, Init) = match &self.config.endpoint {
             Endpoint::Stdio(launch) => {
@@ -119,6 +121,7 @@ impl Actor {
                         stdout_drain.clone(),
                         self.listener.clone(),
                         self.ctx.tracker.clone(),
+                        era_bound,
                     )),
                     _ => Box::pin(async {
                         Err(SessionError::Closed(Detail::words(
@@ -154,7 +157,7 @@ impl Actor {
                 let init_probe = probe.clone();
                 let listener = self.listener.clone();
                 let init: Init = Box::pin(async move {
-                    Session::initialize_http(&remote, init_probe, listener).await
+                    Session::initialize_http(&remote, init_probe, listener, era_bound).await
                 });
                 (Live::new(generation, LiveKind::Remote(probe)), init)
             }
@@ -200,6 +203,7 @@ impl Actor {
                     }
                 }
                 live.server_info = session.server_info();
+                live.protocol_version = Some(session.protocol_version());
                 live.ready_at = Some(Instant::now());
                 live.session = Some(session);
                 live.tools = tools.len();

@@ -36,10 +36,12 @@ use sse_stream::Sse;
 use tokio_util::sync::CancellationToken;
 
 mod describe;
+mod probe;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use describe::names_unknown_session;
+pub(crate) use probe::{Discovered, discover};
 use describe::*;
 
 /// Where a remote server is and what to send with every request.

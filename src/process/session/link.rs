@@ -143,10 +143,26 @@ impl Link {
         waiter.answered(Answer::Abandoned);
     }
 
-    /// rmcp's writer into the same outbox (see `wire.rs`).
-    pub(super) fn writer(&self) -> super::wire::OutboxWriter {
-        self.out.writer()
+    /// Nobody waits for request `id` any more, and the server is not told (the
+    /// era probe, which gives up on a server that does not answer): an answer
+    /// that comes later is taken and dropped.
+    pub(super) fn forget(&self, id: u64) {
+        lock(&self.calls).waiting.remove(&id);
     }
+
+    /// Closes the outbox: the server's stdin, once what is queued is written.
+    pub(super) fn close(&self) {
+        self.out.close();
+    }
+
+    /// rmcp's writer into the same outbox, closing it only once the flag is set
+    /// (see `wire.rs`).
+    pub(super) fn writer_held(
+        &self,
+    ) -> (super::wire::OutboxWriter, Arc<std::sync::atomic::AtomicBool>) {
+        self.out.writer_held()
+    }
+
 
     /// Requests sent and not yet answered.
     #[cfg(test)]

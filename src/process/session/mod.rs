@@ -1,7 +1,10 @@
 //! The MCP session with a server, over its stdin and stdout, through rmcp.
 //!
-//! The handshake is pinned to the newest protocol version that still has
-//! `initialize` (rmcp's default announces one without it). The client declares the
+//! Before the session, a probe finds the server's era (`era.rs`): a modern server
+//! gets rmcp's `server/discover` lifecycle at the version it named, a legacy one
+//! the `initialize` handshake, pinned to the newest protocol version that still has
+//! `initialize` (rmcp's default announces one without it). rmcp's response cache
+//! is off: a list asked for reaches the server. The client declares the
 //! `roots` capability and answers `roots/list` with an empty list, so that servers
 //! which ask for roots right after the handshake (with request id 0) get a proper
 //! answer. This module holds no deadlines of its own: the authority bounds every
@@ -29,18 +32,22 @@ use rmcp::service::{
     InboundStreamOrigin, NotificationContext, Peer, RequestContext, RoleClient, RunningService,
     ServiceError,
 };
+use rmcp::service::{ClientCacheConfig, ClientLifecycleMode, ClientServiceExt};
 use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::{ClientHandler, ServiceExt};
+use rmcp::ClientHandler;
 
 use crate::errors::Detail;
 use crate::process::notice::{Asked, Listener, Notice};
-use tokio::io::AsyncRead;
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
+mod era;
 mod link;
 mod stdout;
 pub(crate) mod wire;
 
+pub(crate) use era::Era;
+pub(crate) use era::probe_bound;
 pub(crate) use link::{Answer, Link, Pending, Waiter, push_json_string};
 pub(crate) use stdout::MAX_MESSAGE_BYTES;
 use stdout::{EndSignal, StdoutGuard, Violation};
@@ -221,10 +228,13 @@ pub(crate) struct Session {
     loss: Option<crate::process::remote::SessionLoss>,
     /// Requests beside rmcp's, as bytes (stdio only).
     link: Option<Link>,
+    /// The era the probe found.
+    era: Era,
 }
 
 impl Session {
-    /// Runs the initialize handshake over `output` (the server's stdout) and `input`
+    /// Probes the server's era (waiting at most `probe` for its answer), then sets
+    /// the session up in that era over `output` (the server's stdout) and `input`
     /// (its stdin). Unbounded by itself: the caller wraps it in the connect deadline,
     /// and dropping the future closes stdin. Once the session is over, stdout is
     /// still read (and discarded) until `drain_until` fires or the server closes it.
@@ -234,6 +244,7 @@ impl Session {
         drain_until: CancellationToken,
         listener: Option<Arc<dyn Listener>>,
         tracker: tokio_util::task::TaskTracker,
+        probe: Duration,
     ) -> Result<Session, SessionError>
     where
         R: AsyncRead + Send + Unpin + 'static,
@@ -252,24 +263,66 @@ impl Session {
         // rmcp writes into the same outbox as the link, and reads what the link's
         // hook leaves of the server's stdout (`wire.rs`).
         let (link, answers) = Link::new(wire::Outbox::spawn(input, &tracker));
-        let writer = link.writer();
-        let output = wire::Intercepted::new(output, MAX_MESSAGE_BYTES, Box::new(answers));
+        // Until the session is set up, giving up (this future dropped, or a
+        // failed start) closes the server's stdin.
+        let mut given_up = CloseOnDrop(Some(link.clone()));
+        let mut output = wire::Intercepted::new(output, MAX_MESSAGE_BYTES, Box::new(answers));
+        let client = FleetClient { listener };
+        let info = client.get_info();
+        let probe = probe_stdio(&link, &mut output, &info, probe, &violation).await?;
+        let mut era = probe.era.clone();
+        // What the server wrote before the probe's answer goes to rmcp first. The
+        // stream is lent to rmcp, so that an `initialize` refused by a server
+        // that answered the probe late can be followed by a modern start.
+        let output = Lent::new(std::io::Cursor::new(probe.before).chain(output));
         // rmcp's own line limit sits above ours, so that an oversized line always
         // ends the session here rather than being dropped silently by rmcp.
-        let transport = AsyncRwTransport::new_client(output, writer)
-            .with_max_line_length(MAX_MESSAGE_BYTES.saturating_mul(2));
-        let result = FleetClient { listener }.serve(transport).await;
+        let transport = |writer| {
+            AsyncRwTransport::new_client(output.clone(), writer)
+                .with_max_line_length(MAX_MESSAGE_BYTES.saturating_mul(2))
+        };
+        let (writer, closes) = link.writer_held();
+        let mut result = client
+            .clone()
+            .serve_with_lifecycle(transport(writer), lifecycle(&era))
+            .await;
+        if let (Err(E::JsonRpcError(refused)), Some(late)) = (&result, probe.late) {
+            // A silent probe, then a refused `initialize`: a server slower to start
+            // than the probe's bound may have answered the probe since, or named
+            // its modern versions in the refusal. Then it is modern after all.
+            let late = match late.arrived() {
+                Some(reply) => era::classify(&reply),
+                None => Era::Legacy,
+            };
+            let refusal = serde_json::to_string(refused)
+                .map(|e| era::classify(&era::Reply::Error(e)))
+                .unwrap_or(Era::Legacy);
+            if let Some(modern) = [late, refusal].into_iter().find(|e| *e != Era::Legacy) {
+                tracing::debug!(era = %modern.label(), "initialize refused after a late probe answer: starting in the modern era");
+                era = modern;
+                let (writer, again) = link.writer_held();
+                closes.store(true, std::sync::atomic::Ordering::Release);
+                result = client
+                    .clone()
+                    .serve_with_lifecycle(transport(writer), lifecycle(&era))
+                    .await;
+                again.store(true, std::sync::atomic::Ordering::Release);
+            }
+        }
+        link.forget(probe.id);
+        // From here on, rmcp closing its session closes the server's stdin; a
+        // failed start closes it now.
+        closes.store(true, std::sync::atomic::Ordering::Release);
+        if result.is_ok() {
+            given_up.0 = None;
+        }
+        drop(given_up);
+        drop(output);
         if let Some(why) = violation.get() {
             return Err(SessionError::Protocol(Detail::words(why)));
         }
         match result {
-            Ok(service) => Ok(Session {
-                service,
-                violation,
-                ended,
-                loss: None,
-                link: Some(link),
-            }),
+            Ok(service) => Ok(Session::new(service, violation, ended, None, Some(link), era).await),
             Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
                 Err(SessionError::Closed(Detail::cause(e)))
             }
@@ -277,12 +330,14 @@ impl Session {
         }
     }
 
-    /// Runs the initialize handshake with a remote server over streamable HTTP.
-    /// `probe` learns how the DELETE that ends the session goes.
+    /// Probes a remote server's era over streamable HTTP (one POST, waiting at most
+    /// `bound` for its answer), then sets the session up in that era. `probe`
+    /// learns how the DELETE that ends a legacy session goes.
     pub(crate) async fn initialize_http(
         remote: &crate::process::remote::Remote,
         probe: crate::process::remote::DeleteProbe,
         listener: Option<Arc<dyn Listener>>,
+        bound: Duration,
     ) -> Result<Session, SessionError> {
         use crate::process::remote::{ObservedClient, SessionLoss};
         use rmcp::service::ClientInitializeError as E;
@@ -306,30 +361,99 @@ impl Session {
             .custom_headers(headers)
             .reinit_on_expired_session(false);
         let loss = SessionLoss::default();
-        let transport = StreamableHttpClientTransport::with_client(
-            ObservedClient::new(remote, probe, loss.clone()),
-            config,
-        );
-        let result = FleetClient { listener }.serve(transport).await;
+        let transport = || {
+            StreamableHttpClientTransport::with_client(
+                ObservedClient::new(remote, probe.clone(), loss.clone()),
+                config.clone(),
+            )
+        };
+        let client = FleetClient { listener };
+        let params = era::discover_params(&client.get_info());
+        let reply = match crate::process::remote::discover(&remote.url, &remote.headers, &params, bound).await {
+            Some(crate::process::remote::Discovered::Result(r)) => era::Reply::Result(r),
+            Some(crate::process::remote::Discovered::Error(e)) => era::Reply::Error(e),
+            None => era::Reply::Nothing,
+        };
+        let mut era = era::classify(&reply);
+        tracing::debug!(era = %era.label(), reply = ?reply, "era probe over HTTP");
+        let mut result = client
+            .clone()
+            .serve_with_lifecycle(transport(), lifecycle(&era))
+            .await;
+        // A server that refuses `initialize` naming a modern version (one slower
+        // than the probe's bound, say) is modern after all: each POST stands on
+        // its own, so the modern start is made afresh.
+        if let (Era::Legacy, Err(E::JsonRpcError(refused))) = (&era, &result)
+            && let Ok(refusal) = serde_json::to_string(refused)
+            && let modern @ Era::Modern(_) = era::classify(&era::Reply::Error(refusal))
+        {
+            tracing::debug!(era = %modern.label(), "initialize refused naming a modern version: starting in the modern era");
+            era = modern;
+            result = client
+                .serve_with_lifecycle(transport(), lifecycle(&era))
+                .await;
+        }
         if let Err(E::TransportError { error, .. }) = &result
             && let Some(http) = SessionError::of_http(error.error.as_ref())
         {
             return Err(http);
         }
         match result {
-            Ok(service) => Ok(Session {
+            // Over HTTP there is no stream to lose: the session ends when the
+            // server no longer knows it (`loss`).
+            Ok(service) => Ok(Session::new(
                 service,
-                violation: Violation::default(),
-                // Over HTTP there is no stream to lose: the session ends when the
-                // server no longer knows it (`loss`).
-                ended: CancellationToken::new(),
-                loss: Some(loss),
-                link: None,
-            }),
+                Violation::default(),
+                CancellationToken::new(),
+                Some(loss),
+                None,
+                era,
+            )
+            .await),
             Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
                 Err(SessionError::Closed(Detail::cause(e)))
             }
             Err(e) => Err(SessionError::Protocol(Detail::cause(e))),
+        }
+    }
+
+    /// A session set up: rmcp's response cache is turned off before anything is
+    /// asked, so that every list reaches the server (a `list_changed`, or a new
+    /// generation, is followed by a `tools/list` that the server answers).
+    async fn new(
+        service: RunningService<RoleClient, FleetClient>,
+        violation: Violation,
+        ended: CancellationToken,
+        loss: Option<crate::process::remote::SessionLoss>,
+        link: Option<Link>,
+        era: Era,
+    ) -> Session {
+        service
+            .peer()
+            .set_response_cache_config(ClientCacheConfig::disabled())
+            .await;
+        Session {
+            service,
+            violation,
+            ended,
+            loss,
+            link,
+            era,
+        }
+    }
+
+    /// The era the session speaks.
+    pub(crate) fn era(&self) -> &Era {
+        &self.era
+    }
+
+    /// The protocol version the session speaks: the one `initialize` agreed on,
+    /// or the one `server/discover` named.
+    pub(crate) fn protocol_version(&self) -> String {
+        match (&self.era, self.service.peer().peer_info()) {
+            (_, Some(info)) => info.protocol_version.as_str().to_owned(),
+            (Era::Modern(version), None) => version.as_str().to_owned(),
+            (Era::Legacy, None) => ProtocolVersion::LATEST_WITH_INITIALIZE.as_str().to_owned(),
         }
     }
 
@@ -387,11 +511,17 @@ impl Session {
     }
 
     /// How requests made outside the authority reach this session: its peer and,
-    /// over stdio, its link.
+    /// over stdio in the legacy era, its link. The link's requests are lines as
+    /// the gateway's client wrote them, without the per-request `_meta` a modern
+    /// server requires: to a modern session every request goes through rmcp,
+    /// which adds it.
     pub(crate) fn reachable(&self) -> Reachable {
         Reachable {
             peer: self.peer(),
-            link: self.link.clone(),
+            link: match self.era {
+                Era::Legacy => self.link.clone(),
+                Era::Modern(_) => None,
+            },
         }
     }
 }
@@ -443,17 +573,179 @@ impl From<&Tool> for ListedTool {
     }
 }
 
-/// An MCP `ping`; unbounded by itself (the caller adds the health timeout).
-pub(crate) async fn ping(peer: &Peer<RoleClient>) -> Result<(), SessionError> {
-    use rmcp::model::{ClientRequest, PingRequest, ServerResult};
-    match peer
-        .send_request(ClientRequest::PingRequest(PingRequest::default()))
-        .await
-    {
-        Ok(ServerResult::EmptyResult(_)) => Ok(()),
+/// A health check in the session's era: a legacy `ping`, or, as the modern era
+/// has no `ping`, a `server/discover` sent as a request of its own (rmcp's
+/// `Peer::discover` may answer from its cache). Unbounded by itself (the caller
+/// adds the health timeout).
+pub(crate) async fn check(peer: &Peer<RoleClient>, era: &Era) -> Result<(), SessionError> {
+    use rmcp::model::{ClientRequest, DiscoverRequest, DiscoverRequestParams, PingRequest};
+    let request = match era {
+        Era::Legacy => ClientRequest::PingRequest(PingRequest::default()),
+        Era::Modern(_) => {
+            ClientRequest::DiscoverRequest(DiscoverRequest::new(DiscoverRequestParams {}))
+        }
+    };
+    match peer.send_request(request).await {
         Ok(_) => Ok(()),
         Err(e) => Err(request_error(e)),
     }
+}
+
+/// rmcp's lifecycle for a session of `era`.
+fn lifecycle(era: &Era) -> ClientLifecycleMode {
+    match era {
+        Era::Legacy => ClientLifecycleMode::Initialize,
+        Era::Modern(version) => ClientLifecycleMode::Discover {
+            preferred_versions: vec![version.clone()],
+        },
+    }
+}
+
+/// At most this much of what a server writes before it answers the probe is
+/// kept for rmcp; past it the probe ends, unanswered.
+const PROBE_KEEPS: usize = 1024 * 1024;
+
+/// The server's stdout lent to rmcp: each attempt at a session reads it in turn,
+/// and it is dropped (which ends the session's reading, `stdout.rs`) with the
+/// last holder.
+struct Lent<R>(Arc<std::sync::Mutex<R>>);
+
+impl<R> Lent<R> {
+    fn new(inner: R) -> Lent<R> {
+        Lent(Arc::new(std::sync::Mutex::new(inner)))
+    }
+}
+
+impl<R> Clone for Lent<R> {
+    fn clone(&self) -> Lent<R> {
+        Lent(self.0.clone())
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Lent<R> {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let mut inner = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        std::pin::Pin::new(&mut *inner).poll_read(cx, buf)
+    }
+}
+
+/// Closes the server's stdin when dropped while it holds the link.
+struct CloseOnDrop(Option<Link>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        if let Some(link) = self.0.take() {
+            link.close();
+        }
+    }
+}
+
+/// What the stdio probe found.
+struct Probed {
+    era: Era,
+    /// What the server wrote meanwhile that was not the answer.
+    before: Vec<u8>,
+    /// The probe's request id on the link.
+    id: u64,
+    /// When the probe got no answer within its bound: where a late one arrives.
+    late: Option<Late>,
+}
+
+/// Where a late answer to the probe arrives.
+struct Late(tokio::sync::oneshot::Receiver<era::Reply>);
+
+impl Late {
+    /// The answer, if it has arrived by now.
+    fn arrived(mut self) -> Option<era::Reply> {
+        self.0.try_recv().ok()
+    }
+}
+
+/// Tells the probe its answer.
+struct ProbeWaiter(tokio::sync::oneshot::Sender<era::Reply>);
+
+impl Pending for ProbeWaiter {
+    fn progress(&mut self, _params: &serde_json::value::RawValue) {}
+
+    fn answered(self: Box<Self>, answer: Answer<'_>) {
+        let reply = match answer {
+            Answer::Result(r) => era::Reply::Result(r.get().to_owned()),
+            Answer::Error(e) => era::Reply::Error(e.get().to_owned()),
+            Answer::Ended | Answer::Abandoned => era::Reply::Nothing,
+        };
+        let _ = self.0.send(reply);
+    }
+}
+
+/// The era probe over stdio: `server/discover` through the link, its answer read
+/// off `output` for at most `bound`. Returns the era, what the server wrote
+/// meanwhile that was not the answer (rmcp reads it first), and, when no answer
+/// came in time, where a late one arrives. A server that closes its output is
+/// left for rmcp to find.
+async fn probe_stdio<R: AsyncRead + Unpin>(
+    link: &Link,
+    output: &mut R,
+    info: &rmcp::model::InitializeRequestParams,
+    bound: Duration,
+    violation: &Violation,
+) -> Result<Probed, SessionError> {
+    let params = serde_json::to_vec(&era::discover_params(info)).unwrap_or_else(|_| b"{}".to_vec());
+    let (tx, mut rx) = tokio::sync::oneshot::channel();
+    let sent = link.request("server/discover", |_| {
+        let params = move |q: &mut Vec<u8>| q.extend_from_slice(&params);
+        (params, Box::new(ProbeWaiter(tx)) as Waiter)
+    });
+    let Some(id) = sent else {
+        return Ok(Probed {
+            era: Era::Legacy,
+            before: Vec::new(),
+            id: 0,
+            late: None,
+        });
+    };
+    let started = tokio::time::Instant::now();
+    let deadline = tokio::time::sleep(bound);
+    tokio::pin!(deadline);
+    let mut before = Vec::new();
+    let mut chunk = vec![0u8; 8 * 1024];
+    let mut silent = false;
+    let reply = loop {
+        tokio::select! {
+            biased;
+            reply = &mut rx => break reply.unwrap_or(era::Reply::Nothing),
+            _ = &mut deadline => {
+                silent = true;
+                break era::Reply::Nothing;
+            }
+            read = output.read(&mut chunk) => match read {
+                Ok(0) => break era::Reply::Nothing,
+                Ok(n) => {
+                    before.extend_from_slice(&chunk[..n]);
+                    if before.len() > PROBE_KEEPS {
+                        break era::Reply::Nothing;
+                    }
+                }
+                Err(e) => {
+                    return Err(match violation.get() {
+                        Some(why) => SessionError::Protocol(Detail::words(why)),
+                        None => SessionError::Closed(Detail::because("the server's stdout", e)),
+                    });
+                }
+            },
+        }
+    };
+    let era = era::classify(&reply);
+    tracing::debug!(era = %era.label(), reply = ?reply, silent, ms = started.elapsed().as_millis() as u64, "era probe over stdio");
+    Ok(Probed {
+        era,
+        before,
+        id,
+        late: silent.then_some(Late(rx)),
+    })
 }
 
 /// All tools of the server behind `peer`.

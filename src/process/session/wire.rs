@@ -21,6 +21,7 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -282,7 +283,21 @@ impl Outbox {
         OutboxWriter {
             outbox: self.clone(),
             partial: Vec::new(),
+            closes: Arc::new(AtomicBool::new(true)),
         }
+    }
+
+    /// A writer like [`Outbox::writer`] that closes the outbox only once the flag
+    /// returned with it is set: until then, an attempt at a session that fails
+    /// leaves the stream open for the next one.
+    pub(crate) fn writer_held(self: &Arc<Outbox>) -> (OutboxWriter, Arc<AtomicBool>) {
+        let closes = Arc::new(AtomicBool::new(false));
+        let writer = OutboxWriter {
+            outbox: self.clone(),
+            partial: Vec::new(),
+            closes: closes.clone(),
+        };
+        (writer, closes)
     }
 }
 
@@ -396,6 +411,8 @@ pub(crate) fn deferred<T>(f: impl FnOnce() -> T) -> T {
 pub(crate) struct OutboxWriter {
     outbox: Arc<Outbox>,
     partial: Vec<u8>,
+    /// Whether shutting it down, or dropping it, closes the outbox.
+    closes: Arc<AtomicBool>,
 }
 
 impl AsyncWrite for OutboxWriter {
@@ -426,14 +443,18 @@ impl AsyncWrite for OutboxWriter {
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.outbox.close();
+        if self.closes.load(Ordering::Acquire) {
+            self.outbox.close();
+        }
         Poll::Ready(Ok(()))
     }
 }
 
 impl Drop for OutboxWriter {
     fn drop(&mut self) {
-        self.outbox.close();
+        if self.closes.load(Ordering::Acquire) {
+            self.outbox.close();
+        }
     }
 }
 
@@ -637,6 +658,26 @@ mod tests {
         let (passed, taken, _) = run(input, 16).await;
         assert_eq!(passed, long.as_bytes());
         assert_eq!(taken, vec![b"{\"take\":1}".to_vec()]);
+    }
+
+    #[tokio::test]
+    async fn a_held_writer_closes_the_outbox_only_once_told_to() {
+        let (write, mut read) = tokio::net::UnixStream::pair().unwrap();
+        let outbox = Outbox::spawn(write, &TaskTracker::new());
+        // A first attempt at a session lets go of its writer: the stream stays.
+        let (mut first, _) = outbox.writer_held();
+        first.write_all(b"{\"attempt\":1}\n").await.unwrap();
+        drop(first);
+        assert!(!outbox.is_closed(), "a held writer dropped leaves the outbox open");
+        // The second is told to close it when it goes.
+        let (mut second, closes) = outbox.writer_held();
+        second.write_all(b"{\"attempt\":2}\n").await.unwrap();
+        closes.store(true, Ordering::Release);
+        drop(second);
+        assert!(outbox.is_closed());
+        let mut all = Vec::new();
+        read.read_to_end(&mut all).await.unwrap();
+        assert_eq!(all, b"{\"attempt\":1}\n{\"attempt\":2}\n".to_vec());
     }
 
     #[tokio::test]
