@@ -17,7 +17,10 @@
 //! Paths of a `tools/call` round trip to the fixture server's `echo`:
 //! - **direct** (the limit): an rmcp client over stdio to the fixture process;
 //! - **connect**: the same client over the stdio of `mcpfleet connect`;
-//! - **serve**: rmcp's streamable HTTP client at `serve`'s `/mcp`, with the token;
+//! - **serve**: rmcp's streamable HTTP client at `serve`'s `/mcp`, with the token,
+//!   in each protocol era: a legacy session (`initialize`, row `mcpfleet serve`)
+//!   and stateless 2026-07-28 requests (`server/discover` first, row `serve
+//!   2026-07-28`); the targets of `serve` are read in the cheaper era;
 //! - **mcp-hub**: the npm package `mcp-hub` (pinned, installed on first use into
 //!   `.cache/bench/mcp-hub`) aggregating the same fixture server; its `/mcp` is
 //!   the legacy HTTP+SSE transport, spoken by a small transport written here for
@@ -210,7 +213,16 @@ struct Figures {
     direct: [Option<Trips>; 2],
     relay: [Option<Trips>; 2],
     connect: [Option<Trips>; 2],
+    /// Through `serve` in each era: a legacy session (`initialize`), and
+    /// stateless 2026-07-28 requests (`server/discover`, then `_meta`).
     serve: [Option<Trips>; 2],
+    serve_modern: [Option<Trips>; 2],
+    /// The gateway's CPU per call at 16 in flight through `serve`, in µs: in
+    /// the legacy era and in the 2026-07-28 era.
+    serve_cpu_us: [Option<f64>; 2],
+    /// `connect`'s calls per second at 16 in flight as a share of the byte
+    /// relay's in the same round, over the interleaved rounds.
+    connect_vs_relay: Option<Spread>,
     per_session_serve_kb: Option<f64>,
     /// The `connect` row's memory, with its growth per session.
     connect_session: Option<Memory>,
@@ -221,7 +233,7 @@ struct Figures {
     /// Throughput at 16 in flight from the interleaved rounds: each path's
     /// median share of the same round's direct calls per second, and its
     /// median calls per second.
-    rounds: Vec<(&'static str, Spread, f64)>,
+    rounds: Vec<RoundPath>,
 }
 
 /// The median of a path's per-round figures, and their least and greatest.
@@ -340,13 +352,22 @@ async fn round_trips(ctx: &Ctx<'_>, figures: &mut Figures) {
                 .unwrap_or_else(|e| failed_row("mcpfleet connect", e));
             figures.connect = trips_of(&row);
             rows.push(row);
-            let row = serve_trips(ctx, &fleet)
-                .await
-                .unwrap_or_else(|e| failed_row("mcpfleet serve", e));
-            figures.serve = trips_of(&row);
-            rows.push(row);
+            for era in [Era::Legacy, Era::Modern] {
+                let row = serve_trips(ctx, &fleet, era)
+                    .await
+                    .unwrap_or_else(|e| failed_row(era.row(), e));
+                figures.serve_cpu_us[era as usize] = gateway_cpu(&row);
+                match era {
+                    Era::Legacy => figures.serve = trips_of(&row),
+                    Era::Modern => figures.serve_modern = trips_of(&row),
+                }
+                rows.push(row);
+            }
             match interleaved(ctx, &fleet).await {
-                Ok(rounds) => figures.rounds = rounds,
+                Ok((rounds, vs_relay)) => {
+                    figures.rounds = rounds;
+                    figures.connect_vs_relay = vs_relay;
+                }
                 Err(e) => println!("interleaved rounds: not measured: {e}"),
             }
         }
@@ -708,7 +729,7 @@ const ROUND_PATHS: [&str; 3] = ["direct (limit)", "byte relay (floor)", "mcpflee
 async fn interleaved(
     ctx: &Ctx<'_>,
     fleet: &Fleet,
-) -> Result<Vec<(&'static str, Spread, f64)>, String> {
+) -> Result<(Vec<RoundPath>, Option<Spread>), String> {
     let paths = [
         (direct_command(ctx), TOOL),
         (relay_command(ctx)?, TOOL),
@@ -764,14 +785,25 @@ async fn interleaved(
     if let Some(e) = failure {
         return Err(e);
     }
-    Ok(ROUND_PATHS
+    // `connect` against the byte relay, round by round (paths 2 and 1).
+    let vs_relay: Vec<f64> = speeds[2]
+        .iter()
+        .zip(&speeds[1])
+        .map(|(c, r)| c / r)
+        .collect();
+    let paths = ROUND_PATHS
         .iter()
         .zip(shares.iter().zip(&speeds))
         .filter_map(|(name, (share, speed))| {
             Some((*name, Spread::of(share)?, Spread::of(speed)?.median))
         })
-        .collect())
+        .collect();
+    Ok((paths, Spread::of(&vs_relay)))
 }
+
+/// A path of the interleaved rounds: its name, its share of direct and its
+/// median calls per second.
+type RoundPath = (&'static str, Spread, f64);
 
 /// The running fixture server of a one-server fleet, from `status`.
 fn fleet_server(fleet: &Fleet) -> Option<i32> {
@@ -820,14 +852,41 @@ async fn connect_trips(ctx: &Ctx<'_>, fleet: &Fleet) -> Result<PathRow, String> 
     })
 }
 
-async fn serve_trips(ctx: &Ctx<'_>, fleet: &Fleet) -> Result<PathRow, String> {
+/// The protocol era a client of `serve` speaks.
+#[derive(Clone, Copy)]
+enum Era {
+    /// A session opened with `initialize` (2025-11-25).
+    Legacy = 0,
+    /// Stateless 2026-07-28 requests, after `server/discover`.
+    Modern = 1,
+}
+
+impl Era {
+    fn row(self) -> &'static str {
+        match self {
+            Era::Legacy => "mcpfleet serve",
+            Era::Modern => "serve 2026-07-28",
+        }
+    }
+}
+
+/// The gateway's CPU per call of a path, in µs, at 16 in flight.
+fn gateway_cpu(row: &PathRow) -> Option<f64> {
+    let cpu = row.measured.cpu.as_ref()?;
+    cpu.per_role_us
+        .iter()
+        .find(|(role, _)| *role == "gateway")
+        .map(|(_, us)| *us)
+}
+
+async fn serve_trips(ctx: &Ctx<'_>, fleet: &Fleet, era: Era) -> Result<PathRow, String> {
     let door = fleet.serve()?;
     let supervisor = fleet.supervisor().ok_or("no supervisor after `serve`")?;
     let mut memory = Memory {
         before: rss_kb(supervisor),
         ..Memory::default()
     };
-    let client = http_client(&door).await?;
+    let client = http_client(&door, era).await?;
     memory.session = rss_kb(supervisor);
     let roles = vec![
         ("client", me()),
@@ -838,7 +897,7 @@ async fn serve_trips(ctx: &Ctx<'_>, fleet: &Fleet) -> Result<PathRow, String> {
     memory.after = rss_kb(supervisor);
     let _ = tokio::time::timeout(Duration::from_secs(5), client.cancel()).await;
     Ok(PathRow {
-        name: "mcpfleet serve",
+        name: era.row(),
         measured,
         memory: Some(memory),
     })
@@ -913,7 +972,7 @@ async fn serve_sessions(ctx: &Ctx<'_>, n: usize) -> Result<Sessions, String> {
     let supervisor = fleet.supervisor().ok_or("no supervisor after `serve`")?;
     let mut open = Vec::new();
     let grown = sessions_growth(supervisor, n, async || {
-        let client = http_client(&door).await?;
+        let client = http_client(&door, Era::Legacy).await?;
         let _ = bounded(list_all(client.peer())).await;
         open.push(client);
         Ok(())
@@ -1076,7 +1135,7 @@ async fn lists(ctx: &Ctx<'_>, figures: &mut Figures) {
             Err(e) => println!("  {n:>7} {:<18}  not measured: {e}", "mcpfleet connect"),
         }
         match fleet.serve() {
-            Ok(door) => match http_client(&door).await {
+            Ok(door) => match http_client(&door, Era::Legacy).await {
                 Ok(client) => {
                     match timed_lists(client.peer()).await {
                         Ok(l) => println!(
@@ -1288,40 +1347,69 @@ fn print_targets(f: &Figures) {
             match pass {
                 Some(true) => "PASS",
                 Some(false) => "MISS",
-                None => "not measured",
+                None if !target.is_empty() && target != "(shown)" => "not measured",
+                None => "",
             }
         );
     };
-    for (door, trips) in [("connect", &f.connect), ("serve", &f.serve)] {
-        let added = trips[0].zip(f.direct[0]).map(|(g, d)| g.p50 - d.p50);
+    let added = |trips: &[Option<Trips>; 2]| trips[0].zip(f.direct[0]).map(|(g, d)| g.p50 - d.p50);
+    let connect = added(&f.connect);
+    line(
+        "added p50 through connect (1 in flight)",
+        connect.map(|a| format!("{a:+.3}ms")),
+        "<= 0.5ms",
+        connect.map(|a| a <= 0.5),
+    );
+    // `serve` in both eras; the target is read in the cheaper one.
+    let serve = [added(&f.serve), added(&f.serve_modern)];
+    for (era, a) in ["legacy", "2026-07-28"].iter().zip(serve) {
         line(
-            &format!("added p50 through {door} (1 in flight)"),
-            added.map(|a| format!("{a:+.3}ms")),
-            "<= 0.5ms",
-            added.map(|a| a <= 0.5),
+            &format!("  added p50 through serve, {era}"),
+            a.map(|a| format!("{a:+.3}ms")),
+            "",
+            None,
         );
     }
-    // Through `connect`, from the interleaved rounds when they were measured.
-    let rounds = f
-        .rounds
-        .iter()
-        .find(|(name, ..)| *name == "mcpfleet connect")
-        .map(|(_, spread, _)| spread.median);
-    for (door, trips) in [("connect", &f.connect), ("serve", &f.serve)] {
-        let single = trips[1]
-            .zip(f.direct[1])
-            .map(|(g, d)| g.per_sec / d.per_sec);
-        let (share, how) = match door {
-            "connect" if rounds.is_some() => (rounds, " (rounds)"),
-            _ => (single, ""),
-        };
+    let cheaper = serve.into_iter().flatten().reduce(f64::min);
+    line(
+        "added p50 through serve (1 in flight, cheaper era)",
+        cheaper.map(|a| format!("{a:+.3}ms")),
+        "<= 0.15ms",
+        cheaper.map(|a| a <= 0.15),
+    );
+    for (era, us) in ["legacy", "2026-07-28"].iter().zip(f.serve_cpu_us) {
         line(
-            &format!("throughput through {door}, 16 in flight{how}"),
-            share.map(|s| format!("{:.0}% of direct", s * 100.0)),
-            ">= 80% of direct",
-            share.map(|s| s >= 0.8),
+            &format!("  gateway CPU per call through serve, {era}"),
+            us.map(|us| format!("{us:.1}us")),
+            "",
+            None,
         );
     }
+    let cheaper = f.serve_cpu_us.into_iter().flatten().reduce(f64::min);
+    line(
+        "gateway CPU per call through serve (16 in flight, cheaper era)",
+        cheaper.map(|us| format!("{us:.1}us")),
+        "<= 50us",
+        cheaper.map(|us| us <= 50.0),
+    );
+    // Through `connect`, against the byte relay in the same interleaved rounds:
+    // the floor of any process between client and server on this machine.
+    let vs_relay = f.connect_vs_relay.map(|s| s.median);
+    line(
+        "throughput through connect, 16 in flight (rounds)",
+        vs_relay.map(|s| format!("{:.0}% of relay", s * 100.0)),
+        ">= 80% of the byte relay",
+        vs_relay.map(|s| s >= 0.8),
+    );
+    let serve_share = f.serve[1]
+        .zip(f.direct[1])
+        .map(|(g, d)| g.per_sec / d.per_sec);
+    line(
+        "  throughput through serve, 16 in flight",
+        serve_share.map(|s| format!("{:.0}% of direct", s * 100.0)),
+        "(shown)",
+        None,
+    );
     let largest = f.list_connect.iter().max_by_key(|(n, _)| *n);
     match largest {
         Some((n, p50)) => line(
@@ -1431,14 +1519,21 @@ struct Door {
     token: String,
 }
 
-async fn http_client(door: &Door) -> Result<Client, String> {
+async fn http_client(door: &Door, era: Era) -> Result<Client, String> {
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
     use rmcp::transport::streamable_http_client::{
         StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
     };
     let config =
         StreamableHttpClientTransportConfig::with_uri(door.url.as_str()).auth_header(&door.token);
     let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
-    match bounded(BenchClient.serve(transport)).await {
+    let lifecycle = match era {
+        Era::Legacy => ClientLifecycleMode::Initialize,
+        Era::Modern => ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    };
+    match bounded(BenchClient.serve_with_lifecycle(transport, lifecycle)).await {
         Ok(Ok(client)) => Ok(client),
         Ok(Err(e)) => Err(format!("initialize over HTTP: {e}")),
         Err(e) => Err(format!("initialize over HTTP: {e}")),
