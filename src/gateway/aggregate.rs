@@ -274,17 +274,27 @@ impl Gateway {
     }
 
     /// Registers a client session's peer for announcements.
-    pub(super) async fn open(&self, door: &'static str, peer: Peer<RoleServer>) -> u64 {
-        let client = peer
-            .peer_info()
+    /// Opens a client session: a legacy one's client is known from its
+    /// `initialize`; a 2026-07-28 one (`modern`) names itself in its first
+    /// request's `_meta` (`client`), and is sent no `list_changed` of its own
+    /// accord (that era hears of changes only on streams it asks for).
+    pub(super) async fn open(
+        &self,
+        door: &'static str,
+        peer: Peer<RoleServer>,
+        client: Option<rmcp::model::Implementation>,
+        modern: bool,
+    ) -> u64 {
+        let client = client
+            .or_else(|| peer.peer_info().map(|i| i.client_info.clone()))
             .map(|i| {
                 format!(
                     "{} {}",
-                    bounds::client_words(&i.client_info.name),
-                    bounds::client_words(&i.client_info.version)
+                    bounds::client_words(&i.name),
+                    bounds::client_words(&i.version)
                 )
             });
-        self.desk.open(door, peer, client).await
+        self.desk.open(door, peer, client, modern).await
     }
 
     pub(super) fn close(&self, id: u64, door: &'static str) {
