@@ -39,6 +39,7 @@ const TOOLS = [
   { name: 'slow', description: 'Waits `ms` (default 30000) or until cancelled.', inputSchema: { type: 'object', properties: { ms: { type: 'number' } } } },
   { name: 'change_lists', description: 'Sends the three list_changed notifications, then tools/list_changed again after the answer.', inputSchema: { type: 'object' } },
   { name: 'fail', description: 'Answers with a JSON-RPC error (code -32042, with data).', inputSchema: { type: 'object' } },
+  { name: 'meta', description: 'Answers with the `_meta` of the request, as JSON text.', inputSchema: { type: 'object' } },
   {
     name: 'ask',
     description: 'Asks the client `method` (roots/list, sampling/createMessage or elicitation/create) and answers with its answer as JSON text, or with an error result `error CODE: MESSAGE`.',
@@ -74,6 +75,7 @@ const ASKS = {
 
 const toolHandlers = {
   echo: async (args) => text(`echo: ${args.message ?? ''}`),
+  meta: async (args, extra) => text(JSON.stringify(extra._meta ?? {})),
   add: async (args) => ({ ...text(String(args.a + args.b)), structuredContent: { sum: args.a + args.b } }),
   fail: async () => {
     throw new McpError(-32042, 'fixture failure', { detail: 'on purpose' });

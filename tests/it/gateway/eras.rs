@@ -86,10 +86,12 @@ fn both_eras_list_call_get_and_read_through_both_doors() {
         &[
             fixture_server("a", &["--tools", "2"], ""),
             everything("everything"),
+            sdk_server("js"),
         ],
     );
     let http = serve(&fleet, &[]);
     let mut tools = vec!["a__echo".to_owned(), "a__tool_2".to_owned()];
+    tools.extend(tools_of(&fleet, "js").iter().map(|t| format!("js__{t}")));
     tools.extend(
         tools_of(&fleet, "everything")
             .iter()
@@ -142,6 +144,19 @@ fn both_eras_list_call_get_and_read_through_both_doors() {
             }
             let result = client.call("everything__echo", json!({"message": mode}));
             assert!(text(&result).contains(mode), "{label}: {result}");
+            // The servers behind speak the legacy era: what a 2026-07-28
+            // request says of its client in `_meta` is not passed on (the
+            // second call over stdio passes through).
+            for _ in 0..2 {
+                let result = client.call("js__meta", json!({}));
+                let meta: Value = serde_json::from_str(text(&result)).expect("JSON");
+                let keys: Vec<&String> = meta.as_object().expect("an object").keys().collect();
+                assert!(
+                    keys.iter()
+                        .all(|k| !k.starts_with("io.modelcontextprotocol/")),
+                    "{label}: the server got {meta}"
+                );
+            }
 
             let prompts = ok(&mut client, json!({"op": "list_prompts"}));
             let prompt_names = names(&prompts, "prompts", "name");
