@@ -12,6 +12,9 @@ use super::*;
 const MODERN: &str = "2026-07-28";
 /// The `mode` of a client that opens with `initialize`.
 const LEGACY: &str = "legacy";
+/// The `mode` of a client that asks `server/discover` first, and takes the
+/// newest era the server names.
+const AUTO: &str = "auto";
 
 /// The Python SDK's client in `mode` through `door`, once it is connected.
 #[track_caller]
@@ -29,7 +32,7 @@ fn open_in(fleet: &TestFleet, mode: &str, door: Door) -> Client {
     let version = first["protocol_version"].as_str().unwrap_or_default();
     match mode {
         LEGACY => assert_eq!(version, "2025-11-25", "{first}"),
-        _ => assert_eq!(version, mode, "{first}"),
+        _ => assert_eq!(version, MODERN, "{first}"),
     }
     client
 }
@@ -70,15 +73,17 @@ fn assert_modern_pages(answer: &Value) {
     }
 }
 
-/// A fixture (tools only) and the published server-everything (tools, prompts,
-/// resources) behind both doors, to a 2026-07-28 client and a legacy one at
-/// each: `server/discover` names every version and the gateway; tools, prompts
-/// and resources are listed (a 2026-07-28 client's pages with `resultType`,
-/// `ttlMs` and `cacheScope`), tools called (twice each over stdio, where the
-/// second call passes through), a prompt got and a resource read. Over stdio
-/// the 2026-07-28 client is a session of its own, opened by its first request
-/// and named by its `_meta`, and it is sent no `list_changed` of the gateway's
-/// accord while the legacy one is; over HTTP it has no session at all.
+/// A fixture (tools only), the published server-everything (tools, prompts,
+/// resources) and a server on the TypeScript SDK behind both doors, to a
+/// 2026-07-28 client (pinned, and one that asks `server/discover` first) and a
+/// legacy one at each: `server/discover` names every version and the gateway;
+/// tools, prompts and resources are listed (a 2026-07-28 client's pages with
+/// `resultType`, `ttlMs` and `cacheScope`), tools called (twice each, so that
+/// over stdio the second call passes through), with progress, a prompt got and
+/// a resource read. Over stdio a 2026-07-28 client is a session of its own,
+/// opened by its first request and named by its `_meta`, and it is sent no
+/// `list_changed` of the gateway's accord while the legacy one is; over HTTP it
+/// has no session at all.
 #[test]
 fn both_eras_list_call_get_and_read_through_both_doors() {
     let fleet = fleet_of(
@@ -102,7 +107,7 @@ fn both_eras_list_call_get_and_read_through_both_doors() {
 
     for door in [Door::Stdio(&[]), Door::Http(&http)] {
         let mut clients = Vec::new();
-        for mode in [MODERN, LEGACY] {
+        for mode in [MODERN, AUTO, LEGACY] {
             let mut client = open_in(&fleet, mode, door);
             let label = client.label.clone();
 
@@ -183,7 +188,24 @@ fn both_eras_list_call_get_and_read_through_both_doors() {
             let read = ok(&mut client, json!({"op": "read_resource", "uri": uri}));
             assert_eq!(read["result"]["contents"][0]["uri"], uri, "{label}: {read}");
 
-            if mode == MODERN {
+            // Progress comes back on the call's own stream (the second call
+            // over stdio passes through).
+            for _ in 0..2 {
+                let answer = ok(
+                    &mut client,
+                    json!({"op": "call", "name": "js__slow", "arguments": {"ms": 50}, "progress": true}),
+                );
+                assert_eq!(
+                    answer["result"]["content"][0]["text"], "done",
+                    "{label}: {answer}"
+                );
+                assert_eq!(
+                    answer["progress"][0]["message"], "started",
+                    "{label}: {answer}"
+                );
+            }
+
+            if mode != LEGACY {
                 for answer in [&listed, &prompts, &resources, &templates] {
                     assert_modern_pages(answer);
                 }
@@ -194,7 +216,7 @@ fn both_eras_list_call_get_and_read_through_both_doors() {
         }
         // Over stdio each client is a session; over HTTP only the legacy one.
         let sessions = match door {
-            Door::Stdio(_) => 2,
+            Door::Stdio(_) => 3,
             Door::Http(_) => 1,
         };
         assert_eq!(
@@ -207,30 +229,36 @@ fn both_eras_list_call_get_and_read_through_both_doors() {
         if let Door::Stdio(_) = door {
             let (out, _) = fleet.run_json(&["reconnect", "a"]);
             assert_code(&out, 0);
-            let (_, legacy) = &mut clients[1];
+            let (_, legacy) = &mut clients[2];
             legacy.expect_notification(TOOLS_CHANGED, "after reconnect");
-            let (_, modern) = &mut clients[0];
-            let heard = ok(modern, json!({"op": "notifications"}));
-            for method in LISTS_CHANGED {
-                assert!(heard["counts"][method].is_null(), "{heard}");
+            let generation = generation_of(&fleet, "a");
+            for (_, modern) in &mut clients[..2] {
+                let heard = ok(modern, json!({"op": "notifications"}));
+                for method in LISTS_CHANGED {
+                    assert!(heard["counts"][method].is_null(), "{heard}");
+                }
+                // Its next call follows the new generation.
+                let result = modern.call("a__echo", json!({}));
+                assert_from(&result, "a", generation);
             }
-            // Its next call follows the new generation.
-            let result = modern.call("a__echo", json!({}));
-            assert_from(&result, "a", generation_of(&fleet, "a"));
         }
         for (_, client) in clients {
             client.close();
         }
     }
+    // Each stdio session, of either era, is named by its client.
     let events = gateway_events(&fleet);
-    assert!(
-        events.iter().any(|e| e["gateway"] == "session-opened"
-            && e["door"] == "stdio"
-            && e["client"]
-                .as_str()
-                .is_some_and(|c| c.starts_with(Sdk::Python.client_name()))),
-        "{events:#?}"
-    );
+    let named = events
+        .iter()
+        .filter(|e| {
+            e["gateway"] == "session-opened"
+                && e["door"] == "stdio"
+                && e["client"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with(Sdk::Python.client_name()))
+        })
+        .count();
+    assert_eq!(named, 3, "{events:#?}");
     let http_sessions = events
         .iter()
         .filter(|e| e["gateway"] == "session-opened" && e["door"] == "http")
