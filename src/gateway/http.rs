@@ -322,6 +322,17 @@ impl Sessions {
             .and_then(|v| v.to_str().ok())
             .map(|id| SessionId::from(id.to_owned()))
         else {
+            if era::modern_header(request.headers()) {
+                // That era has no sessions to end (as rmcp answers its GET).
+                let mut response = plain(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "method not allowed: protocol version 2026-07-28 has no sessions to end",
+                );
+                response
+                    .headers_mut()
+                    .insert(header::ALLOW, http::HeaderValue::from_static("POST"));
+                return response;
+            }
             return plain(
                 StatusCode::BAD_REQUEST,
                 "bad request: DELETE needs the Mcp-Session-Id of the session to end",

@@ -318,7 +318,7 @@ fn assert_refused(exchange: Exchange, code: i64, id: u64, why: &str) -> Value {
 /// malformed one, is 400 with -32602; a version the gateway does not speak is
 /// 400 with -32022 and the versions it does; `MCP-Protocol-Version` that
 /// differs from `_meta`, and a missing or wrong `Mcp-Method` or `Mcp-Name`, are
-/// 400 with -32020.
+/// 400 with -32020. GET and DELETE are 405, and a session id is not looked at.
 #[test]
 fn the_http_door_checks_what_a_modern_request_must_carry() {
     let fleet = fleet_of("gw-modern-wire", &[fixture_server("a", &[], "")]);
@@ -458,6 +458,19 @@ fn the_http_door_checks_what_a_modern_request_must_carry() {
         8,
         "another Mcp-Name",
     );
+
+    // That era has no GET stream and no session to DELETE; a session id it
+    // sends is not looked at.
+    for method in ["GET", "DELETE"] {
+        let answer = Exchange::send(&http, method, &[("MCP-Protocol-Version", MODERN)], "");
+        assert_eq!(answer.status, 405, "{method}");
+    }
+    let mut headers = modern_headers("tools/list", None);
+    headers.push(("Mcp-Session-Id", "no-such-session"));
+    let list = modern_request(9, "tools/list", json!({}));
+    let mut answer = Exchange::send(&http, "POST", &headers, &list);
+    assert_eq!(answer.status, 200);
+    assert!(answer.answer_to(9)["result"]["tools"].is_array());
 
     assert_eq!(
         status(&fleet)["gateway"]["sessions"],
