@@ -4,10 +4,12 @@
 //! arguments and the result are never decoded into rmcp's types and no task is
 //! spawned: the call costs a parse of its envelope each way.
 //!
-//! Only the plain case passes through: a session that is initialized, a tool
-//! whose route is known from a catalog that is still current, a stdio server
-//! that is running, and nothing in the parameters but `name`, `arguments` and
-//! `_meta` (whose progress token is replaced by one of the link's). Everything
+//! Only the plain case passes through: a session that is open (initialized, or
+//! opened by a request of the 2026-07-28 era), a tool whose route is known from
+//! a catalog that is still current, a stdio server that is running, and nothing
+//! in the parameters but `name`, `arguments` and `_meta` (whose progress token
+//! is replaced by one of the link's, and which must fit the session's era: see
+//! [`era_fits`]). Everything
 //! else goes to rmcp and the long way (`session.rs`), which starts servers,
 //! builds catalogs and relays progress. Both ways keep the same rules: a call
 //! never waits in the authority's queue (G2), is answered when its server's
