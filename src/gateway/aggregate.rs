@@ -554,6 +554,16 @@ impl Gateway {
         catalog.built.1.route(name).cloned()
     }
 
+    /// Tool `name` as the catalog last built shows it, on the terms of
+    /// [`Gateway::route_now`] (a catalog that is still current, with no await);
+    /// `None` otherwise.
+    pub(super) fn tool_now(&self, scope: &Scope, name: &str) -> Option<Tool> {
+        self.route_now(scope, name)?;
+        let board = self.desk.board();
+        let (tools, _) = &*board.catalogs.tools.as_ref()?.built;
+        tools.iter().find(|tool| tool.name == name).cloned()
+    }
+
     /// Server `index`'s name and running generation, with no await (a use of the
     /// server for its idle timer); `None` when it is not running.
     pub(super) fn reach_now(

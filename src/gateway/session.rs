@@ -452,6 +452,14 @@ impl ServerHandler for ClientSession {
             .with_instructions(self.instructions())
     }
 
+    /// A tool as listed, for rmcp's HTTP door to check a 2026-07-28 call's
+    /// `Mcp-Param-*` headers against its arguments (the tool's `x-mcp-header`
+    /// annotations). Known only while the catalog is current; otherwise `None`,
+    /// and the headers are not checked.
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.gateway.tool_now(&self.scope, name)
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let id = self
             .gateway

@@ -318,10 +318,16 @@ fn assert_refused(exchange: Exchange, code: i64, id: u64, why: &str) -> Value {
 /// malformed one, is 400 with -32602; a version the gateway does not speak is
 /// 400 with -32022 and the versions it does; `MCP-Protocol-Version` that
 /// differs from `_meta`, and a missing or wrong `Mcp-Method` or `Mcp-Name`, are
-/// 400 with -32020. GET and DELETE are 405, and a session id is not looked at.
+/// 400 with -32020, and so is an `Mcp-Param-*` header (of a tool's
+/// `x-mcp-header` annotation) that is missing or differs from the arguments.
+/// GET and DELETE are 405, and a session id is not looked at.
 #[test]
 fn the_http_door_checks_what_a_modern_request_must_carry() {
-    let fleet = fleet_of("gw-modern-wire", &[fixture_server("a", &[], "")]);
+    let region = r#"echo={"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}"#;
+    let fleet = fleet_of(
+        "gw-modern-wire",
+        &[fixture_server("a", &["--input-schema", region], "")],
+    );
     let http = serve(&fleet, &[]);
 
     let list = modern_request(1, "tools/list", json!({}));
@@ -358,6 +364,25 @@ fn the_http_door_checks_what_a_modern_request_must_carry() {
         called["result"]["content"][0]["text"], r#"{"k":1}"#,
         "{called}"
     );
+
+    // The tool's `x-mcp-header` annotation: the header must say what the
+    // arguments say (the catalog is current: the tools were just listed).
+    let call = modern_request(
+        3,
+        "tools/call",
+        json!({"name": "a__echo", "arguments": {"region": "eu"}}),
+    );
+    let mut headers = modern_headers("tools/call", Some("a__echo"));
+    headers.push(("Mcp-Param-Region", "eu"));
+    let mut answer = Exchange::send(&http, "POST", &headers, &call);
+    assert_eq!(answer.status, 200);
+    assert!(answer.answer_to(3)["result"]["content"].is_array());
+    headers.pop();
+    let nameless = Exchange::send(&http, "POST", &headers, &call);
+    assert_refused(nameless, -32020, 3, "no Mcp-Param-Region");
+    headers.push(("Mcp-Param-Region", "us"));
+    let other = Exchange::send(&http, "POST", &headers, &call);
+    assert_refused(other, -32020, 3, "another Mcp-Param-Region");
 
     for method in [
         "initialize",
