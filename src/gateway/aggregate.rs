@@ -273,11 +273,11 @@ impl Gateway {
         self.shown.borrow().members.get(index).cloned().flatten()
     }
 
-    /// Registers a client session's peer for announcements.
-    /// Opens a client session: a legacy one's client is known from its
-    /// `initialize`; a 2026-07-28 one (`modern`) names itself in its first
-    /// request's `_meta` (`client`), and is sent no `list_changed` of its own
-    /// accord (that era hears of changes only on streams it asks for).
+    /// Registers a client session's peer for announcements. A legacy session's
+    /// client is known from its `initialize`; a 2026-07-28 one (`modern`) names
+    /// itself in its first request's `_meta` (`client`), and is sent no
+    /// `list_changed` of the gateway's accord (that era hears of changes only
+    /// on streams it asks for).
     pub(super) async fn open(
         &self,
         door: &'static str,

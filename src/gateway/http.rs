@@ -546,7 +546,7 @@ fn refusal(status: StatusCode) -> Option<&'static str> {
     match status {
         StatusCode::UNAUTHORIZED => Some("no token, or not the gateway's"),
         StatusCode::FORBIDDEN => Some("its Origin or Host is not allowed"),
-        StatusCode::NOT_FOUND => Some("no such path or session"),
+        StatusCode::NOT_FOUND => Some("no such path, session or method"),
         s if s.is_client_error() => Some("the request was not valid"),
         _ => None,
     }
