@@ -1,7 +1,8 @@
 // A small MCP server on the official TypeScript SDK, for selfcheck.sh: what the published
 // server-everything does not offer. Every listing is paginated (two items a page); tool
 // `change_lists` makes the server send list_changed notifications; tool `slow` waits until
-// cancelled; tool `ask` makes a request of the client (roots, sampling, elicitation); HTTP requests may be held to a bearer token (401) and an Origin (403).
+// cancelled; tool `ask` makes a request of the client (roots, sampling, elicitation); tool `meta`
+// answers with the request's `_meta`; HTTP requests may be held to a bearer token (401) and an Origin (403).
 // Events the checks look for (a cancelled request, an ended HTTP session) are written to
 // stderr, one line each, starting with "fixture:".
 //
