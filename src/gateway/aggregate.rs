@@ -281,18 +281,28 @@ impl Gateway {
         self.shown.borrow().members.get(index).cloned().flatten()
     }
 
-    /// Registers a client session's peer for announcements.
-    pub(super) async fn open(&self, door: &'static str, peer: Peer<RoleServer>) -> u64 {
-        let client = peer
-            .peer_info()
+    /// Registers a client session's peer for announcements. A legacy session's
+    /// client is known from its `initialize`; a 2026-07-28 one (`modern`) names
+    /// itself in its first request's `_meta` (`client`), and is sent no
+    /// `list_changed` of the gateway's accord (that era hears of changes only
+    /// on streams it asks for).
+    pub(super) async fn open(
+        &self,
+        door: &'static str,
+        peer: Peer<RoleServer>,
+        client: Option<rmcp::model::Implementation>,
+        modern: bool,
+    ) -> u64 {
+        let client = client
+            .or_else(|| peer.peer_info().map(|i| i.client_info.clone()))
             .map(|i| {
                 format!(
                     "{} {}",
-                    bounds::client_words(&i.client_info.name),
-                    bounds::client_words(&i.client_info.version)
+                    bounds::client_words(&i.name),
+                    bounds::client_words(&i.version)
                 )
             });
-        self.desk.open(door, peer, client).await
+        self.desk.open(door, peer, client, modern).await
     }
 
     pub(super) fn close(&self, id: u64, door: &'static str) {
@@ -550,6 +560,16 @@ impl Gateway {
             return None;
         }
         catalog.built.1.route(name).cloned()
+    }
+
+    /// Tool `name` as the catalog last built shows it, on the terms of
+    /// [`Gateway::route_now`] (a catalog that is still current, with no await);
+    /// `None` otherwise.
+    pub(super) fn tool_now(&self, scope: &Scope, name: &str) -> Option<Tool> {
+        self.route_now(scope, name)?;
+        let board = self.desk.board();
+        let (tools, _) = &*board.catalogs.tools.as_ref()?.built;
+        tools.iter().find(|tool| tool.name == name).cloned()
     }
 
     /// Server `index`'s name and running generation, with no await (a use of the

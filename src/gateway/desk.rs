@@ -65,6 +65,8 @@ enum Message {
         door: &'static str,
         peer: Peer<RoleServer>,
         client: Option<String>,
+        /// Of the 2026-07-28 era: sent no `list_changed` of the gateway's accord.
+        modern: bool,
         reply: oneshot::Sender<u64>,
     },
     /// A client session closed.
@@ -146,6 +148,7 @@ impl Desk {
         let task = DeskTask {
             board,
             clients: HashMap::new(),
+            modern: Default::default(),
             next_id: 1,
             progress: HashMap::new(),
             calls: Vec::new(),
@@ -178,11 +181,13 @@ impl Desk {
         door: &'static str,
         peer: Peer<RoleServer>,
         client: Option<String>,
+        modern: bool,
     ) -> u64 {
         self.ask(|reply| Message::Open {
             door,
             peer,
             client,
+            modern,
             reply,
         })
         .await
@@ -329,6 +334,8 @@ struct DeskTask {
     board: watch::Sender<Board>,
     /// Each client session's queue of notifications.
     clients: HashMap<u64, ClientQueue>,
+    /// The sessions of those that are of the 2026-07-28 era.
+    modern: std::collections::HashSet<u64>,
     /// The next client session's id.
     next_id: u64,
     /// By server and the token of the call to it.
@@ -355,12 +362,16 @@ impl DeskTask {
                 door,
                 peer,
                 client,
+                modern,
                 reply,
             } => {
                 let id = self.next_id;
                 self.next_id += 1;
                 let queue = ClientQueue::spawn(peer, &self.tasks);
                 self.clients.insert(id, queue);
+                if modern {
+                    self.modern.insert(id);
+                }
                 self.journal.line(format_args!(
                     "session {id} opened ({door}, {})",
                     client.as_deref().unwrap_or("a client with no name")
@@ -375,6 +386,7 @@ impl DeskTask {
                 let _ = reply.send(id);
             }
             Message::Close { id, door } => {
+                self.modern.remove(&id);
                 if self.clients.remove(&id).is_some() {
                     self.journal
                         .line(format_args!("session {id} closed ({door})"));
@@ -520,8 +532,10 @@ impl DeskTask {
         if !known {
             return;
         }
-        for client in self.clients.values() {
-            client.send(note.clone());
+        for (id, client) in &self.clients {
+            if !self.modern.contains(id) {
+                client.send(note.clone());
+            }
         }
     }
 }

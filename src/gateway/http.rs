@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::bounds::{self, Tally};
+use super::era;
 use super::{ClientSession, Gateway};
 
 /// The path of the MCP endpoint.
@@ -177,15 +178,16 @@ struct Sessions {
 }
 
 impl Sessions {
-    /// A POST, its body read within [`bounds::BODY_TIMEOUT`]; a request that
-    /// opens a session is held to [`bounds::NEW_SESSION_BODY`] and to the cap
-    /// on sessions, and its session is closed if the client does not finish the
-    /// handshake within [`bounds::INITIALIZED_TIMEOUT`].
+    /// A POST, its body read within [`bounds::BODY_TIMEOUT`]. A request of the
+    /// 2026-07-28 era (its `MCP-Protocol-Version`) has no session: it is served
+    /// on its own, and a method that era removed is answered 404 here. Any
+    /// other request without a session is held to [`bounds::NEW_SESSION_BODY`];
+    /// if it is an `initialize`, to the cap on sessions too, and its session is
+    /// closed if the client does not finish the handshake within
+    /// [`bounds::INITIALIZED_TIMEOUT`].
     async fn post(self: &Arc<Self>, request: Request<Incoming>) -> Response<Body> {
-        let new = !request.headers().contains_key(SESSION_ID);
-        if new && self.open().await >= self.cap {
-            return self.at_cap();
-        }
+        let modern = era::modern_header(request.headers());
+        let new = !modern && !request.headers().contains_key(SESSION_ID);
         let limit = match new {
             true => bounds::NEW_SESSION_BODY,
             false => self.service.config.max_request_body_bytes,
@@ -217,6 +219,12 @@ impl Sessions {
                 );
             }
         };
+        if modern && let Some(answer) = era::removed(&body) {
+            return answer;
+        }
+        if new && era::may_open(&body) && self.open().await >= self.cap {
+            return self.at_cap();
+        }
         let request = Request::from_parts(parts, Full::new(body));
         if !new {
             return self.service.handle(request).await;
@@ -314,6 +322,17 @@ impl Sessions {
             .and_then(|v| v.to_str().ok())
             .map(|id| SessionId::from(id.to_owned()))
         else {
+            if era::modern_header(request.headers()) {
+                // That era has no sessions to end (as rmcp answers its GET).
+                let mut response = plain(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "method not allowed: protocol version 2026-07-28 has no sessions to end",
+                );
+                response
+                    .headers_mut()
+                    .insert(header::ALLOW, http::HeaderValue::from_static("POST"));
+                return response;
+            }
             return plain(
                 StatusCode::BAD_REQUEST,
                 "bad request: DELETE needs the Mcp-Session-Id of the session to end",
@@ -527,7 +546,7 @@ fn refusal(status: StatusCode) -> Option<&'static str> {
     match status {
         StatusCode::UNAUTHORIZED => Some("no token, or not the gateway's"),
         StatusCode::FORBIDDEN => Some("its Origin or Host is not allowed"),
-        StatusCode::NOT_FOUND => Some("no such path or session"),
+        StatusCode::NOT_FOUND => Some("no such path, session or method"),
         s if s.is_client_error() => Some("the request was not valid"),
         _ => None,
     }

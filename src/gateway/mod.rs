@@ -32,6 +32,7 @@ pub(crate) mod bounds;
 mod catalog;
 mod clients;
 mod desk;
+mod era;
 pub(crate) mod http;
 mod journal;
 pub(crate) mod member;

@@ -4,10 +4,12 @@
 //! arguments and the result are never decoded into rmcp's types and no task is
 //! spawned: the call costs a parse of its envelope each way.
 //!
-//! Only the plain case passes through: a session that is initialized, a tool
-//! whose route is known from a catalog that is still current, a stdio server
-//! that is running, and nothing in the parameters but `name`, `arguments` and
-//! `_meta` (whose progress token is replaced by one of the link's). Everything
+//! Only the plain case passes through: a session that is open (initialized, or
+//! opened by a request of the 2026-07-28 era), a tool whose route is known from
+//! a catalog that is still current, a stdio server that is running, and nothing
+//! in the parameters but `name`, `arguments` and `_meta` (whose progress token
+//! is replaced by one of the link's, and which must fit the session's era: see
+//! [`era_fits`]). Everything
 //! else goes to rmcp and the long way (`session.rs`), which starts servers,
 //! builds catalogs and relays progress. Both ways keep the same rules: a call
 //! never waits in the authority's queue (G2), is answered when its server's
@@ -93,6 +95,8 @@ struct ResultHead<'a> {
     is_error: Option<bool>,
     #[serde(rename = "_meta", borrow, default)]
     meta: Option<&'a RawValue>,
+    #[serde(rename = "resultType", borrow, default)]
+    result_type: Option<&'a RawValue>,
 }
 
 impl PassThrough {
@@ -132,10 +136,14 @@ impl PassThrough {
         span.server(&server);
         span.generation(generation);
         let mut meta = params.meta;
+        if !era_fits(opened.modern, meta.as_mut()) {
+            return false;
+        }
         // The client's progress token is replaced by one of ours, unique to the
         // server, under which its progress comes back to this call.
         let client_token = meta.as_mut().and_then(|m| m.remove("progressToken"));
         let mut call = Call {
+            modern: opened.modern,
             gateway: self.gateway.clone(),
             out: self.out.clone(),
             calls: self.calls.clone(),
@@ -237,6 +245,8 @@ impl Drop for PassThrough {
 
 /// One pass-through call in flight: what its progress and answer need.
 struct Call {
+    /// The client is of the 2026-07-28 era.
+    modern: bool,
     gateway: Arc<Gateway>,
     out: Arc<Outbox>,
     calls: Arc<Mutex<HashMap<RequestId, (Link, u64)>>>,
@@ -285,10 +295,14 @@ impl Pending for Call {
                 };
                 self.reply(|q| {
                     q.extend_from_slice(b",\"result\":");
+                    let complete = self.modern && head.result_type.is_none();
                     if self.gateway.meta() {
                         with_meta(q, result, head.meta.is_some(), &self.server, self.generation);
                     } else {
                         q.extend_from_slice(result.get().as_bytes());
+                    }
+                    if complete {
+                        mark_complete(q);
                     }
                 });
                 (outcome, is_error)
@@ -350,6 +364,50 @@ impl Call {
     }
 }
 
+/// The `_meta` keys of the 2026-07-28 era that a request carries to say who
+/// sends it and what it can take (`io.modelcontextprotocol/protocolVersion`,
+/// `clientCapabilities`, `clientInfo`, `logLevel`).
+const RESERVED: &str = "io.modelcontextprotocol/";
+
+/// Whether a call's `_meta` fits its session's era, so that it may pass
+/// through; if so, the era's own keys are taken out of it, as the long way
+/// takes them (the server behind speaks the legacy era). A 2026-07-28 session
+/// passes only calls that name a version the gateway speaks and carry the
+/// client's capabilities; a legacy session only calls that name no version.
+/// Anything else goes to rmcp, which answers it as the era says.
+fn era_fits(modern: bool, meta: Option<&mut serde_json::Map<String, serde_json::Value>>) -> bool {
+    let Some(meta) = meta else {
+        return !modern;
+    };
+    let version = meta.get("io.modelcontextprotocol/protocolVersion");
+    let fits = match modern {
+        true => {
+            version.and_then(|v| v.as_str()) == Some(rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+                && meta
+                    .get("io.modelcontextprotocol/clientCapabilities")
+                    .is_some_and(serde_json::Value::is_object)
+        }
+        false => version.is_none(),
+    };
+    if fits {
+        meta.retain(|key, _| !key.starts_with(RESERVED));
+    }
+    fits
+}
+
+/// Makes the result just written (the object that ends `q`) say
+/// `"resultType":"complete"`, as a 2026-07-28 client reads every result.
+fn mark_complete(q: &mut Vec<u8>) {
+    if q.last() == Some(&b'}') {
+        q.pop();
+        let empty = q.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+        if !empty {
+            q.push(b',');
+        }
+        q.extend_from_slice(b"\"resultType\":\"complete\"}");
+    }
+}
+
 /// The server's result with `_meta` naming the server and generation that
 /// answered, as the long way adds them (`gateway.meta`).
 fn with_meta(q: &mut Vec<u8>, result: &RawValue, has_meta: bool, server: &str, generation: Generation) {
@@ -395,6 +453,47 @@ mod tests {
         let mut q = Vec::new();
         with_meta(&mut q, &raw, head.meta.is_some(), "time", 7);
         serde_json::from_slice(&q).unwrap()
+    }
+
+    fn map(value: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn a_call_passes_through_only_with_the_meta_of_its_sessions_era_and_without_its_keys() {
+        let modern = serde_json::json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+            "io.modelcontextprotocol/logLevel": "info",
+            "progressToken": 3,
+        });
+        let mut meta = map(modern.clone());
+        assert!(era_fits(true, Some(&mut meta)));
+        assert_eq!(serde_json::Value::Object(meta), serde_json::json!({"progressToken": 3}));
+        // A legacy session's calls name no version; a modern one's must.
+        assert!(!era_fits(false, Some(&mut map(modern.clone()))));
+        assert!(era_fits(false, Some(&mut map(serde_json::json!({"progressToken": 1})))));
+        assert!(era_fits(false, None));
+        assert!(!era_fits(true, None));
+        let mut other = map(modern.clone());
+        other.insert("io.modelcontextprotocol/protocolVersion".into(), "2099-01-01".into());
+        assert!(!era_fits(true, Some(&mut other)));
+        let mut bare = map(modern);
+        bare.remove("io.modelcontextprotocol/clientCapabilities");
+        assert!(!era_fits(true, Some(&mut bare)));
+    }
+
+    #[test]
+    fn a_result_is_marked_complete_for_a_modern_client() {
+        for (result, expected) in [
+            ("{}", serde_json::json!({"resultType": "complete"})),
+            (r#"{"content":[]}"#, serde_json::json!({"content": [], "resultType": "complete"})),
+        ] {
+            let mut q = result.as_bytes().to_vec();
+            mark_complete(&mut q);
+            assert_eq!(serde_json::from_slice::<serde_json::Value>(&q).unwrap(), expected);
+        }
     }
 
     #[test]

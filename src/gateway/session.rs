@@ -37,6 +37,9 @@ pub(super) const SERVER_UNAVAILABLE: i32 = -32001;
 pub(crate) struct Opened {
     pub id: u64,
     pub peer: Peer<RoleServer>,
+    /// Opened by a request of the 2026-07-28 era (no `initialize`): each of its
+    /// requests carries the client's `_meta`.
+    pub modern: bool,
 }
 
 /// One client's session with the gateway.
@@ -51,6 +54,8 @@ pub(crate) struct ClientSession {
     /// Cancelled when the door ends the session (an HTTP DELETE): its calls in
     /// flight are answered cancelled at once.
     ended: tokio_util::sync::CancellationToken,
+    /// Held while a 2026-07-28 client's session is being opened.
+    opening: tokio::sync::Mutex<()>,
 }
 
 impl ClientSession {
@@ -61,6 +66,7 @@ impl ClientSession {
             opened: Arc::default(),
             scope: None,
             ended: tokio_util::sync::CancellationToken::new(),
+            opening: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -93,6 +99,48 @@ impl ClientSession {
     pub(crate) fn scoped(mut self, indices: Vec<usize>) -> ClientSession {
         self.scope = Some(indices.into());
         self
+    }
+
+    /// The `instructions` of `initialize` and `server/discover`: how tools and
+    /// prompts are named, true for each server's `prefix:`.
+    fn instructions(&self) -> String {
+        let members = self.gateway.members();
+        let seen = members.iter().enumerate().filter_map(|(index, member)| {
+            let member = member.as_ref()?;
+            let inside = self.scope.as_ref().is_none_or(|scope| scope.contains(&index));
+            inside.then(|| (member.handle.name(), member.exposure.prefix.as_str()))
+        });
+        instructions(seen)
+    }
+
+    /// Opens the session of a client of the 2026-07-28 era on its first request
+    /// over stdio, where one process is one client (an `initialize` opens a
+    /// legacy one in [`ServerHandler::on_initialized`]). Over HTTP such requests
+    /// have no session: nothing is opened, nothing outlives the request.
+    async fn opening(&self, context: &RequestContext<RoleServer>) {
+        if self.door != STDIO || self.opened.get().is_some() || context.peer.peer_info().is_some() {
+            return;
+        }
+        let Some(version) = context.meta.protocol_version() else {
+            return;
+        };
+        if !VERSIONS.contains(&version) || version.has_initialize() {
+            return;
+        }
+        let _one = self.opening.lock().await;
+        if self.opened.get().is_some() {
+            return;
+        }
+        let client = context.meta.client_info();
+        let id = self
+            .gateway
+            .open(self.door, context.peer.clone(), client, true)
+            .await;
+        let _ = self.opened.set(Opened {
+            id,
+            peer: context.peer.clone(),
+            modern: true,
+        });
     }
 
     fn server_name(&self, index: usize) -> String {
@@ -294,6 +342,32 @@ impl Drop for Abandoned {
     }
 }
 
+/// The door whose one process is one client.
+pub(super) const STDIO: &str = "stdio";
+
+/// How tools and prompts are named, for the servers a session sees (each by its
+/// name and `prefix:`).
+fn instructions<'a>(servers: impl Iterator<Item = (&'a str, &'a str)>) -> String {
+    let mut text = String::from(
+        "The servers of an mcpfleet fleet. Tools and prompts are named SERVER__NAME after \
+         the server that offers them",
+    );
+    let mut others = Vec::new();
+    for (name, prefix) in servers {
+        match prefix {
+            p if p == name => {}
+            "" => others.push(format!("those of `{name}` keep their own names")),
+            p => others.push(format!("those of `{name}` are named {p}__NAME")),
+        }
+    }
+    if !others.is_empty() {
+        text.push_str(", except that ");
+        text.push_str(&others.join("; "));
+    }
+    text.push('.');
+    text
+}
+
 /// The page of `items` that `cursor` (an offset we handed out) starts.
 fn page<T: Clone>(
     items: &[T],
@@ -346,11 +420,13 @@ pub(super) fn failed(server: &str, generation: Generation, error: ServiceError) 
     }
 }
 
-/// The protocol versions the gateway speaks: those with `initialize`, `ping` and
-/// `list_changed` notifications, which the servers behind it speak too
-/// (docs/design.md §11). 2026-07-28 drops all three; a client that asks for it is
-/// answered with the newest of these.
-const VERSIONS: [ProtocolVersion; 4] = [
+/// The protocol versions the gateway speaks (docs/design.md §14, "Both eras at
+/// both doors"): 2026-07-28, whose requests carry their client in `_meta` and
+/// need no session, and the legacy versions with the `initialize` handshake. A
+/// client that asks `initialize` for 2026-07-28 is answered with the newest
+/// legacy one.
+const VERSIONS: [ProtocolVersion; 5] = [
+    ProtocolVersion::V_2026_07_28,
     ProtocolVersion::V_2025_11_25,
     ProtocolVersion::V_2025_06_18,
     ProtocolVersion::V_2025_03_26,
@@ -379,25 +455,35 @@ impl ServerHandler for ClientSession {
         InitializeResult::new(capabilities)
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
             .with_server_info(Implementation::new("mcpfleet", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "The servers of an mcpfleet fleet. Tools and prompts are named \
-                 SERVER__NAME after the server that offers them.",
-            )
+            .with_instructions(self.instructions())
+    }
+
+    /// A tool as listed, for rmcp's HTTP door to check a 2026-07-28 call's
+    /// `Mcp-Param-*` headers against its arguments (the tool's `x-mcp-header`
+    /// annotations). Known only while the catalog is current; otherwise `None`,
+    /// and the headers are not checked.
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.gateway.tool_now(&self.scope, name)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let id = self.gateway.open(self.door, context.peer.clone()).await;
+        let id = self
+            .gateway
+            .open(self.door, context.peer.clone(), None, false)
+            .await;
         let _ = self.opened.set(Opened {
             id,
             peer: context.peer,
+            modern: false,
         });
     }
 
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.opening(&context).await;
         let catalog = self.gateway.tools(&self.scope).await;
         let (tools, next) = page(&catalog.0, request, self.gateway.page_size())?;
         let mut result = ListToolsResult::with_all_items(tools);
@@ -410,6 +496,7 @@ impl ServerHandler for ClientSession {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        self.opening(&context).await;
         let mut span = crate::trace::Call::begin(&request.name);
         // The session ended under the call: dropped, the call tells its server
         // that nobody waits for the answer, and is counted cancelled.
@@ -428,8 +515,9 @@ impl ServerHandler for ClientSession {
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        self.opening(&context).await;
         let catalog = self.gateway.prompts(&self.scope).await;
         let (prompts, next) = page(&catalog.0, request, self.gateway.page_size())?;
         let mut result = ListPromptsResult::with_all_items(prompts);
@@ -440,8 +528,9 @@ impl ServerHandler for ClientSession {
     async fn get_prompt(
         &self,
         mut request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        self.opening(&context).await;
         let catalog = self.gateway.prompts(&self.scope).await;
         let Some(route) = catalog.1.route(&request.name).cloned() else {
             return Err(ErrorData::invalid_params(
@@ -452,10 +541,12 @@ impl ServerHandler for ClientSession {
         let server = self.server_name(route.server);
         let (generation, peer) = self.running(route.server).await?;
         request.name = route.name;
-        let result = peer
+        let mut result = peer
             .get_prompt(request)
             .await
             .map_err(|e| failed(&server, generation, e))?;
+        // Said to a 2026-07-28 client (rmcp takes it out for a legacy one).
+        result.result_type = Some(ResultType::COMPLETE);
         Ok(GetPromptResponse::Complete(result))
     }
 
@@ -505,8 +596,9 @@ impl ServerHandler for ClientSession {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        self.opening(&context).await;
         let (resources, next) = self.listed(request).await?;
         let mut result = ListResourcesResult::with_all_items(resources);
         result.next_cursor = next;
@@ -516,8 +608,9 @@ impl ServerHandler for ClientSession {
     async fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.opening(&context).await;
         let (templates, next) = self.listed(request).await?;
         let mut result = ListResourceTemplatesResult::with_all_items(templates);
         result.next_cursor = next;
@@ -527,8 +620,9 @@ impl ServerHandler for ClientSession {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        self.opening(&context).await;
         let Some(index) = self.gateway.resource_owner(&self.scope, &request.uri).await else {
             return Err(ErrorData::resource_not_found(
                 format!("no server of the fleet offers `{}`", request.uri),
@@ -537,10 +631,30 @@ impl ServerHandler for ClientSession {
         };
         let server = self.server_name(index);
         let (generation, peer) = self.running(index).await?;
-        let result = peer
+        let mut result = peer
             .read_resource(request)
             .await
             .map_err(|e| failed(&server, generation, e))?;
+        result.result_type = Some(ResultType::COMPLETE);
         Ok(ReadResourceResponse::Complete(result))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_instructions_name_tools_as_each_servers_prefix_makes_them() {
+        let plain = instructions([("a", "a"), ("time", "time")].into_iter());
+        assert_eq!(
+            plain,
+            "The servers of an mcpfleet fleet. Tools and prompts are named SERVER__NAME \
+             after the server that offers them."
+        );
+        let mixed = instructions([("a", "a"), ("fs", ""), ("time", "t")].into_iter());
+        assert!(mixed.contains("those of `fs` keep their own names"), "{mixed}");
+        assert!(mixed.contains("those of `time` are named t__NAME"), "{mixed}");
+        assert!(!mixed.contains("`a`"), "{mixed}");
     }
 }

@@ -5,8 +5,12 @@ JSON commands read one per line on stdin with one JSON line each, in order.
 The command line and the protocol are described in README.md beside this file;
 client.mjs speaks the same protocol on the official TypeScript SDK.
 
-    python client.py --stdio CMD [ARGS...]
-    python client.py --http URL [--token TOKEN] [--origin ORIGIN]
+    python client.py [--mode MODE] --stdio CMD [ARGS...]
+    python client.py [--mode MODE] --http URL [--token TOKEN] [--origin ORIGIN]
+
+MODE is the SDK's `Client(mode=...)`: `legacy` (the default: the `initialize`
+handshake), `auto` (probe with `server/discover`, else `initialize`), or a modern
+protocol version such as `2026-07-28` (adopted without any probe: per-request `_meta`).
 """
 
 from __future__ import annotations
@@ -32,15 +36,17 @@ import httpx2
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp import Client, MCPError, StdioServerParameters
+from mcp_types.version import LATEST_MODERN_VERSION
 from mcp.client.streamable_http import streamable_http_client
 
 SDK_NAME = "python-sdk"
 ROOTS = [types.Root(uri="file:///tmp", name="tmp")]
+PAGE_HINTS = ("ttlMs", "cacheScope", "resultType")  # a list page's fields beside its items
 SERVER_REQUESTS = ("roots/list", "sampling/createMessage", "elicitation/create")
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)  # each ends the session like the end of stdin
 # For initialize and for each request without a timeout_ms of its own (the TypeScript SDK's default)
 TIMEOUT_MS = int(os.environ.get("MCP_CLIENT_TIMEOUT_MS", "60000"))
-USAGE = "usage: client.py --stdio CMD [ARGS...] | --http URL [--token TOKEN] [--origin ORIGIN]"
+USAGE = "usage: client.py [--mode MODE] (--stdio CMD [ARGS...] | --http URL [--token TOKEN] [--origin ORIGIN])"
 
 
 # ---------------------------------------------------------------- command line
@@ -51,13 +57,17 @@ class Target:
     command: list[str] | None = None
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    mode: str = "legacy"
 
 
 def parse_args(argv: list[str]) -> Target:
+    mode = "legacy"
+    if len(argv) >= 2 and argv[0] == "--mode":
+        mode, argv = argv[1], argv[2:]
     if len(argv) >= 2 and argv[0] == "--stdio":
-        return Target(command=argv[1:])
+        return Target(command=argv[1:], mode=mode)
     if len(argv) >= 2 and argv[0] == "--http":
-        target = Target(url=argv[1])
+        target = Target(url=argv[1], mode=mode)
         rest = argv[2:]
         while rest:
             if len(rest) < 2 or rest[0] not in ("--token", "--origin"):
@@ -172,6 +182,7 @@ class Harness:
             "wait_notification": self.op_wait_notification,
             "notifications": self.op_notifications,
             "ping": self.op_ping,
+            "discover": self.op_discover,
             "requests": self.op_requests,
         }
 
@@ -200,6 +211,7 @@ class Harness:
             elicitation_callback=self.on_elicitation,
             message_handler=self.on_message,
             cache=None,  # every list and read goes to the server
+            mode=self.target.mode,
             read_timeout_seconds=TIMEOUT_MS / 1000,
         )
         self.client = await stack.enter_async_context(client)
@@ -283,14 +295,17 @@ class Harness:
         async def list_all(command: dict[str, Any]) -> dict[str, Any]:
             list_page = getattr(self.client, method)
             items: list[Any] = []
-            pages, cursor = 0, None
+            pages, cursor, hints = 0, None, []
             while True:
                 page = await list_page(cursor=cursor)
                 pages += 1
                 items.extend(dump(item) for item in getattr(page, field))
+                # What each page said of itself beside its items, as sent
+                wire = dump(page)
+                hints.append({name: wire[name] for name in PAGE_HINTS if name in wire})
                 cursor = page.next_cursor
                 if not cursor:
-                    return {"ok": True, key: items, "pages": pages}
+                    return {"ok": True, key: items, "pages": pages, "hints": hints}
 
         return list_all
 
@@ -389,6 +404,11 @@ class Harness:
     async def op_ping(self, command: dict[str, Any]) -> dict[str, Any]:
         await self.client.session.send_ping()
         return {"ok": True}
+
+    async def op_discover(self, command: dict[str, Any]) -> dict[str, Any]:
+        """One `server/discover` on the wire (the SDK's `discover()` may answer from what it adopted)."""
+        version = command.get("version") or LATEST_MODERN_VERSION
+        return {"ok": True, "result": await self.client.session.send_discover(version)}
 
     async def op_requests(self, command: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "counts": dict(self.requests)}

@@ -1,7 +1,8 @@
 // A small MCP server on the official TypeScript SDK, for selfcheck.sh: what the published
 // server-everything does not offer. Every listing is paginated (two items a page); tool
 // `change_lists` makes the server send list_changed notifications; tool `slow` waits until
-// cancelled; tool `ask` makes a request of the client (roots, sampling, elicitation); HTTP requests may be held to a bearer token (401) and an Origin (403).
+// cancelled; tool `ask` makes a request of the client (roots, sampling, elicitation); tool `meta`
+// answers with the request's `_meta`; HTTP requests may be held to a bearer token (401) and an Origin (403).
 // Events the checks look for (a cancelled request, an ended HTTP session) are written to
 // stderr, one line each, starting with "fixture:".
 //
@@ -39,6 +40,7 @@ const TOOLS = [
   { name: 'slow', description: 'Waits `ms` (default 30000) or until cancelled.', inputSchema: { type: 'object', properties: { ms: { type: 'number' } } } },
   { name: 'change_lists', description: 'Sends the three list_changed notifications, then tools/list_changed again after the answer.', inputSchema: { type: 'object' } },
   { name: 'fail', description: 'Answers with a JSON-RPC error (code -32042, with data).', inputSchema: { type: 'object' } },
+  { name: 'meta', description: 'Answers with the `_meta` of the request, as JSON text.', inputSchema: { type: 'object' } },
   {
     name: 'ask',
     description: 'Asks the client `method` (roots/list, sampling/createMessage or elicitation/create) and answers with its answer as JSON text, or with an error result `error CODE: MESSAGE`.',
@@ -74,6 +76,7 @@ const ASKS = {
 
 const toolHandlers = {
   echo: async (args) => text(`echo: ${args.message ?? ''}`),
+  meta: async (args, extra) => text(JSON.stringify(extra._meta ?? {})),
   add: async (args) => ({ ...text(String(args.a + args.b)), structuredContent: { sum: args.a + args.b } }),
   fail: async () => {
     throw new McpError(-32042, 'fixture failure', { detail: 'on purpose' });

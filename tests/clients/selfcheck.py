@@ -218,7 +218,7 @@ def fixture(client: Client, check: Checks, sdk: str, transport: str, server_log:
     """The fixture server: pagination, list_changed, structured content, errors, cancellation seen by the server."""
     if not connect(client, check, "mcpfleet-client-fixture"):
         return
-    expected = {"list_tools": ("tools", 6, 3), "list_prompts": ("prompts", 3, 2),
+    expected = {"list_tools": ("tools", 7, 4), "list_prompts": ("prompts", 3, 2),
                 "list_resources": ("resources", 5, 3), "list_resource_templates": ("resourceTemplates", 3, 2)}
     for op, (key, count, pages) in expected.items():
         answer = client.ask({"op": op})

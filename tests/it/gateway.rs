@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 use serde_json::{Value, json};
 
+mod eras;
+
 /// The bound on whatever a client waits for when speed is not the point (a start
 /// of published servers on a busy machine, an answer): a hang fails the test.
 const ANSWER: Duration = Duration::from_secs(45);
