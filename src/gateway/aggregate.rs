@@ -328,6 +328,12 @@ impl Gateway {
         self.desk.asking(index, ours, caller)
     }
 
+    /// Notes that a client's call to server `index` is being sent, until the
+    /// guard drops (see [`Desk::sending`]).
+    pub(super) fn sending(&self, index: usize) -> super::desk::Sending {
+        self.desk.sending(index)
+    }
+
     /// Answers server `index`'s request of its client: relayed to the client
     /// whose call caused it, or answered here.
     async fn relay(

@@ -86,6 +86,11 @@ enum Message {
     },
     /// The call whose progress came under `key` ended.
     Unroute { key: (usize, String) },
+    /// A client's call to server `server` is being sent: until [`Message::Sent`],
+    /// that server's progress and requests that no known call claims wait for it.
+    Sending { server: usize },
+    /// That call was sent (its `Ask` and `Route` came first), or not sent at all.
+    Sent { server: usize },
     /// A client's call to server `server` is in flight (`ours` is our
     /// request to it).
     Ask {
@@ -152,6 +157,8 @@ impl Desk {
             next_id: 1,
             progress: HashMap::new(),
             calls: Vec::new(),
+            sending: HashMap::new(),
+            held: Vec::new(),
             sessions,
             journal,
             tasks: tasks.clone(),
@@ -249,6 +256,18 @@ impl Desk {
         guard
     }
 
+    /// Notes that a client's call to server `server` is being sent, until the
+    /// returned guard drops: drop it once the call's [`Desk::asking`] and
+    /// [`Desk::route`] are made, so that a server that answers at once (its
+    /// progress, its requests of its client) finds the call.
+    pub(super) fn sending(&self, server: usize) -> Sending {
+        self.send(Message::Sending { server });
+        Sending {
+            tx: self.tx.clone(),
+            server,
+        }
+    }
+
     /// The client whose call server `server`'s request serves: the call named
     /// by `origin`, or else the most recent call to that server in flight.
     pub(super) async fn caller(&self, server: usize, origin: Option<RequestId>) -> Option<Caller> {
@@ -292,6 +311,35 @@ impl Drop for ProgressGuard {
         }
     }
 }
+
+/// Ends the sending of a call (see [`Desk::sending`]).
+pub(super) struct Sending {
+    tx: mpsc::UnboundedSender<Message>,
+    server: usize,
+}
+
+impl Drop for Sending {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Message::Sent {
+            server: self.server,
+        });
+    }
+}
+
+/// What waits for a call being sent to its server: its progress, or the
+/// question whose call a request of the server's serves.
+enum Held {
+    Progress(usize, Notice),
+    Caller {
+        server: usize,
+        origin: Option<RequestId>,
+        reply: oneshot::Sender<Option<Caller>>,
+    },
+}
+
+/// At most this many notices and questions wait for calls being sent; more
+/// are let go of as if no call were being sent.
+const HELD: usize = 1024;
 
 /// Forgets a call in flight once it is answered or abandoned.
 pub(super) struct Asking {
@@ -342,11 +390,24 @@ struct DeskTask {
     progress: HashMap<(usize, String), ProgressRoute>,
     /// Clients' calls in flight, oldest first.
     calls: Vec<InFlight>,
+    /// By server, how many calls are being sent to it.
+    sending: HashMap<usize, usize>,
+    /// What waits for those calls, oldest first.
+    held: Vec<Held>,
     /// Told when a client session opens or closes (G7).
     sessions: Box<dyn Fn(SessionEvent) + Send + Sync>,
     journal: Arc<Journal>,
     /// Where the clients' queues run.
     tasks: TaskTracker,
+}
+
+impl Held {
+    fn server(&self) -> usize {
+        match self {
+            Held::Progress(index, _) => *index,
+            Held::Caller { server, .. } => *server,
+        }
+    }
 }
 
 impl DeskTask {
@@ -453,18 +514,35 @@ impl DeskTask {
                     self.calls.remove(at);
                 }
             }
+            Message::Sending { server } => *self.sending.entry(server).or_default() += 1,
+            Message::Sent { server } => {
+                if let Some(n) = self.sending.get_mut(&server) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.sending.remove(&server);
+                    }
+                }
+                // What waited for a call to this server looks again.
+                let (theirs, others) = std::mem::take(&mut self.held)
+                    .into_iter()
+                    .partition(|h| h.server() == server);
+                self.held = others;
+                for held in theirs {
+                    match held {
+                        Held::Progress(index, notice) => self.heard(index, notice),
+                        Held::Caller {
+                            server,
+                            origin,
+                            reply,
+                        } => self.caller(server, origin, reply),
+                    }
+                }
+            }
             Message::Caller {
                 server,
                 origin,
                 reply,
-            } => {
-                let mut calls = self.calls.iter().filter(|c| c.server == server);
-                let call = match &origin {
-                    Some(origin) => calls.find(|c| &c.ours == origin),
-                    None => calls.next_back(),
-                };
-                let _ = reply.send(call.map(|c| c.caller.clone()));
-            }
+            } => self.caller(server, origin, reply),
             Message::Learned {
                 index,
                 learnt,
@@ -499,13 +577,43 @@ impl DeskTask {
 
     /// A server's list changed: forget it and tell every client, on each
     /// client's queue; its progress goes to the client whose call it is for.
-    fn heard(&self, index: usize, notice: Notice) {
+    /// Answers whose call server `server`'s request serves: the call named by
+    /// `origin`, or else the most recent call to that server in flight; held
+    /// while a call to that server is being sent and none is found.
+    fn caller(&mut self, server: usize, origin: Option<RequestId>, reply: oneshot::Sender<Option<Caller>>) {
+        let mut calls = self.calls.iter().filter(|c| c.server == server);
+        let call = match &origin {
+            Some(origin) => calls.find(|c| &c.ours == origin),
+            None => calls.next_back(),
+        };
+        match call {
+            None if self.waits_for_a_call(server) => self.held.push(Held::Caller {
+                server,
+                origin,
+                reply,
+            }),
+            call => {
+                let _ = reply.send(call.map(|c| c.caller.clone()));
+            }
+        }
+    }
+
+    /// Whether a call to server `server` is being sent and there is room to
+    /// hold what waits for it.
+    fn waits_for_a_call(&self, server: usize) -> bool {
+        self.sending.contains_key(&server) && self.held.len() < HELD
+    }
+
+    fn heard(&mut self, index: usize, notice: Notice) {
         let note = match notice {
             Notice::Progress(mut param) => {
                 let key = (index, token_key(&param.progress_token));
                 if let Some(route) = self.progress.get(&key) {
                     param.progress_token = route.token.clone();
                     route.client.send(Note::Progress(param));
+                } else if self.waits_for_a_call(index) {
+                    // The call it is for may not be routed yet.
+                    self.held.push(Held::Progress(index, Notice::Progress(param)));
                 }
                 return;
             }

@@ -11,7 +11,8 @@ use rmcp::model::{
     CancelledNotificationParam, ClientRequest, CompleteRequestParams, CompleteResult, ErrorCode, ErrorData, GetPromptRequestParams,
     GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Reference, RequestId,
+    InputRequest, InputRequests, InputResponses, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, Reference, RequestId, ServerRequest,
     ResultType,
     ServerCapabilities, ServerResult,
 };
@@ -224,6 +225,11 @@ impl ClientSession {
         // rmcp gives every request a progress token of its own, in place of any
         // the request carries: the server's progress comes back under that one,
         // and goes to this client under the client's.
+        // Until the call is noted below, what the server sends for it at once
+        // (its progress, its requests of its client) waits at the desk.
+        let sending = self.gateway.sending(route.server);
+        // Sent again, with the client's answers, when the server asks for input.
+        let retry = request.clone();
         let call = peer
             .send_request_with_option(
                 ClientRequest::CallToolRequest(CallToolRequest::new(request)),
@@ -248,6 +254,7 @@ impl ClientSession {
             self.gateway
                 .route_progress(route.server, &call.progress_token, session, client, token)
         });
+        drop(sending);
         // Dropping the call before its answer (the client cancelled it, or its
         // session ended) sends the server `notifications/cancelled`.
         let mut abandoned = Abandoned {
@@ -263,15 +270,56 @@ impl ClientSession {
         };
         abandoned.id = None;
         meter.outcome = CallOutcome::Failed;
-        let mut result = match response.map_err(|e| failed(&server, generation, e))? {
-            ServerResult::CallToolResult(result) => result,
-            ServerResult::EmptyResult(_) => CallToolResult::default(),
-            _ => {
-                return Err(failed(
-                    &server,
-                    generation,
-                    ServiceError::UnexpectedResponse,
-                ));
+        let mut response = response.map_err(|e| failed(&server, generation, e))?;
+        // A server of the 2026-07-28 era asks for input (sampling, elicitation,
+        // roots) in its result: a client of that era gets the result as it is and
+        // sends the call again itself; for a legacy client the gateway asks it,
+        // as the server's requests, and sends the call again with the answers.
+        let modern_client = context
+            .meta
+            .protocol_version()
+            .is_some_and(|v| !v.has_initialize());
+        let mut rounds = 0;
+        let mut result = loop {
+            match response {
+                ServerResult::CallToolResult(result) => break result,
+                ServerResult::EmptyResult(_) => break CallToolResult::default(),
+                ServerResult::InputRequiredResult(asked) if modern_client => {
+                    meter.outcome = CallOutcome::Ok;
+                    return Ok(CallToolResponse::InputRequired(asked));
+                }
+                ServerResult::InputRequiredResult(asked) if rounds < INPUT_ROUNDS => {
+                    rounds += 1;
+                    let requests = asked.input_requests.unwrap_or_default();
+                    let answers = ask_for_input(&context, &server, requests).await?;
+                    let mut again = retry.clone();
+                    again.input_responses = Some(answers);
+                    again.request_state = asked.request_state;
+                    let sent = abandoned
+                        .peer
+                        .send_request(ClientRequest::CallToolRequest(CallToolRequest::new(again)));
+                    response = tokio::select! {
+                        r = sent => r.map_err(|e| failed(&server, generation, e))?,
+                        _ = context.ct.cancelled() => {
+                            return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
+                        }
+                    };
+                }
+                ServerResult::InputRequiredResult(_) => {
+                    return Err(ErrorData::internal_error(
+                        format!(
+                            "server `{server}` still asked for input after {INPUT_ROUNDS} rounds of answers"
+                        ),
+                        None,
+                    ));
+                }
+                _ => {
+                    return Err(failed(
+                        &server,
+                        generation,
+                        ServiceError::UnexpectedResponse,
+                    ));
+                }
             }
         };
         meter.outcome = if result.is_error == Some(true) {
@@ -288,6 +336,67 @@ impl ClientSession {
         Ok(CallToolResponse::Complete(result))
     }
 }
+
+/// How many times a call is sent again with a legacy client's answers before
+/// the gateway gives up on a server that keeps asking for input.
+const INPUT_ROUNDS: usize = 10;
+
+/// Asks the client of `context`, as server requests on its call's stream, for
+/// what a server of the 2026-07-28 era asked in an input-required result, if
+/// the client declared that it can answer each; the answers under the server's
+/// keys.
+async fn ask_for_input(
+    context: &RequestContext<RoleServer>,
+    server: &str,
+    requests: InputRequests,
+) -> Result<InputResponses, ErrorData> {
+    let declared = context.peer.peer_info().map(|i| i.capabilities.clone());
+    let mut answers = InputResponses::new();
+    for (key, request) in requests {
+        let (request, capability) = match request {
+            InputRequest::CreateMessage(r) => (
+                ServerRequest::CreateMessageRequest(r),
+                declared.as_ref().is_some_and(|c| c.sampling.is_some()).then_some(()).ok_or("sampling"),
+            ),
+            InputRequest::Elicitation(r) => (
+                ServerRequest::ElicitRequest(r),
+                declared.as_ref().is_some_and(|c| c.elicitation.is_some()).then_some(()).ok_or("elicitation"),
+            ),
+            InputRequest::ListRoots(r) => (
+                ServerRequest::ListRootsRequest(r),
+                declared.as_ref().is_some_and(|c| c.roots.is_some()).then_some(()).ok_or("roots"),
+            ),
+            _ => {
+                return Err(ErrorData::internal_error(
+                    format!("server `{server}` asked for input of a kind the gateway does not know"),
+                    None,
+                ));
+            }
+        };
+        if let Err(missing) = capability {
+            return Err(ErrorData::new(
+                ErrorCode(MISSING_CAPABILITY),
+                format!("server `{server}` asked for input that needs `{missing}`, which this client did not declare"),
+                Some(json!({ "requiredCapabilities": { missing: {} } })),
+            ));
+        }
+        let answer = context.peer.send_request(request).await.map_err(|e| match e {
+            ServiceError::McpError(e) => e,
+            other => ErrorData::internal_error(
+                format!("server `{server}` asked the client for input, which it did not give: {other}"),
+                None,
+            ),
+        })?;
+        let answer = serde_json::to_value(answer)
+            .map_err(|e| ErrorData::internal_error(format!("the client's answer: {e}"), None))?;
+        answers.insert(key, answer);
+    }
+    Ok(answers)
+}
+
+/// The JSON-RPC error code of a request that needs a capability the client did
+/// not declare (2026-07-28).
+const MISSING_CAPABILITY: i32 = -32021;
 
 impl Drop for ClientSession {
     fn drop(&mut self) {
@@ -588,9 +697,13 @@ impl ServerHandler for ClientSession {
         };
         let server = self.server_name(index);
         let (generation, peer) = self.running(index).await?;
-        peer.complete(request)
+        let mut result = peer
+            .complete(request)
             .await
-            .map_err(|e| failed(&server, generation, e))
+            .map_err(|e| failed(&server, generation, e))?;
+        // Said to a 2026-07-28 client (rmcp takes it out for a legacy one).
+        result.result_type = Some(ResultType::COMPLETE);
+        Ok(result)
     }
 
     async fn list_resources(
@@ -626,7 +739,7 @@ impl ServerHandler for ClientSession {
         let Some(index) = self.gateway.resource_owner(&self.scope, &request.uri).await else {
             return Err(ErrorData::resource_not_found(
                 format!("no server of the fleet offers `{}`", request.uri),
-                None,
+                Some(json!({ "uri": request.uri })),
             ));
         };
         let server = self.server_name(index);

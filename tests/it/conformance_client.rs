@@ -57,38 +57,7 @@ const SCENARIOS: &[Scenario] = &[
 
 /// Scenarios mcpfleet does not pass yet, by suite, spec version and name, with
 /// what is missing.
-const GAPS: &[(&str, &str, &str, &str)] = &[
-    (
-        NEW,
-        "2026-07-28",
-        "tools_call",
-        "mcpfleet opens a member session with `initialize`; a 2026-07-28-only server refuses it (-32020)",
-    ),
-    (
-        NEW,
-        "2026-07-28",
-        "request-metadata",
-        "requests carry no per-request `_meta` nor MCP-Protocol-Version: the member is spoken to in the legacy era",
-    ),
-    (
-        NEW,
-        "2026-07-28",
-        "sep-2322-client-request-state",
-        "the member session does not start (legacy `initialize`), so no input-required round trip happens",
-    ),
-    (
-        NEW,
-        "2026-07-28",
-        "http-standard-headers",
-        "the first request is `initialize`, which the 2026-07-28 wire does not have",
-    ),
-    (
-        NEW,
-        "2026-07-28",
-        "json-schema-2020-12-preservation",
-        "the member session does not start (legacy `initialize`), so tools/list is never sent",
-    ),
-];
+const GAPS: &[(&str, &str, &str, &str)] = &[];
 
 fn gap(s: &Scenario) -> Option<&'static str> {
     GAPS.iter()

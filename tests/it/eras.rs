@@ -91,15 +91,18 @@ fn a_modern_only_server_over_stdio_is_started_listed_called_and_stopped() {
 }
 
 #[test]
-fn a_dual_era_server_is_taken_as_modern() {
+fn a_dual_era_server_is_spoken_to_in_the_legacy_era() {
     let (fleet, notes) = noted("eras-dual", "dual", &["--era", "dual"], "");
     let s = up(&fleet, "dual");
-    assert_eq!(s["protocol_version"], "2026-07-28", "{s}");
+    assert_eq!(s["protocol_version"], "2025-11-25", "{s}");
     assert_eq!(tools_of(&fleet, "dual").len(), 3);
     down_and_no_leftovers(&fleet);
     let got = requests(&notes);
-    assert_eq!(count(&notes, "initialize"), 0, "{got:?}");
-    assert!(count(&notes, "server/discover") >= 1, "{got:?}");
+    assert_eq!(
+        got[..2],
+        ["server/discover", "initialize"],
+        "the probe, then the legacy handshake on the same pipe"
+    );
 }
 
 #[test]

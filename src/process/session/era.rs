@@ -7,9 +7,16 @@
 //! `server/discover` with modern `_meta` and waits at most the probe's bound
 //! ([`probe_bound`]):
 //!
-//! - a `DiscoverResult` naming a modern version we know: modern, at that version;
+//! - a `DiscoverResult` naming a modern version we know, and no legacy version
+//!   we know: modern, at that version;
 //! - the error -32022 (unsupported protocol version) whose `data.supported` names
-//!   a modern version we know: modern, at that version;
+//!   a modern version we know, and no legacy one: modern, at that version;
+//! - a server that names versions of both eras (a dual-era server) is spoken
+//!   to in the legacy era: there the gateway carries its requests of its client
+//!   (sampling, elicitation, roots), its log messages and resource subscriptions
+//!   to the gateway's clients, which the modern era turns into input-required
+//!   results, per-request log levels and listen streams (docs/design.md §11,
+//!   "Eras");
 //! - anything else (another error, a success that is not a `DiscoverResult`, an
 //!   HTTP refusal without a modern error, or nothing within the bound): legacy,
 //!   and the session opens with `initialize` as before, on the same pipe or URL.
@@ -65,8 +72,16 @@ fn modern_versions() -> impl Iterator<Item = &'static ProtocolVersion> {
         .filter(|v| !v.has_initialize())
 }
 
-/// The newest modern version we speak among `offered`.
+/// The newest modern version we speak among `offered`, when `offered` names no
+/// legacy version we speak (a server of both eras is spoken to in the legacy
+/// era).
 fn pick(offered: &[ProtocolVersion]) -> Option<ProtocolVersion> {
+    let legacy_too = ProtocolVersion::KNOWN_VERSIONS
+        .iter()
+        .any(|v| v.has_initialize() && offered.contains(v));
+    if legacy_too {
+        return None;
+    }
     modern_versions().find(|v| offered.contains(v)).cloned()
 }
 
@@ -149,11 +164,19 @@ mod tests {
     const DISCOVERED: &str = r#"{"resultType":"complete","supportedVersions":["2026-07-28","2025-11-25"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"public"}"#;
 
     #[test]
-    fn a_discover_result_naming_a_modern_version_is_modern_at_it() {
+    fn a_discover_result_naming_only_a_modern_version_is_modern_at_it() {
+        let only_modern = DISCOVERED.replace(r#","2025-11-25""#, "");
         assert_eq!(
-            era(Reply::Result(DISCOVERED.into())),
+            era(Reply::Result(only_modern)),
             Era::Modern(ProtocolVersion::V_2026_07_28)
         );
+    }
+
+    #[test]
+    fn a_server_of_both_eras_is_spoken_to_in_the_legacy_era() {
+        assert_eq!(era(Reply::Result(DISCOVERED.into())), Era::Legacy);
+        let error = r#"{"code":-32022,"message":"unsupported","data":{"supported":["2026-07-28","2025-06-18"]}}"#;
+        assert_eq!(era(Reply::Error(error.into())), Era::Legacy);
     }
 
     #[test]
