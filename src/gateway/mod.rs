@@ -38,6 +38,7 @@ pub(crate) mod member;
 pub(crate) mod names;
 mod pass;
 mod relay;
+mod resume;
 mod session;
 
 pub(crate) use aggregate::Gateway;

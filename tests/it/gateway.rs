@@ -1624,6 +1624,82 @@ fn a_cut_stream_resumes_and_delete_ends_the_session() {
     down_and_no_leftovers(&fleet);
 }
 
+/// A stream resumed with `Last-Event-ID: K` replays what came after event K and
+/// nothing before: the client already has K. A fixture server sends four
+/// progress notifications before its answer; the stream is cut after the second,
+/// and the resumed one carries the other two and the answer, no event twice.
+#[test]
+fn a_resumed_stream_replays_only_what_came_after_the_last_event_seen() {
+    let fleet = fleet_of(
+        "gw-resume",
+        &[fixture_server(
+            "fx",
+            &["--progress", "4", "--call-delay-ms", "1000"],
+            "",
+        )],
+    );
+    let http = serve(&fleet, &[]);
+    let session = raw_session(&http, "raw-http", "1", true);
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "fx__echo", "arguments": {}, "_meta": {"progressToken": "p"}}});
+    let mut stream = Exchange::send(&http, "POST", &of(&session), &call.to_string());
+    assert_eq!(stream.status, 200);
+    // Progress values as numbers: how they are written is another test's matter.
+    let progress_of = |data: &Value| {
+        (data["method"] == PROGRESS).then(|| data["params"]["progress"].as_f64().unwrap_or(-1.0))
+    };
+    let (mut before, mut seen) = (Vec::new(), Vec::new());
+    let last = loop {
+        let (id, data) = stream.event();
+        let id = id.unwrap_or_else(|| panic!("an event with no id: {data:?}"));
+        before.push(id.clone());
+        let Some(data) = data else { continue };
+        assert_ne!(
+            data["id"], 2,
+            "the answer came before two progress events: {before:?}"
+        );
+        seen.extend(progress_of(&data));
+        if seen.len() == 2 {
+            break id;
+        }
+    };
+    drop(stream);
+
+    let mut headers = of(&session).to_vec();
+    headers.push(("Last-Event-ID", last.as_str()));
+    let mut resumed = Exchange::send(&http, "GET", &headers, "");
+    assert_eq!(resumed.status, 200, "{:?}", resumed.headers);
+    let (mut after, mut replayed) = (Vec::new(), Vec::new());
+    loop {
+        let (id, data) = resumed.event();
+        after.extend(id);
+        let Some(data) = data else { continue };
+        replayed.extend(progress_of(&data));
+        if data["id"] == 2 {
+            assert_eq!(data["result"]["content"][0]["type"], "text", "{data}");
+            break;
+        }
+    }
+    for id in &after {
+        assert!(
+            !before.contains(id),
+            "event {id} was delivered before and again after `Last-Event-ID: {last}`: {before:?} then {after:?}"
+        );
+    }
+    let mut unique = after.clone();
+    unique.dedup();
+    assert_eq!(unique, after, "no event twice");
+    assert_eq!(
+        replayed.len(),
+        2,
+        "after event {last}: {replayed:?} (before: {seen:?})"
+    );
+    let mut all = [seen, replayed].concat();
+    all.sort_by(f64::total_cmp);
+    assert_eq!(all, [1.0, 2.0, 3.0, 4.0], "each progress once");
+    down_and_no_leftovers(&fleet);
+}
+
 /// Opens an HTTP session as a raw client named `name`, version `version`, and
 /// finishes its handshake unless `handshake` is false; returns its id.
 #[track_caller]
