@@ -535,11 +535,10 @@ pub(super) fn token_key(token: &ProgressToken) -> String {
 mod tests {
     use std::sync::Arc;
 
-    use rmcp::model::Tool;
     use tokio_util::task::TaskTracker;
 
     use super::Desk;
-    use crate::gateway::catalog::{Known, Learnt};
+    use crate::gateway::catalog::{Known, Learnt, MemberTool};
     use crate::gateway::journal::Journal;
     use crate::process::notice::Notice;
 
@@ -552,7 +551,7 @@ mod tests {
         Learnt::Tools(Known {
             generation: Some(generation),
             fresh: true,
-            items: Arc::new(Vec::<Tool>::new()),
+            items: Arc::new(Vec::<MemberTool>::new()),
         })
     }
 

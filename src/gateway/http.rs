@@ -70,7 +70,7 @@ pub(crate) fn serve(
         // Any name may reach a listener beyond loopback; the token guards it.
         config = config.disable_allowed_hosts();
     }
-    let mut manager = super::resume::Resuming::default();
+    let mut manager = super::resume::Resuming::new(&gateway);
     // The `initialize` comes with the request that creates the session.
     manager.session_config.init_timeout = Some(bounds::INITIALIZED_TIMEOUT);
     let manager = Arc::new(manager);

@@ -1,13 +1,15 @@
-//! The HTTP door's session manager: rmcp's own, with one difference. A stream
-//! resumed with `Last-Event-ID: K` replays the events after K, never K itself
-//! (docs/design.md §14, "Resumed streams"). rmcp's session replays from the
-//! index it is given, K included; the client already has K, so it is asked
-//! for the index after it. Every other call is rmcp's, unchanged.
+//! The HTTP door's session manager: rmcp's own, with two differences. A
+//! stream resumed with `Last-Event-ID: K` replays the events after K, never K
+//! itself (docs/design.md §14, "HTTP sessions"): rmcp's session replays from
+//! the index it is given, K included; the client already has K, so it is
+//! asked for the index after it. And what a session streams passes
+//! `written.rs` on its way out, which gives tools as their servers wrote them.
+//! Every other call is rmcp's, unchanged.
 
 use std::ops::{Deref, DerefMut};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError,
@@ -18,8 +20,32 @@ use rmcp::transport::streamable_http_server::session::{
 
 /// rmcp's [`LocalSessionManager`], whose streams resume after the last event
 /// the client saw.
-#[derive(Default)]
-pub(crate) struct Resuming(LocalSessionManager);
+pub(crate) struct Resuming(LocalSessionManager, Weak<super::Gateway>);
+
+impl Resuming {
+    pub(crate) fn new(gateway: &Arc<super::Gateway>) -> Resuming {
+        Resuming(LocalSessionManager::default(), Arc::downgrade(gateway))
+    }
+
+    /// `stream` as the client gets it: through `written.rs`.
+    fn written(
+        &self,
+        stream: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static,
+    ) -> impl Stream<Item = ServerSseMessage> + Send + Sync + 'static {
+        let gateway = self.1.clone();
+        stream.map(move |mut event| {
+            let gateway = gateway.upgrade();
+            let message = event.message.as_deref();
+            let written = gateway
+                .zip(message)
+                .and_then(|(g, m)| super::written::message_as_written(&g, m));
+            if let Some(written) = written {
+                event.message = Some(Arc::new(written));
+            }
+            event
+        })
+    }
+}
 
 impl Deref for Resuming {
     type Target = LocalSessionManager;
@@ -80,7 +106,7 @@ impl SessionManager for Resuming {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.0.create_stream(id, message).await
+        Ok(self.written(self.0.create_stream(id, message).await?))
     }
 
     async fn accept_message(
@@ -97,7 +123,7 @@ impl SessionManager for Resuming {
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.0.create_standalone_stream(id).await
+        Ok(self.written(self.0.create_standalone_stream(id).await?))
     }
 
     async fn resume(
@@ -110,7 +136,7 @@ impl SessionManager for Resuming {
             Some(_) => last_event_id,
             None => after(&last_event_id),
         };
-        self.0.resume(id, from).await
+        Ok(self.written(self.0.resume(id, from).await?))
     }
 
     async fn restore_session(

@@ -1700,6 +1700,72 @@ fn a_resumed_stream_replays_only_what_came_after_the_last_event_seen() {
     down_and_no_leftovers(&fleet);
 }
 
+// ---------------------------------------------------------------------------------
+// Values as their servers wrote them
+
+/// The fields a fixture tool is listed with beyond its name, description and
+/// input schema: some rmcp models, some it does not (`execution`, `x-vendor`, an
+/// annotation of no known name), numbers written as decimals.
+pub(crate) const TOOL_FIELDS: &str = r#"{"title":"Echo","annotations":{"readOnlyHint":true,"x-hint":1},"outputSchema":{"type":"object","properties":{"n":{"type":"number","minimum":0.1}}},"_meta":{"vendor/key":0.7},"execution":{"taskSupport":"optional"},"x-vendor":{"level":5}}"#;
+
+/// The fixture tool `echo` of server `server`, as the gateway must list it:
+/// every field as the server wrote it, the name aside.
+pub(crate) fn echo_as_written(server: &str) -> Value {
+    let mut tool: Value = serde_json::from_str(TOOL_FIELDS).unwrap();
+    tool["name"] = json!(format!("{server}__echo"));
+    tool["description"] = json!("Returns its arguments as JSON text");
+    tool["inputSchema"] = json!({"type": "object"});
+    tool
+}
+
+/// A tool reaches clients with every field its server wrote, through both doors:
+/// the Python SDK sees the fields it models (`execution` among them), and a raw
+/// client of the HTTP door sees the whole tool, fields nobody models included.
+#[test]
+fn tools_reach_clients_with_every_field_their_server_wrote() {
+    let fields = format!("echo={TOOL_FIELDS}");
+    let fleet = fleet_of(
+        "gw-tool-fields",
+        &[fixture_server("fx", &["--tool-fields", &fields], "")],
+    );
+    let http = serve(&fleet, &[]);
+    let whole = echo_as_written("fx");
+    for door in [Door::Stdio(&[]), Door::Http(&http)] {
+        let mut client = Client::open(&fleet, Sdk::Python, door);
+        let answer = client.op(json!({"op": "list_tools"}));
+        let echo = answer["tools"]
+            .as_array()
+            .and_then(|tools| tools.iter().find(|t| t["name"] == "fx__echo"))
+            .unwrap_or_else(|| panic!("{}: no fx__echo: {answer}", client.label))
+            .clone();
+        for field in ["title", "outputSchema", "_meta", "execution"] {
+            assert_eq!(
+                echo[field], whole[field],
+                "{}: `{field}` of {echo}",
+                client.label
+            );
+        }
+        assert_eq!(
+            echo["annotations"]["readOnlyHint"], true,
+            "{}: {echo}",
+            client.label
+        );
+        client.close();
+    }
+
+    let session = raw_session(&http, "raw-http", "1", true);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let mut listed = Exchange::send(&http, "POST", &of(&session), &list.to_string());
+    let answer = listed.answer_to(2);
+    let echo = answer["result"]["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["name"] == "fx__echo"))
+        .unwrap_or_else(|| panic!("no fx__echo: {answer}"));
+    assert_eq!(*echo, whole, "the tool as its server wrote it");
+    drop(listed);
+    down_and_no_leftovers(&fleet);
+}
+
 /// Opens an HTTP session as a raw client named `name`, version `version`, and
 /// finishes its handshake unless `handshake` is false; returns its id.
 #[track_caller]

@@ -255,3 +255,26 @@ fn progress_comes_in_order_before_the_answer_and_a_cancelled_call_gets_none() {
     assert!(status.success(), "{status}");
     down_and_no_leftovers(&fleet);
 }
+
+/// Over the stdio door, `tools/list` gives each tool with every field its
+/// server wrote (fields rmcp does not model, numbers as written), the name
+/// aside.
+#[test]
+fn tools_are_listed_as_their_server_wrote_them() {
+    let fields = format!("echo={}", crate::gateway::TOOL_FIELDS);
+    let fleet = fleet_of(
+        "pass-tool-fields",
+        &[fixture_server("fx", &["--tool-fields", &fields], "")],
+    );
+    assert_code(&fleet.run(&["up"]), 0);
+    let mut wire = Wire::connect(&fleet);
+    wire.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    let list = wire.answer(1);
+    let echo = list["result"]["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["name"] == "fx__echo"))
+        .unwrap_or_else(|| panic!("no fx__echo: {list}"));
+    assert_eq!(*echo, crate::gateway::echo_as_written("fx"));
+    drop(wire);
+    down_and_no_leftovers(&fleet);
+}
