@@ -28,6 +28,10 @@ use crate::process::notice::{Asked, Listener, Notice};
 /// How long a server may take to list what it offers.
 const LIST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a server's request of its client waits for the call that caused
+/// it to be noted, when none is.
+const CALLER_WAIT: Duration = Duration::from_millis(250);
+
 /// What the supervisor's fleet task sets, as it takes up the fleet file, and
 /// every session reads: the members by index, and how lists and results are
 /// shown.
@@ -320,7 +324,15 @@ impl Gateway {
         let server = self
             .member(index)
             .map_or_else(String::new, |m| m.handle.name().to_owned());
-        let caller = self.desk.caller(index, asked.origin.clone()).await;
+        // A call is noted once it has gone out (its id is rmcp's, known only
+        // then), so a server quick to ask may ask before: its call is waited
+        // for, a little.
+        let deadline = tokio::time::Instant::now() + CALLER_WAIT;
+        let mut caller = self.desk.caller(index, asked.origin.clone()).await;
+        while caller.is_none() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            caller = self.desk.caller(index, asked.origin.clone()).await;
+        }
         super::relay::relay(&self.journal, caller, &server, asked).await
     }
 

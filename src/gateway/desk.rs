@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rmcp::model::{ProgressToken, RequestId};
+use rmcp::model::{JsonObject, ProgressToken, RequestId};
 use rmcp::service::{Peer, RoleServer};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::task::TaskTracker;
@@ -148,6 +148,7 @@ impl Desk {
             clients: HashMap::new(),
             next_id: 1,
             progress: HashMap::new(),
+            early: std::collections::VecDeque::new(),
             calls: Vec::new(),
             sessions,
             journal,
@@ -315,6 +316,22 @@ struct ProgressRoute {
     token: ProgressToken,
 }
 
+impl ProgressRoute {
+    /// Sends progress `params` on, under the client's token: nothing else
+    /// changes (docs/design.md §14, "Values as written").
+    fn send(&self, mut params: JsonObject) {
+        let token = serde_json::to_value(&self.token).unwrap_or_default();
+        params.insert("progressToken".into(), token);
+        self.client.send(Note::Progress(params));
+    }
+}
+
+/// How many progress notifications heard before their route are kept.
+const EARLY_KEPT: usize = 256;
+
+/// How long progress heard before its route is kept.
+const EARLY_FOR: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A client's call in flight to a server: where that server's requests go.
 struct InFlight {
     server: usize,
@@ -333,6 +350,10 @@ struct DeskTask {
     next_id: u64,
     /// By server and the token of the call to it.
     progress: HashMap<(usize, String), ProgressRoute>,
+    /// Progress heard before its route: a call's route is made once the call
+    /// has gone out, and a quick server may report progress first. Kept a
+    /// little ([`EARLY_KEPT`], [`EARLY_FOR`]), oldest first.
+    early: std::collections::VecDeque<(std::time::Instant, (usize, String), JsonObject)>,
     /// Clients' calls in flight, oldest first.
     calls: Vec<InFlight>,
     /// Told when a client session opens or closes (G7).
@@ -359,7 +380,7 @@ impl DeskTask {
             } => {
                 let id = self.next_id;
                 self.next_id += 1;
-                let queue = ClientQueue::spawn(peer, &self.tasks);
+                let queue = ClientQueue::spawn(peer, door == "stdio", &self.tasks);
                 self.clients.insert(id, queue);
                 self.journal.line(format_args!(
                     "session {id} opened ({door}, {})",
@@ -410,8 +431,19 @@ impl DeskTask {
                 // initialized.
                 let registered = self.clients.get(&session).cloned();
                 let client =
-                    registered.unwrap_or_else(|| ClientQueue::spawn(peer, &self.tasks));
-                self.progress.insert(key, ProgressRoute { client, token });
+                    registered.unwrap_or_else(|| ClientQueue::spawn(peer, false, &self.tasks));
+                let route = ProgressRoute { client, token };
+                // What the server reported before the route was made goes first.
+                let fresh = std::time::Instant::now() - EARLY_FOR;
+                let early = std::mem::take(&mut self.early);
+                for (at, k, params) in early {
+                    if k != key {
+                        self.early.push_back((at, k, params));
+                    } else if at >= fresh {
+                        route.send(params);
+                    }
+                }
+                self.progress.insert(key, route);
             }
             Message::Unroute { key } => {
                 self.progress.remove(&key);
@@ -487,13 +519,27 @@ impl DeskTask {
 
     /// A server's list changed: forget it and tell every client, on each
     /// client's queue; its progress goes to the client whose call it is for.
-    fn heard(&self, index: usize, notice: Notice) {
+    fn heard(&mut self, index: usize, notice: Notice) {
         let note = match notice {
-            Notice::Progress(mut param) => {
-                let key = (index, token_key(&param.progress_token));
-                if let Some(route) = self.progress.get(&key) {
-                    param.progress_token = route.token.clone();
-                    route.client.send(Note::Progress(param));
+            Notice::Progress(params) => {
+                let token = params
+                    .get("progressToken")
+                    .and_then(|t| serde_json::from_value::<ProgressToken>(t.clone()).ok());
+                let Some(token) = token else {
+                    return;
+                };
+                let key = (index, token_key(&token));
+                match self.progress.get(&key) {
+                    Some(route) => route.send(params),
+                    None => {
+                        let now = std::time::Instant::now();
+                        while self.early.len() >= EARLY_KEPT
+                            || self.early.front().is_some_and(|(at, _, _)| *at + EARLY_FOR < now)
+                        {
+                            self.early.pop_front();
+                        }
+                        self.early.push_back((now, key, params));
+                    }
                 }
                 return;
             }

@@ -10,13 +10,14 @@ use std::borrow::Cow;
 
 use rmcp::Service;
 use rmcp::model::{
-    ClientNotification, ClientRequest, CustomResult, ErrorData, InitializeResult,
-    JsonRpcMessage, JsonRpcResponse, ListToolsResult, ProtocolVersion, ServerJsonRpcMessage,
-    ServerResult,
+    ClientNotification, ClientRequest, CustomNotification, CustomResult, ErrorData,
+    InitializeResult, JsonRpcMessage, JsonRpcNotification, JsonRpcResponse, ListToolsResult,
+    ProtocolVersion, ServerJsonRpcMessage, ServerNotification, ServerResult,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use serde_json::Value;
 
+use super::clients::WrittenParams;
 use super::{ClientSession, Gateway};
 
 /// `listed` with each tool as its server wrote it (the name aside), as a
@@ -47,12 +48,27 @@ pub(super) fn written(gateway: &Gateway, listed: &ListToolsResult) -> Option<Ser
     Some(ServerResult::CustomResult(CustomResult(Value::Object(result))))
 }
 
-/// `message` with what [`written`] puts back, when it is an answer to
-/// `tools/list`.
+/// `message` as written: an answer to `tools/list` with what [`written`] puts
+/// back; a progress notification with the params its server wrote, kept
+/// beside rmcp's reading by the client's queue (`clients.rs`).
 pub(super) fn message_as_written(
     gateway: &Gateway,
     message: &ServerJsonRpcMessage,
 ) -> Option<ServerJsonRpcMessage> {
+    if let JsonRpcMessage::Notification(JsonRpcNotification {
+        jsonrpc,
+        notification: ServerNotification::ProgressNotification(progress),
+    }) = message
+    {
+        let WrittenParams(params) = progress.extensions.get::<WrittenParams>()?;
+        return Some(JsonRpcMessage::Notification(JsonRpcNotification {
+            jsonrpc: *jsonrpc,
+            notification: ServerNotification::CustomNotification(CustomNotification::new(
+                "notifications/progress",
+                Some(Value::Object(params.clone())),
+            )),
+        }));
+    }
     let JsonRpcMessage::Response(JsonRpcResponse {
         jsonrpc,
         id,

@@ -1766,6 +1766,120 @@ fn tools_reach_clients_with_every_field_their_server_wrote() {
     down_and_no_leftovers(&fleet);
 }
 
+/// The sampling request of the fixture's `--ask-sampling`, as it writes it.
+pub(crate) fn sampling_as_written() -> Value {
+    json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hello"}}],
+        "modelPreferences": {"costPriority": 0.3, "speedPriority": 0.8, "intelligencePriority": 0.5},
+        "temperature": 0.7, "maxTokens": 10})
+}
+
+/// A relayed request's params without the progress token the gateway's rmcp
+/// gives every request it sends (`_meta.progressToken`, and `_meta` if that was all).
+pub(crate) fn without_token(params: &Value) -> Value {
+    let mut params = params.clone();
+    if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.remove("progressToken");
+        if meta.is_empty() {
+            params.as_object_mut().map(|p| p.remove("_meta"));
+        }
+    }
+    params
+}
+
+/// The progress of the fixture's `--progress 3` under `token`, as it writes it:
+/// whole numbers.
+pub(crate) fn progress_as_written(token: &str) -> Vec<Value> {
+    (1..=3)
+        .map(|n| json!({"progressToken": token, "progress": n, "total": 3}))
+        .collect()
+}
+
+/// A server's requests of its client and its progress reach the client with
+/// their numbers as the server wrote them, through both doors: the Python SDK
+/// reads `temperature` 0.7 and priorities 0.3, 0.8, 0.5 (not their `f32`
+/// neighbours), and a raw client of the HTTP door reads the sampling request's
+/// params and each progress notification as written (`5`, not `5.0`).
+#[test]
+fn numbers_reach_clients_as_their_server_wrote_them() {
+    let fleet = fleet_of(
+        "gw-numbers",
+        &[fixture_server(
+            "fx",
+            &["--progress", "3", "--ask-sampling"],
+            "",
+        )],
+    );
+    let http = serve(&fleet, &[]);
+    for door in [Door::Stdio(&[]), Door::Http(&http)] {
+        let mut client = Client::open(&fleet, Sdk::Python, door);
+        let answer =
+            client.op(json!({"op": "call", "name": "fx__echo", "arguments": {}, "progress": true}));
+        assert_eq!(answer["ok"], true, "{}: {answer}", client.label);
+        assert_eq!(
+            answer["progress"].as_array().map(Vec::len),
+            Some(3),
+            "{}: {answer}",
+            client.label
+        );
+        let sampled = client.op(json!({"op": "sampled"}));
+        assert_eq!(
+            sampled["sampled"],
+            json!([{"temperature": "0.7", "costPriority": "0.3", "speedPriority": "0.8",
+                "intelligencePriority": "0.5"}]),
+            "{}",
+            client.label
+        );
+        client.close();
+    }
+
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {"sampling": {}},
+        "clientInfo": {"name": "raw-http", "version": "1"}}});
+    let mut init = Exchange::send(&http, "POST", &[], &initialize.to_string());
+    let session = init
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned();
+    init.answer_to(1);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        Exchange::send(&http, "POST", &of(&session), &initialized.to_string()).status,
+        202
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "fx__echo", "arguments": {}, "_meta": {"progressToken": "p"}}});
+    let mut stream = Exchange::send(&http, "POST", &of(&session), &call.to_string());
+    let mut progress = Vec::new();
+    loop {
+        let (_, Some(data)) = stream.event() else {
+            continue;
+        };
+        if data["method"] == PROGRESS {
+            progress.push(data["params"].clone());
+        } else if data["method"] == "sampling/createMessage" {
+            assert_eq!(
+                without_token(&data["params"]),
+                sampling_as_written(),
+                "{data}"
+            );
+            let answer = json!({"jsonrpc": "2.0", "id": data["id"], "result": {"role": "assistant",
+                "content": {"type": "text", "text": "raw"}, "model": "raw"}});
+            let sent = Exchange::send(&http, "POST", &of(&session), &answer.to_string());
+            assert_eq!(sent.status, 202);
+        } else if data["id"] == 2 {
+            assert!(text(&data["result"]).contains("\"raw\""), "{data}");
+            break;
+        }
+    }
+    assert_eq!(
+        progress,
+        progress_as_written("p"),
+        "progress as the server wrote it"
+    );
+    drop(stream);
+    down_and_no_leftovers(&fleet);
+}
+
 /// Opens an HTTP session as a raw client named `name`, version `version`, and
 /// finishes its handshake unless `handshake` is false; returns its id.
 #[track_caller]

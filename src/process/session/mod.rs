@@ -33,7 +33,7 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, ServiceExt};
 
 use crate::errors::Detail;
-use crate::process::notice::{Asked, Listener, Notice};
+use crate::process::notice::{Asked, Listener, Notice, WrittenAsks};
 use tokio::io::AsyncRead;
 use tokio_util::sync::CancellationToken;
 
@@ -53,6 +53,8 @@ use stdout::{EndSignal, StdoutGuard, Violation};
 #[derive(Clone, Default)]
 pub(crate) struct FleetClient {
     listener: Option<Arc<dyn Listener>>,
+    /// The params of the server's requests as it wrote them (stdio).
+    asks: Option<WrittenAsks>,
 }
 
 impl FleetClient {
@@ -74,8 +76,10 @@ impl FleetClient {
             Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id.clone()),
             _ => None,
         };
+        let written = self.asks.as_ref().and_then(|asks| asks.take(&context.id));
         let asked = Asked {
             request,
+            written,
             origin,
             cancelled: context.ct.clone(),
         };
@@ -109,7 +113,11 @@ impl ClientHandler for FleetClient {
         params: rmcp::model::ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        self.tell(Notice::Progress(params));
+        // The server's progress as rmcp writes it: over stdio the session's
+        // hook hands it on as written before rmcp reads it.
+        if let Ok(serde_json::Value::Object(params)) = serde_json::to_value(params) {
+            self.tell(Notice::Progress(params));
+        }
     }
 
     async fn list_roots(
@@ -253,12 +261,18 @@ impl Session {
         // hook leaves of the server's stdout (`wire.rs`).
         let (link, answers) = Link::new(wire::Outbox::spawn(input, &tracker));
         let writer = link.writer();
+        let asks = WrittenAsks::default();
+        let answers = match &listener {
+            Some(listener) => answers.hearing(listener.clone(), asks.clone()),
+            None => answers,
+        };
         let output = wire::Intercepted::new(output, MAX_MESSAGE_BYTES, Box::new(answers));
         // rmcp's own line limit sits above ours, so that an oversized line always
         // ends the session here rather than being dropped silently by rmcp.
         let transport = AsyncRwTransport::new_client(output, writer)
             .with_max_line_length(MAX_MESSAGE_BYTES.saturating_mul(2));
-        let result = FleetClient { listener }.serve(transport).await;
+        let asks = Some(asks);
+        let result = FleetClient { listener, asks }.serve(transport).await;
         if let Some(why) = violation.get() {
             return Err(SessionError::Protocol(Detail::words(why)));
         }
@@ -310,7 +324,7 @@ impl Session {
             ObservedClient::new(remote, probe, loss.clone()),
             config,
         );
-        let result = FleetClient { listener }.serve(transport).await;
+        let result = FleetClient { listener, asks: None }.serve(transport).await;
         if let Err(E::TransportError { error, .. }) = &result
             && let Some(http) = SessionError::of_http(error.error.as_ref())
         {
