@@ -52,13 +52,70 @@ pub trait Listener: Send + Sync + 'static {
 
 /// The `params` of a server's requests of its client as it wrote them, by the
 /// request's id as written, from the line read until rmcp hands the request to
-/// the session's handler. Bounded: a request rmcp never hands on is forgotten
+/// the session's handler; and, over HTTP, those of its progress notifications
+/// until rmcp hands them on. Bounded: what rmcp never hands on is forgotten
 /// once [`WrittenAsks::KEPT`] newer ones came.
 #[derive(Clone, Default)]
-pub(crate) struct WrittenAsks(Arc<Mutex<VecDeque<(String, JsonObject)>>>);
+pub(crate) struct WrittenAsks(
+    Arc<Mutex<VecDeque<(String, JsonObject)>>>,
+    Arc<Mutex<VecDeque<JsonObject>>>,
+);
 
 impl WrittenAsks {
     const KEPT: usize = 64;
+
+    /// Keeps what a message of the server's, as written (`text`), carries:
+    /// a request's params by its id, a progress notification's params.
+    pub(crate) fn observe(&self, text: &str) {
+        if !text.contains("\"method\"") {
+            return;
+        }
+        #[derive(serde::Deserialize)]
+        struct Message<'a> {
+            #[serde(borrow, default)]
+            id: Option<&'a serde_json::value::RawValue>,
+            #[serde(default)]
+            method: Option<String>,
+            #[serde(default)]
+            params: Option<JsonObject>,
+        }
+        let Ok(message) = serde_json::from_str::<Message>(text) else {
+            return;
+        };
+        let (Some(method), Some(params)) = (message.method, message.params) else {
+            return;
+        };
+        match (method.as_str(), message.id) {
+            ("notifications/progress", None) => {
+                let mut kept = self.1.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if kept.len() >= Self::KEPT {
+                    kept.pop_front();
+                }
+                kept.push_back(params);
+            }
+            ("sampling/createMessage" | "elicitation/create" | "roots/list", Some(id)) => {
+                self.keep(id.get(), params);
+            }
+            _ => {}
+        }
+    }
+
+    /// The params of progress `read` (rmcp's reading of it) as written, once:
+    /// the oldest kept with the same token and the same numbers.
+    pub(crate) fn progress(
+        &self,
+        read: &rmcp::model::ProgressNotificationParam,
+    ) -> Option<JsonObject> {
+        let token = serde_json::to_value(&read.progress_token).ok()?;
+        let mut kept = self.1.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let same = |params: &JsonObject| {
+            params.get("progressToken") == Some(&token)
+                && params.get("progress").and_then(serde_json::Value::as_f64) == Some(read.progress)
+                && params.get("total").and_then(serde_json::Value::as_f64) == read.total
+        };
+        let at = kept.iter().position(same)?;
+        kept.remove(at)
+    }
 
     /// Keeps the `params` of the request whose id is written `id`.
     pub(crate) fn keep(&self, id: &str, params: JsonObject) {
@@ -100,5 +157,25 @@ mod tests {
         }
         assert_eq!(asks.take(&NumberOrString::Number(0)), None);
         assert!(asks.take(&NumberOrString::Number(1)).is_some());
+    }
+
+    #[test]
+    fn what_a_stream_carries_is_kept_as_written_and_progress_is_matched_by_token_and_numbers() {
+        let asks = WrittenAsks::default();
+        asks.observe(r#"{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"temperature":0.7}}"#);
+        asks.observe(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2,"total":5}}"#);
+        asks.observe(r#"{"jsonrpc":"2.0","id":4,"result":{"method":"no"}}"#);
+        let params = asks.take(&NumberOrString::Number(3)).unwrap();
+        assert_eq!(serde_json::Value::Object(params).to_string(), r#"{"temperature":0.7}"#);
+        let token = rmcp::model::ProgressToken(NumberOrString::Number(1));
+        let mut read = rmcp::model::ProgressNotificationParam::new(token, 2.0);
+        assert_eq!(asks.progress(&read), None, "another total");
+        read.total = Some(5.0);
+        let params = asks.progress(&read).unwrap();
+        assert_eq!(
+            serde_json::Value::Object(params).to_string(),
+            r#"{"progress":2,"progressToken":1,"total":5}"#
+        );
+        assert_eq!(asks.progress(&read), None, "once");
     }
 }

@@ -289,37 +289,37 @@ fn tools_are_listed_as_their_server_wrote_them() {
 /// `temperature` 0.7, not `0.699999988079071`.
 #[test]
 fn numbers_pass_as_their_server_wrote_them() {
-    let fleet = fleet_of(
-        "pass-numbers",
-        &[fixture_server(
-            "fx",
-            &["--progress", "3", "--ask-sampling"],
-            "",
-        )],
-    );
+    let fleet = fleet_of("pass-numbers", &crate::gateway::number_servers());
     assert_code(&fleet.run(&["up"]), 0);
     let mut wire = Wire::connect_with(&fleet, json!({"sampling": {}}));
     wire.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
     wire.answer(1);
-    wire.call(2, "fx__echo", json!({}), Some("p"));
-    let mut progress = Vec::new();
-    loop {
-        let line = wire.next();
-        if line["method"] == "notifications/progress" {
-            progress.push(line["params"].clone());
-        } else if line["method"] == "sampling/createMessage" {
-            let params = crate::gateway::without_token(&line["params"]);
-            assert_eq!(params, crate::gateway::sampling_as_written(), "{line}");
-            wire.send(
-                json!({"jsonrpc": "2.0", "id": line["id"], "result": {"role": "assistant",
-                "content": {"type": "text", "text": "raw"}, "model": "raw"}}),
-            );
-        } else if line["id"] == 2 {
-            assert!(text(&line["result"]).contains("\"raw\""), "{line}");
-            break;
+    for (id, tool) in [(2, "fp__echo"), (3, "fs__echo")] {
+        wire.call(id, tool, json!({}), Some("p"));
+        let (mut progress, mut asked) = (Vec::new(), 0);
+        loop {
+            let line = wire.next();
+            if line["method"] == "notifications/progress" {
+                progress.push(line["params"].clone());
+            } else if line["method"] == "sampling/createMessage" {
+                asked += 1;
+                let params = crate::gateway::without_token(&line["params"]);
+                assert_eq!(params, crate::gateway::sampling_as_written(), "{line}");
+                wire.send(
+                    json!({"jsonrpc": "2.0", "id": line["id"], "result": {"role": "assistant",
+                    "content": {"type": "text", "text": "raw"}, "model": "raw"}}),
+                );
+            } else if line["id"] == id {
+                assert_eq!(line["result"]["content"][0]["type"], "text", "{line}");
+                break;
+            }
+        }
+        if tool == "fp__echo" {
+            assert_eq!(progress, crate::gateway::progress_as_written("p"));
+        } else {
+            assert_eq!(asked, 1);
         }
     }
-    assert_eq!(progress, crate::gateway::progress_as_written("p"));
     drop(wire);
     down_and_no_leftovers(&fleet);
 }

@@ -113,9 +113,18 @@ impl ClientHandler for FleetClient {
         params: rmcp::model::ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        // The server's progress as rmcp writes it: over stdio the session's
-        // hook hands it on as written before rmcp reads it.
-        if let Ok(serde_json::Value::Object(params)) = serde_json::to_value(params) {
+        // Over stdio the session's hook hands progress on as written before
+        // rmcp reads it; over HTTP the params as written were kept as the
+        // stream was read, else they are as rmcp writes them.
+        let written = self.asks.as_ref().and_then(|asks| asks.progress(&params));
+        let params = match written {
+            Some(params) => Some(params),
+            None => match serde_json::to_value(params) {
+                Ok(serde_json::Value::Object(params)) => Some(params),
+                _ => None,
+            },
+        };
+        if let Some(params) = params {
             self.tell(Notice::Progress(params));
         }
     }
@@ -320,11 +329,12 @@ impl Session {
             .custom_headers(headers)
             .reinit_on_expired_session(false);
         let loss = SessionLoss::default();
+        let asks = listener.as_ref().map(|_| WrittenAsks::default());
         let transport = StreamableHttpClientTransport::with_client(
-            ObservedClient::new(remote, probe, loss.clone()),
+            ObservedClient::new(remote, probe, loss.clone()).hearing(asks.clone()),
             config,
         );
-        let result = FleetClient { listener, asks: None }.serve(transport).await;
+        let result = FleetClient { listener, asks }.serve(transport).await;
         if let Err(E::TransportError { error, .. }) = &result
             && let Some(http) = SessionError::of_http(error.error.as_ref())
         {
