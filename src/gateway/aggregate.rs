@@ -9,13 +9,13 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
+use rmcp::model::{Prompt, Resource, ResourceTemplate};
 use rmcp::service::{Peer, RoleClient, RoleServer};
 use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
 use super::bounds;
-use super::catalog::{Catalog, Known, Listing, Named};
+use super::catalog::{Catalog, Known, Listing, MemberTool, Named};
 use super::desk::{Asking, Caller, Desk, ProgressGuard, SessionEvent, token_key};
 use super::journal::Journal;
 use super::member::{Exposure, Member, Scope};
@@ -344,6 +344,9 @@ impl Gateway {
         let server = self
             .member(index)
             .map_or_else(String::new, |m| m.handle.name().to_owned());
+        // A call is noted once it has gone out (its id is rmcp's, known only
+        // then), so a server quick to ask may ask before: while a call to it is
+        // being sent, the desk holds the question until that call is noted.
         let caller = self.desk.caller(index, asked.origin.clone()).await;
         super::relay::relay(&self.journal, caller, &server, asked).await
     }
@@ -428,12 +431,13 @@ impl Gateway {
         let Some(reach) = member.handle.peer().await.ok().flatten() else {
             return Some((index, items));
         };
-        let (generation, peer) = (reach.generation, reach.session.into_peer());
-        let offered = peer
+        let (generation, session) = (reach.generation, reach.session);
+        let offered = session
+            .peer()
             .peer_info()
             .is_some_and(|info| T::offered(&info.capabilities));
         let fetched = if offered {
-            tokio::time::timeout(LIST_TIMEOUT, T::fetch(&peer))
+            tokio::time::timeout(LIST_TIMEOUT, T::fetch(&session))
                 .await
                 .map_err(|_| "timed out".to_owned())
                 .and_then(|r| r.map_err(|e| e.to_string()))
@@ -459,7 +463,7 @@ impl Gateway {
     /// Learns a server's lists as soon as a generation runs, so that they are
     /// known when it is stopped again (idle) before any client asked.
     pub(super) async fn prefetch(&self, index: usize) {
-        self.list_of::<Tool>(index).await;
+        self.list_of::<MemberTool>(index).await;
         self.list_of::<Prompt>(index).await;
         self.list_of::<Resource>(index).await;
         self.list_of::<ResourceTemplate>(index).await;
@@ -472,9 +476,9 @@ impl Gateway {
 
     /// The exposed tools (renamed, filtered by each server's `tools:`) and how
     /// their names route back.
-    pub(super) async fn tools(&self, scope: &Scope) -> Arc<(Vec<Tool>, names::Names)> {
-        self.named(scope, |exposure, tool: &Tool| {
-            names::passes(&tool.name, &exposure.allow, &exposure.deny)
+    pub(super) async fn tools(&self, scope: &Scope) -> Arc<(Vec<MemberTool>, names::Names)> {
+        self.named(scope, |exposure, tool: &MemberTool| {
+            names::passes(&tool.tool.name, &exposure.allow, &exposure.deny)
         })
         .await
     }
@@ -571,11 +575,27 @@ impl Gateway {
     /// Tool `name` as the catalog last built shows it, on the terms of
     /// [`Gateway::route_now`] (a catalog that is still current, with no await);
     /// `None` otherwise.
-    pub(super) fn tool_now(&self, scope: &Scope, name: &str) -> Option<Tool> {
+    pub(super) fn tool_now(&self, scope: &Scope, name: &str) -> Option<rmcp::model::Tool> {
         self.route_now(scope, name)?;
         let board = self.desk.board();
         let (tools, _) = &*board.catalogs.tools.as_ref()?.built;
-        tools.iter().find(|tool| tool.name == name).cloned()
+        tools
+            .iter()
+            .find(|listed| listed.tool.name == name)
+            .map(|listed| listed.tool.clone())
+    }
+
+    /// `tool` (as the gateway's `tools/list` gives it) as its server wrote it,
+    /// under its exposed name, from the catalog as last built, with no await:
+    /// `None` when that catalog has no such tool, or one that differs from it.
+    pub(super) fn tool_as_written(
+        &self,
+        tool: &rmcp::model::Tool,
+    ) -> Option<Arc<rmcp::model::JsonObject>> {
+        let board = self.desk.board();
+        let catalog = board.catalogs.tools.as_ref()?;
+        let listed = catalog.built.0.iter().find(|t| t.tool.name == tool.name)?;
+        (listed.tool == *tool).then(|| listed.raw.clone())
     }
 
     /// Server `index`'s name and running generation, with no await (a use of the

@@ -1,11 +1,18 @@
 //! What the gateway knows of what each server offers (its tools, prompts,
 //! resources and templates, per generation), and the catalogs built from it:
 //! every server's items renamed and filtered, and how their names route back.
+//!
+//! A tool is kept as its server listed it too ([`MemberTool`]): rmcp's `Tool`
+//! knows only the fields it models, and the gateway's `tools/list` gives each
+//! tool as its server wrote it, its name aside (docs/design.md §14, "Values as
+//! written").
 
 use std::sync::Arc;
 
-use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
-use rmcp::service::{Peer, RoleClient};
+use rmcp::model::{JsonObject, Prompt, Resource, ResourceTemplate, Tool};
+use rmcp::service::ServiceError;
+
+use crate::process::session::{Answer, Link, Pending, Reachable};
 
 use super::member::Exposure;
 use super::names;
@@ -32,7 +39,7 @@ impl<T> Default for Known<T> {
 /// What the gateway last learned of one server's lists.
 #[derive(Default)]
 pub(super) struct Lists {
-    pub(super) tools: Known<Tool>,
+    pub(super) tools: Known<MemberTool>,
     pub(super) prompts: Known<Prompt>,
     pub(super) resources: Known<Resource>,
     pub(super) templates: Known<ResourceTemplate>,
@@ -46,13 +53,13 @@ pub(super) trait Listing: Clone + Send + Sync + 'static {
     /// What was learned, as a message to the gateway's task.
     fn learnt(known: Known<Self>) -> Learnt;
     fn fetch(
-        peer: &Peer<RoleClient>,
-    ) -> impl Future<Output = Result<Vec<Self>, rmcp::service::ServiceError>> + Send;
+        session: &Reachable,
+    ) -> impl Future<Output = Result<Vec<Self>, ServiceError>> + Send;
 }
 
 /// One list of one server, as learned from its running generation.
 pub(super) enum Learnt {
-    Tools(Known<Tool>),
+    Tools(Known<MemberTool>),
     Prompts(Known<Prompt>),
     Resources(Known<Resource>),
     Templates(Known<ResourceTemplate>),
@@ -83,15 +90,152 @@ macro_rules! listing {
                 Learnt::$variant(known)
             }
             fn fetch(
-                peer: &Peer<RoleClient>,
-            ) -> impl Future<Output = Result<Vec<Self>, rmcp::service::ServiceError>> + Send {
-                peer.$fetch()
+                session: &Reachable,
+            ) -> impl Future<Output = Result<Vec<Self>, ServiceError>> + Send {
+                let peer = session.peer().clone();
+                async move { peer.$fetch().await }
             }
         }
     };
 }
 
-listing!(Tool, tools, Tools, tools, list_all_tools);
+/// A server's tool: as rmcp reads it (for routing and filtering), and as the
+/// server wrote it, every field kept.
+#[derive(Clone, Debug)]
+pub(super) struct MemberTool {
+    pub(super) tool: Tool,
+    pub(super) raw: Arc<JsonObject>,
+}
+
+impl MemberTool {
+    /// A tool as its server wrote it; an error when rmcp cannot read it.
+    fn written(raw: JsonObject) -> Result<MemberTool, serde_json::Error> {
+        let tool = serde_json::from_value(serde_json::Value::Object(raw.clone()))?;
+        Ok(MemberTool {
+            tool,
+            raw: Arc::new(raw),
+        })
+    }
+}
+
+impl Listing for MemberTool {
+    fn offered(caps: &rmcp::model::ServerCapabilities) -> bool {
+        caps.tools.is_some()
+    }
+    fn known(lists: &Lists) -> &Known<Self> {
+        &lists.tools
+    }
+    fn learnt(known: Known<Self>) -> Learnt {
+        Learnt::Tools(known)
+    }
+    /// Every page, as written: through the session's link over stdio; through
+    /// rmcp otherwise, which keeps only the fields it models.
+    fn fetch(
+        session: &Reachable,
+    ) -> impl Future<Output = Result<Vec<Self>, ServiceError>> + Send {
+        let peer = session.peer().clone();
+        let link = session.link().cloned();
+        async move {
+            let Some(link) = link else {
+                let tools = peer.list_all_tools().await?;
+                return Ok(tools
+                    .into_iter()
+                    .map(|tool| {
+                        let raw = match serde_json::to_value(&tool) {
+                            Ok(serde_json::Value::Object(raw)) => raw,
+                            _ => JsonObject::new(),
+                        };
+                        MemberTool {
+                            tool,
+                            raw: Arc::new(raw),
+                        }
+                    })
+                    .collect());
+            };
+            let mut tools = Vec::new();
+            let mut cursor: Option<String> = None;
+            loop {
+                let page = raw_request(&link, "tools/list", cursor.take()).await?;
+                let serde_json::Value::Object(mut page) = page else {
+                    return Err(ServiceError::UnexpectedResponse);
+                };
+                let Some(serde_json::Value::Array(listed)) = page.remove("tools") else {
+                    return Err(ServiceError::UnexpectedResponse);
+                };
+                for tool in listed {
+                    let serde_json::Value::Object(raw) = tool else {
+                        return Err(ServiceError::UnexpectedResponse);
+                    };
+                    tools.push(
+                        MemberTool::written(raw).map_err(|_| ServiceError::UnexpectedResponse)?,
+                    );
+                }
+                match page.remove("nextCursor") {
+                    Some(serde_json::Value::String(next)) if !next.is_empty() => {
+                        cursor = Some(next);
+                    }
+                    _ => return Ok(tools),
+                }
+            }
+        }
+    }
+}
+
+/// A request sent through `link` beside rmcp's session, with `cursor` as its
+/// only parameter: the server's `result` as it wrote it (numbers as written),
+/// or its error. Dropped before the answer, the server is told.
+async fn raw_request(
+    link: &Link,
+    method: &str,
+    cursor: Option<String>,
+) -> Result<serde_json::Value, ServiceError> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let params = match cursor {
+        Some(cursor) => serde_json::json!({ "cursor": cursor }).to_string(),
+        None => "{}".to_owned(),
+    };
+    let sent = link.request(method, |_| {
+        let write = move |q: &mut Vec<u8>| q.extend_from_slice(params.as_bytes());
+        (write, Box::new(Once(Some(tx))) as crate::process::session::Waiter)
+    });
+    let Some(id) = sent else {
+        return Err(ServiceError::TransportClosed);
+    };
+    struct Unanswered<'a>(&'a Link, u64, bool);
+    impl Drop for Unanswered<'_> {
+        fn drop(&mut self) {
+            if !self.2 {
+                self.0.abandon(self.1, "the gateway no longer waits for the list");
+            }
+        }
+    }
+    let mut guard = Unanswered(link, id, false);
+    let answer = rx.await.map_err(|_| ServiceError::TransportClosed)?;
+    guard.2 = true;
+    answer
+}
+
+/// The waiter of one [`raw_request`].
+struct Once(Option<tokio::sync::oneshot::Sender<Result<serde_json::Value, ServiceError>>>);
+
+impl Pending for Once {
+    fn progress(&mut self, _params: &serde_json::value::RawValue) {}
+
+    fn answered(mut self: Box<Self>, answer: Answer<'_>) {
+        let outcome = match answer {
+            Answer::Result(result) => serde_json::from_str(result.get())
+                .map_err(|_| ServiceError::UnexpectedResponse),
+            Answer::Error(error) => Err(serde_json::from_str(error.get())
+                .map(ServiceError::McpError)
+                .unwrap_or(ServiceError::UnexpectedResponse)),
+            Answer::Ended | Answer::Abandoned => Err(ServiceError::TransportClosed),
+        };
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(outcome);
+        }
+    }
+}
+
 listing!(Prompt, prompts, Prompts, prompts, list_all_prompts);
 listing!(Resource, resources, Resources, resources, list_all_resources);
 listing!(
@@ -116,13 +260,13 @@ pub(super) trait Named: Sized {
 /// exposure changed.
 #[derive(Default)]
 pub(super) struct Catalogs {
-    pub(super) tools: Option<Catalog<Tool>>,
+    pub(super) tools: Option<Catalog<MemberTool>>,
     pub(super) prompts: Option<Catalog<Prompt>>,
 }
 
 /// A catalog just built.
 pub(super) enum Built {
-    Tools(Catalog<Tool>),
+    Tools(Catalog<MemberTool>),
     Prompts(Catalog<Prompt>),
 }
 
@@ -136,19 +280,25 @@ impl Built {
     }
 }
 
-impl Named for Tool {
+impl Named for MemberTool {
     fn name(&self) -> &str {
-        &self.name
+        &self.tool.name
     }
-    fn renamed(&self, name: String) -> Tool {
-        let mut tool = self.clone();
-        tool.name = name.into();
-        tool
+    /// The name changes in both; nothing else does.
+    fn renamed(&self, name: String) -> MemberTool {
+        let mut tool = self.tool.clone();
+        tool.name = name.clone().into();
+        let mut raw = self.raw.as_ref().clone();
+        raw.insert("name".into(), serde_json::Value::String(name));
+        MemberTool {
+            tool,
+            raw: Arc::new(raw),
+        }
     }
-    fn kept(catalogs: &Catalogs) -> Option<&Catalog<Tool>> {
+    fn kept(catalogs: &Catalogs) -> Option<&Catalog<MemberTool>> {
         catalogs.tools.as_ref()
     }
-    fn built(catalog: Catalog<Tool>) -> Built {
+    fn built(catalog: Catalog<MemberTool>) -> Built {
         Built::Tools(catalog)
     }
 }

@@ -1,10 +1,15 @@
 //! What the gateway sends a client session of its own accord: that a list
 //! changed, and the progress of its calls. Each session has one queue, drained
 //! by one task, so that what it is sent arrives in the order it was queued
-//! (docs/design.md §14, G5).
+//! (docs/design.md §14, G5). Progress is sent as its server wrote it, only its
+//! token changed ("Values as written").
 
-use rmcp::model::ProgressNotificationParam;
+use rmcp::model::{
+    CustomNotification, JsonObject, ProgressNotification, ProgressNotificationParam,
+    ServerNotification,
+};
 use rmcp::service::{Peer, RoleServer};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::task::TaskTracker;
 
@@ -14,7 +19,37 @@ pub(super) enum Note {
     ToolsChanged,
     PromptsChanged,
     ResourcesChanged,
-    Progress(ProgressNotificationParam),
+    /// A `notifications/progress`'s params, as written.
+    Progress(JsonObject),
+}
+
+/// A progress notification's params as its server wrote them, beside rmcp's
+/// reading of them, for the HTTP door's session manager to write in its place
+/// (`written.rs`).
+#[derive(Clone, Debug)]
+pub(super) struct WrittenParams(pub(super) JsonObject);
+
+/// The progress notification whose params are `params`, as written. Over
+/// stdio (`stdio`) it is sent as it is; over HTTP rmcp routes progress to its
+/// call's stream by its type, so it is sent as rmcp's, with `params` beside it.
+fn progress(params: JsonObject, stdio: bool) -> ServerNotification {
+    let custom = |params: JsonObject| {
+        ServerNotification::CustomNotification(CustomNotification::new(
+            "notifications/progress",
+            Some(Value::Object(params)),
+        ))
+    };
+    if stdio {
+        return custom(params);
+    }
+    match serde_json::from_value::<ProgressNotificationParam>(Value::Object(params.clone())) {
+        Ok(typed) => {
+            let mut notification = ProgressNotification::new(typed);
+            notification.extensions.insert(WrittenParams(params));
+            ServerNotification::ProgressNotification(notification)
+        }
+        Err(_) => custom(params),
+    }
 }
 
 /// A client session's queue of notifications. Its task ends once every copy of
@@ -23,8 +58,9 @@ pub(super) enum Note {
 pub(super) struct ClientQueue(mpsc::UnboundedSender<Note>);
 
 impl ClientQueue {
-    /// The queue of the client at `peer`, drained by a task of `tasks`.
-    pub(super) fn spawn(peer: Peer<RoleServer>, tasks: &TaskTracker) -> ClientQueue {
+    /// The queue of the client at `peer` (through the stdio door when `stdio`),
+    /// drained by a task of `tasks`.
+    pub(super) fn spawn(peer: Peer<RoleServer>, stdio: bool, tasks: &TaskTracker) -> ClientQueue {
         let (tx, mut rx) = mpsc::unbounded_channel::<Note>();
         tasks.spawn(async move {
             while let Some(note) = rx.recv().await {
@@ -32,8 +68,8 @@ impl ClientQueue {
                     Note::ToolsChanged => peer.notify_tool_list_changed().await,
                     Note::PromptsChanged => peer.notify_prompt_list_changed().await,
                     Note::ResourcesChanged => peer.notify_resource_list_changed().await,
-                    Note::Progress(param) => {
-                        let _ = peer.notify_progress(param).await;
+                    Note::Progress(params) => {
+                        let _ = peer.send_notification(progress(params, stdio)).await;
                         continue;
                     }
                 };
@@ -56,7 +92,6 @@ mod tests {
     use std::time::Duration;
 
     use rmcp::ServerHandler;
-    use rmcp::model::{NumberOrString, ProgressToken};
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     use super::*;
@@ -82,11 +117,11 @@ mod tests {
         let (server, ()) = tokio::join!(rmcp::serve_server(Quiet, server_io), client);
         let server = server.unwrap();
         let tasks = TaskTracker::new();
-        let queue = ClientQueue::spawn(server.peer().clone(), &tasks);
+        let queue = ClientQueue::spawn(server.peer().clone(), true, &tasks);
         const N: u64 = 500;
         for n in 0..N {
-            let token = ProgressToken(NumberOrString::String("t".into()));
-            queue.send(Note::Progress(ProgressNotificationParam::new(token, n as f64)));
+            let params = serde_json::json!({"progressToken": "t", "progress": n});
+            queue.send(Note::Progress(params.as_object().unwrap().clone()));
             if n % 50 == 0 {
                 queue.send(Note::ToolsChanged);
             }
@@ -97,7 +132,7 @@ mod tests {
                 let line = lines.next_line().await.unwrap().expect("the server's stream");
                 let message: serde_json::Value = serde_json::from_str(&line).unwrap();
                 if message["method"] == "notifications/progress" {
-                    heard.push(message["params"]["progress"].as_f64().unwrap() as u64);
+                    heard.push(message["params"]["progress"].as_u64().unwrap());
                 }
             }
         };

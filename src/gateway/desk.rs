@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rmcp::model::{ProgressToken, RequestId};
+use rmcp::model::{JsonObject, ProgressToken, RequestId};
 use rmcp::service::{Peer, RoleServer};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::task::TaskTracker;
@@ -156,6 +156,7 @@ impl Desk {
             modern: Default::default(),
             next_id: 1,
             progress: HashMap::new(),
+            early: std::collections::VecDeque::new(),
             calls: Vec::new(),
             sending: HashMap::new(),
             held: Vec::new(),
@@ -326,10 +327,10 @@ impl Drop for Sending {
     }
 }
 
-/// What waits for a call being sent to its server: its progress, or the
-/// question whose call a request of the server's serves.
+/// What waits for a call being sent to its server: the question whose call a
+/// request of the server's serves. (Progress that comes before its route waits
+/// apart, in `early`.)
 enum Held {
-    Progress(usize, Notice),
     Caller {
         server: usize,
         origin: Option<RequestId>,
@@ -337,8 +338,8 @@ enum Held {
     },
 }
 
-/// At most this many notices and questions wait for calls being sent; more
-/// are let go of as if no call were being sent.
+/// At most this many questions wait for calls being sent; more are answered as
+/// if no call were being sent.
 const HELD: usize = 1024;
 
 /// Forgets a call in flight once it is answered or abandoned.
@@ -368,6 +369,22 @@ struct ProgressRoute {
     token: ProgressToken,
 }
 
+impl ProgressRoute {
+    /// Sends progress `params` on, under the client's token: nothing else
+    /// changes (docs/design.md §14, "Values as written").
+    fn send(&self, mut params: JsonObject) {
+        let token = serde_json::to_value(&self.token).unwrap_or_default();
+        params.insert("progressToken".into(), token);
+        self.client.send(Note::Progress(params));
+    }
+}
+
+/// How many progress notifications heard before their route are kept.
+const EARLY_KEPT: usize = 256;
+
+/// How long progress heard before its route is kept.
+const EARLY_FOR: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A client's call in flight to a server: where that server's requests go.
 struct InFlight {
     server: usize,
@@ -388,6 +405,10 @@ struct DeskTask {
     next_id: u64,
     /// By server and the token of the call to it.
     progress: HashMap<(usize, String), ProgressRoute>,
+    /// Progress heard before its route: a call's route is made once the call
+    /// has gone out, and a quick server may report progress first. Kept a
+    /// little ([`EARLY_KEPT`], [`EARLY_FOR`]), oldest first.
+    early: std::collections::VecDeque<(std::time::Instant, (usize, String), JsonObject)>,
     /// Clients' calls in flight, oldest first.
     calls: Vec<InFlight>,
     /// By server, how many calls are being sent to it.
@@ -403,10 +424,8 @@ struct DeskTask {
 
 impl Held {
     fn server(&self) -> usize {
-        match self {
-            Held::Progress(index, _) => *index,
-            Held::Caller { server, .. } => *server,
-        }
+        let Held::Caller { server, .. } = self;
+        *server
     }
 }
 
@@ -428,7 +447,7 @@ impl DeskTask {
             } => {
                 let id = self.next_id;
                 self.next_id += 1;
-                let queue = ClientQueue::spawn(peer, &self.tasks);
+                let queue = ClientQueue::spawn(peer, door == "stdio", &self.tasks);
                 self.clients.insert(id, queue);
                 if modern {
                     self.modern.insert(id);
@@ -483,8 +502,19 @@ impl DeskTask {
                 // initialized.
                 let registered = self.clients.get(&session).cloned();
                 let client =
-                    registered.unwrap_or_else(|| ClientQueue::spawn(peer, &self.tasks));
-                self.progress.insert(key, ProgressRoute { client, token });
+                    registered.unwrap_or_else(|| ClientQueue::spawn(peer, false, &self.tasks));
+                let route = ProgressRoute { client, token };
+                // What the server reported before the route was made goes first.
+                let fresh = std::time::Instant::now() - EARLY_FOR;
+                let early = std::mem::take(&mut self.early);
+                for (at, k, params) in early {
+                    if k != key {
+                        self.early.push_back((at, k, params));
+                    } else if at >= fresh {
+                        route.send(params);
+                    }
+                }
+                self.progress.insert(key, route);
             }
             Message::Unroute { key } => {
                 self.progress.remove(&key);
@@ -528,14 +558,12 @@ impl DeskTask {
                     .partition(|h| h.server() == server);
                 self.held = others;
                 for held in theirs {
-                    match held {
-                        Held::Progress(index, notice) => self.heard(index, notice),
-                        Held::Caller {
-                            server,
-                            origin,
-                            reply,
-                        } => self.caller(server, origin, reply),
-                    }
+                    let Held::Caller {
+                        server,
+                        origin,
+                        reply,
+                    } = held;
+                    self.caller(server, origin, reply);
                 }
             }
             Message::Caller {
@@ -606,14 +634,25 @@ impl DeskTask {
 
     fn heard(&mut self, index: usize, notice: Notice) {
         let note = match notice {
-            Notice::Progress(mut param) => {
-                let key = (index, token_key(&param.progress_token));
-                if let Some(route) = self.progress.get(&key) {
-                    param.progress_token = route.token.clone();
-                    route.client.send(Note::Progress(param));
-                } else if self.waits_for_a_call(index) {
-                    // The call it is for may not be routed yet.
-                    self.held.push(Held::Progress(index, Notice::Progress(param)));
+            Notice::Progress(params) => {
+                let token = params
+                    .get("progressToken")
+                    .and_then(|t| serde_json::from_value::<ProgressToken>(t.clone()).ok());
+                let Some(token) = token else {
+                    return;
+                };
+                let key = (index, token_key(&token));
+                match self.progress.get(&key) {
+                    Some(route) => route.send(params),
+                    None => {
+                        let now = std::time::Instant::now();
+                        while self.early.len() >= EARLY_KEPT
+                            || self.early.front().is_some_and(|(at, _, _)| *at + EARLY_FOR < now)
+                        {
+                            self.early.pop_front();
+                        }
+                        self.early.push_back((now, key, params));
+                    }
                 }
                 return;
             }
@@ -657,11 +696,10 @@ pub(super) fn token_key(token: &ProgressToken) -> String {
 mod tests {
     use std::sync::Arc;
 
-    use rmcp::model::Tool;
     use tokio_util::task::TaskTracker;
 
     use super::Desk;
-    use crate::gateway::catalog::{Known, Learnt};
+    use crate::gateway::catalog::{Known, Learnt, MemberTool};
     use crate::gateway::journal::Journal;
     use crate::process::notice::Notice;
 
@@ -674,7 +712,7 @@ mod tests {
         Learnt::Tools(Known {
             generation: Some(generation),
             fresh: true,
-            items: Arc::new(Vec::<Tool>::new()),
+            items: Arc::new(Vec::<MemberTool>::new()),
         })
     }
 

@@ -13,7 +13,6 @@ use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::{SessionId, SessionManager};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
@@ -72,7 +71,7 @@ pub(crate) fn serve(
         // Any name may reach a listener beyond loopback; the token guards it.
         config = config.disable_allowed_hosts();
     }
-    let mut manager = LocalSessionManager::default();
+    let mut manager = super::resume::Resuming::new(&gateway);
     // The `initialize` comes with the request that creates the session.
     manager.session_config.init_timeout = Some(bounds::INITIALIZED_TIMEOUT);
     let manager = Arc::new(manager);
@@ -165,8 +164,8 @@ fn too_large() -> Response<Body> {
 /// The gateway's HTTP sessions: rmcp's service and session manager, and the
 /// cap on how many are open.
 struct Sessions {
-    service: StreamableHttpService<ClientSession, LocalSessionManager>,
-    manager: Arc<LocalSessionManager>,
+    service: StreamableHttpService<ClientSession, super::resume::Resuming>,
+    manager: Arc<super::resume::Resuming>,
     cap: usize,
     /// `initialize`s refused at the cap, for one line per burst.
     refused: Mutex<Tally>,

@@ -39,7 +39,9 @@ pub(crate) mod member;
 pub(crate) mod names;
 mod pass;
 mod relay;
+mod resume;
 mod session;
+mod written;
 
 pub(crate) use aggregate::Gateway;
 pub(crate) use desk::SessionEvent;
@@ -47,3 +49,4 @@ pub(crate) use journal::Journal;
 pub(crate) use member::{Exposure, Member};
 pub(crate) use pass::PassThrough;
 pub(crate) use session::{ClientSession, Opened};
+pub(crate) use written::AsWritten;

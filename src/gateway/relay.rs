@@ -15,7 +15,8 @@
 
 use rmcp::model::{CancelledNotificationParam, GetExtensions};
 use rmcp::model::{
-    ClientResult, ElicitRequestParams, ErrorCode, ErrorData, ListRootsResult, ServerRequest,
+    ClientResult, CustomRequest, ElicitRequestParams, ErrorCode, ErrorData, ListRootsResult,
+    ServerRequest,
 };
 use rmcp::service::{OriginatingRequestId, PeerRequestOptions};
 use serde_json::json;
@@ -110,15 +111,33 @@ pub(super) async fn relay(
     journal.line(format_args!(
         "server {server} asked {method}: relayed to session {session}"
     ));
-    let mut request = asked.request;
+    // As the server wrote it, where its bytes were seen (docs/design.md §14,
+    // "Values as written"): rmcp's reading changes numbers.
+    let mut request = match asked.written {
+        Some(params) => ServerRequest::CustomRequest(CustomRequest::new(
+            method,
+            Some(serde_json::Value::Object(params)),
+        )),
+        None => asked.request,
+    };
     // Over HTTP, on the response stream of the client's call.
     request
         .extensions_mut()
         .insert(OriginatingRequestId(theirs));
-    let handle = client
-        .send_request_with_option(request, PeerRequestOptions::no_options())
-        .await
-        .map_err(|e| gone(server, method, &e.to_string()))?;
+    // rmcp marks a request sent while one is being handled as caused by that
+    // one (a task-local, which wins over the mark above); here that is the
+    // server's request to us, which the client's session does not know, and
+    // the request would leave the call's stream. A task of its own has no such
+    // mark.
+    let sender = client.clone();
+    let sent = tokio::spawn(async move {
+        sender
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+    })
+    .await
+    .map_err(|e| gone(server, method, &e.to_string()))?;
+    let handle = sent.map_err(|e| gone(server, method, &e.to_string()))?;
     let id = handle.id.clone();
     tokio::select! {
         answer = handle.await_response() => answer.map_err(|e| match e {

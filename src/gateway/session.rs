@@ -595,7 +595,7 @@ impl ServerHandler for ClientSession {
         self.opening(&context).await;
         let catalog = self.gateway.tools(&self.scope).await;
         let (tools, next) = page(&catalog.0, request, self.gateway.page_size())?;
-        let mut result = ListToolsResult::with_all_items(tools);
+        let mut result = ListToolsResult::with_all_items(tools.into_iter().map(|t| t.tool).collect());
         result.next_cursor = next;
         Ok(result)
     }

@@ -191,7 +191,7 @@ async fn run(
     reader: Intercepted<super::handover::Input>,
     writer: OutboxWriter,
 ) {
-    let running = match rmcp::serve_server(session, (reader, writer)).await {
+    let running = match rmcp::serve_server(crate::gateway::AsWritten(session), (reader, writer)).await {
         Ok(r) => r,
         Err(e) => {
             tracing::info!(error = %e, "gateway: a client left before its session began");

@@ -163,6 +163,7 @@ class Harness:
         self.unclaimed: Counter[str] = Counter()  # since the last wait_notification per method
         self.notified = anyio.Event()
         self.requests: Counter[str] = Counter({method: 0 for method in SERVER_REQUESTS})
+        self.sampled: list[dict[str, str | None]] = []  # the numbers of each sampling request, as repr()
         self.calls: dict[str, PendingCall] = {}
         self.task_group: anyio.abc.TaskGroup | None = None
         self.ops: dict[str, Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]] = {
@@ -184,6 +185,7 @@ class Harness:
             "ping": self.op_ping,
             "discover": self.op_discover,
             "requests": self.op_requests,
+            "sampled": self.op_sampled,
         }
 
     # -- connecting
@@ -244,6 +246,14 @@ class Harness:
 
     async def on_sampling(self, context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
         self.requests["sampling/createMessage"] += 1
+        prefs = params.model_preferences
+        priority = lambda name: repr(getattr(prefs, name)) if prefs is not None else None  # noqa: E731
+        self.sampled.append({
+            "temperature": repr(params.temperature),
+            "costPriority": priority("cost_priority"),
+            "speedPriority": priority("speed_priority"),
+            "intelligencePriority": priority("intelligence_priority"),
+        })
         return types.CreateMessageResult(
             role="assistant",
             content=types.TextContent(type="text", text=f"sampled by {SDK_NAME}"),
@@ -412,6 +422,9 @@ class Harness:
 
     async def op_requests(self, command: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "counts": dict(self.requests)}
+
+    async def op_sampled(self, command: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "sampled": self.sampled}
 
 
 # ---------------------------------------------------------------- main loop

@@ -1626,6 +1626,333 @@ fn a_cut_stream_resumes_and_delete_ends_the_session() {
     down_and_no_leftovers(&fleet);
 }
 
+/// A stream resumed with `Last-Event-ID: K` replays what came after event K and
+/// nothing before: the client already has K. A fixture server sends four
+/// progress notifications before its answer; the stream is cut after the second,
+/// and the resumed one carries the other two and the answer, no event twice.
+#[test]
+fn a_resumed_stream_replays_only_what_came_after_the_last_event_seen() {
+    let fleet = fleet_of(
+        "gw-resume",
+        &[fixture_server(
+            "fx",
+            &["--progress", "4", "--call-delay-ms", "1000"],
+            "",
+        )],
+    );
+    let http = serve(&fleet, &[]);
+    let session = raw_session(&http, "raw-http", "1", true);
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "fx__echo", "arguments": {}, "_meta": {"progressToken": "p"}}});
+    let mut stream = Exchange::send(&http, "POST", &of(&session), &call.to_string());
+    assert_eq!(stream.status, 200);
+    // Progress values as numbers: how they are written is another test's matter.
+    let progress_of = |data: &Value| {
+        (data["method"] == PROGRESS).then(|| data["params"]["progress"].as_f64().unwrap_or(-1.0))
+    };
+    let (mut before, mut seen) = (Vec::new(), Vec::new());
+    let last = loop {
+        let (id, data) = stream.event();
+        let id = id.unwrap_or_else(|| panic!("an event with no id: {data:?}"));
+        before.push(id.clone());
+        let Some(data) = data else { continue };
+        assert_ne!(
+            data["id"], 2,
+            "the answer came before two progress events: {before:?}"
+        );
+        seen.extend(progress_of(&data));
+        if seen.len() == 2 {
+            break id;
+        }
+    };
+    drop(stream);
+
+    let mut headers = of(&session).to_vec();
+    headers.push(("Last-Event-ID", last.as_str()));
+    let mut resumed = Exchange::send(&http, "GET", &headers, "");
+    assert_eq!(resumed.status, 200, "{:?}", resumed.headers);
+    let (mut after, mut replayed) = (Vec::new(), Vec::new());
+    loop {
+        let (id, data) = resumed.event();
+        after.extend(id);
+        let Some(data) = data else { continue };
+        replayed.extend(progress_of(&data));
+        if data["id"] == 2 {
+            assert_eq!(data["result"]["content"][0]["type"], "text", "{data}");
+            break;
+        }
+    }
+    for id in &after {
+        assert!(
+            !before.contains(id),
+            "event {id} was delivered before and again after `Last-Event-ID: {last}`: {before:?} then {after:?}"
+        );
+    }
+    let mut unique = after.clone();
+    unique.dedup();
+    assert_eq!(unique, after, "no event twice");
+    assert_eq!(
+        replayed.len(),
+        2,
+        "after event {last}: {replayed:?} (before: {seen:?})"
+    );
+    let mut all = [seen, replayed].concat();
+    all.sort_by(f64::total_cmp);
+    assert_eq!(all, [1.0, 2.0, 3.0, 4.0], "each progress once");
+    down_and_no_leftovers(&fleet);
+}
+
+// ---------------------------------------------------------------------------------
+// Values as their servers wrote them
+
+/// The fields a fixture tool is listed with beyond its name, description and
+/// input schema: some rmcp models, some it does not (`execution`, `x-vendor`, an
+/// annotation of no known name), numbers written as decimals.
+pub(crate) const TOOL_FIELDS: &str = r#"{"title":"Echo","annotations":{"readOnlyHint":true,"x-hint":1},"outputSchema":{"type":"object","properties":{"n":{"type":"number","minimum":0.1}}},"_meta":{"vendor/key":0.7},"execution":{"taskSupport":"optional"},"x-vendor":{"level":5}}"#;
+
+/// The fixture tool `echo` of server `server`, as the gateway must list it:
+/// every field as the server wrote it, the name aside.
+pub(crate) fn echo_as_written(server: &str) -> Value {
+    let mut tool: Value = serde_json::from_str(TOOL_FIELDS).unwrap();
+    tool["name"] = json!(format!("{server}__echo"));
+    tool["description"] = json!("Returns its arguments as JSON text");
+    tool["inputSchema"] = json!({"type": "object"});
+    tool
+}
+
+/// A tool reaches clients with every field its server wrote, through both doors:
+/// the Python SDK sees the fields it models (`execution` among them), and a raw
+/// client of the HTTP door sees the whole tool, fields nobody models included.
+#[test]
+fn tools_reach_clients_with_every_field_their_server_wrote() {
+    let fields = format!("echo={TOOL_FIELDS}");
+    let fleet = fleet_of(
+        "gw-tool-fields",
+        &[fixture_server("fx", &["--tool-fields", &fields], "")],
+    );
+    let http = serve(&fleet, &[]);
+    let whole = echo_as_written("fx");
+    for door in [Door::Stdio(&[]), Door::Http(&http)] {
+        let mut client = Client::open(&fleet, Sdk::Python, door);
+        let answer = client.op(json!({"op": "list_tools"}));
+        let echo = answer["tools"]
+            .as_array()
+            .and_then(|tools| tools.iter().find(|t| t["name"] == "fx__echo"))
+            .unwrap_or_else(|| panic!("{}: no fx__echo: {answer}", client.label))
+            .clone();
+        for field in ["title", "outputSchema", "_meta", "execution"] {
+            assert_eq!(
+                echo[field], whole[field],
+                "{}: `{field}` of {echo}",
+                client.label
+            );
+        }
+        assert_eq!(
+            echo["annotations"]["readOnlyHint"], true,
+            "{}: {echo}",
+            client.label
+        );
+        client.close();
+    }
+
+    let session = raw_session(&http, "raw-http", "1", true);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let mut listed = Exchange::send(&http, "POST", &of(&session), &list.to_string());
+    let answer = listed.answer_to(2);
+    let echo = answer["result"]["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["name"] == "fx__echo"))
+        .unwrap_or_else(|| panic!("no fx__echo: {answer}"));
+    assert_eq!(*echo, whole, "the tool as its server wrote it");
+    drop(listed);
+    down_and_no_leftovers(&fleet);
+}
+
+/// The sampling request of the fixture's `--ask-sampling`, as it writes it.
+pub(crate) fn sampling_as_written() -> Value {
+    json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hello"}}],
+        "modelPreferences": {"costPriority": 0.3, "speedPriority": 0.8, "intelligencePriority": 0.5},
+        "temperature": 0.7, "maxTokens": 10})
+}
+
+/// A relayed request's params without the progress token the gateway's rmcp
+/// gives every request it sends (`_meta.progressToken`, and `_meta` if that was all).
+pub(crate) fn without_token(params: &Value) -> Value {
+    let mut params = params.clone();
+    if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.remove("progressToken");
+        if meta.is_empty() {
+            params.as_object_mut().map(|p| p.remove("_meta"));
+        }
+    }
+    params
+}
+
+/// The progress of the fixture's `--progress 3` under `token`, as it writes it:
+/// whole numbers.
+pub(crate) fn progress_as_written(token: &str) -> Vec<Value> {
+    (1..=3)
+        .map(|n| json!({"progressToken": token, "progress": n, "total": 3}))
+        .collect()
+}
+
+/// Fixture servers for the numbers tests: `fp` reports progress 1 to 3 before
+/// it answers (a moment later), `fs` asks its client for a sampling first.
+pub(crate) fn number_servers() -> Vec<String> {
+    vec![
+        fixture_server("fp", &["--progress", "3", "--call-delay-ms", "300"], ""),
+        fixture_server("fs", &["--ask-sampling"], ""),
+    ]
+}
+
+/// A server's requests of its client and its progress reach the client with
+/// their numbers as the server wrote them, through both doors: the Python SDK
+/// reads `temperature` 0.7 and priorities 0.3, 0.8, 0.5 (not their `f32`
+/// neighbours), and a raw client of the HTTP door reads the sampling request's
+/// params and each progress notification as written (`1`, not `1.0`).
+#[test]
+fn numbers_reach_clients_as_their_server_wrote_them() {
+    let fleet = fleet_of("gw-numbers", &number_servers());
+    let http = serve(&fleet, &[]);
+    for door in [Door::Stdio(&[]), Door::Http(&http)] {
+        let mut client = Client::open(&fleet, Sdk::Python, door);
+        client.call("fs__echo", json!({}));
+        let sampled = client.op(json!({"op": "sampled"}));
+        assert_eq!(
+            sampled["sampled"],
+            json!([{"temperature": "0.7", "costPriority": "0.3", "speedPriority": "0.8",
+                "intelligencePriority": "0.5"}]),
+            "{}",
+            client.label
+        );
+        let answer =
+            client.op(json!({"op": "call", "name": "fp__echo", "arguments": {}, "progress": true}));
+        assert_eq!(answer["ok"], true, "{}: {answer}", client.label);
+        assert_eq!(
+            answer["progress"].as_array().map(Vec::len),
+            Some(3),
+            "{}: {answer}",
+            client.label
+        );
+        client.close();
+    }
+
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {"sampling": {}},
+        "clientInfo": {"name": "raw-http", "version": "1"}}});
+    let mut init = Exchange::send(&http, "POST", &[], &initialize.to_string());
+    let session = init
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned();
+    init.answer_to(1);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        Exchange::send(&http, "POST", &of(&session), &initialized.to_string()).status,
+        202
+    );
+    for (id, tool) in [(2, "fp__echo"), (3, "fs__echo")] {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": {}, "_meta": {"progressToken": "p"}}});
+        let mut stream = Exchange::send(&http, "POST", &of(&session), &call.to_string());
+        let (mut progress, mut asked) = (Vec::new(), 0);
+        loop {
+            let (_, Some(data)) = stream.event() else {
+                continue;
+            };
+            if data["method"] == PROGRESS {
+                progress.push(data["params"].clone());
+            } else if data["method"] == "sampling/createMessage" {
+                asked += 1;
+                assert_eq!(
+                    without_token(&data["params"]),
+                    sampling_as_written(),
+                    "{data}"
+                );
+                let answer = json!({"jsonrpc": "2.0", "id": data["id"], "result": {"role": "assistant",
+                    "content": {"type": "text", "text": "raw"}, "model": "raw"}});
+                let sent = Exchange::send(&http, "POST", &of(&session), &answer.to_string());
+                assert_eq!(sent.status, 202);
+            } else if data["id"] == id {
+                assert_eq!(data["result"]["content"][0]["type"], "text", "{data}");
+                break;
+            }
+        }
+        if tool == "fp__echo" {
+            assert_eq!(
+                progress,
+                progress_as_written("p"),
+                "progress as the server wrote it"
+            );
+        } else {
+            assert_eq!(asked, 1, "the sampling request on the call's stream");
+        }
+    }
+    down_and_no_leftovers(&fleet);
+}
+
+/// The same from a server reached over streamable HTTP (the published
+/// server-everything): its sampling request's `temperature` 0.7 reaches the
+/// Python SDK through both doors as 0.7, and its progress reaches a raw client
+/// of the HTTP door with whole numbers.
+#[test]
+fn numbers_from_an_http_server_reach_clients_as_it_wrote_them() {
+    let port = crate::remote::free_port();
+    let fleet = fleet_of(
+        "gw-numbers-http",
+        &[format!(
+            "  remote:\n    url: http://127.0.0.1:{port}/mcp\n    connect_timeout: 60s\n"
+        )],
+    );
+    let log = fleet.dir.path().join("remote.log");
+    let mut server = crate::remote::start_remote(&fleet, port, &log);
+    let http = serve(&fleet, &[]);
+    for door in [Door::Stdio(&[]), Door::Http(&http)] {
+        let mut client = Client::open(&fleet, Sdk::Python, door);
+        client.call(
+            "remote__trigger-sampling-request",
+            json!({"prompt": "hello", "maxTokens": 5}),
+        );
+        let sampled = client.op(json!({"op": "sampled"}));
+        assert_eq!(
+            sampled["sampled"][0]["temperature"], "0.7",
+            "{}: {sampled}",
+            client.label
+        );
+        client.close();
+    }
+
+    let session = raw_session(&http, "raw-http", "1", true);
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "remote__trigger-long-running-operation",
+            "arguments": {"duration": 1, "steps": 3}, "_meta": {"progressToken": "p"}}});
+    let mut stream = Exchange::send(&http, "POST", &of(&session), &call.to_string());
+    let mut progress = Vec::new();
+    loop {
+        let (_, Some(data)) = stream.event() else {
+            continue;
+        };
+        if data["method"] == PROGRESS {
+            progress.push(data["params"].clone());
+        } else if data["id"] == 2 {
+            break;
+        }
+    }
+    // The last step's progress may come after the answer (the server sends it
+    // just before): what came is compared.
+    assert!(progress.len() >= 2, "{progress:?}");
+    assert_eq!(
+        progress,
+        progress_as_written("p")[..progress.len()],
+        "progress as the server wrote it"
+    );
+    drop(stream);
+    assert_code(&fleet.run(&["down"]), 0);
+    let _ = server.kill();
+    let _ = server.wait();
+    fleet.assert_no_leftovers();
+}
+
 /// Opens an HTTP session as a raw client named `name`, version `version`, and
 /// finishes its handshake unless `handshake` is false; returns its id.
 #[track_caller]

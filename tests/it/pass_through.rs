@@ -25,6 +25,11 @@ struct Wire {
 
 impl Wire {
     fn connect(fleet: &TestFleet) -> Wire {
+        Wire::connect_with(fleet, json!({}))
+    }
+
+    /// A session whose client declares `capabilities`.
+    fn connect_with(fleet: &TestFleet, capabilities: Value) -> Wire {
         let mut child = fleet
             .command(&["connect"])
             .stdin(Stdio::piped())
@@ -53,7 +58,7 @@ impl Wire {
         };
         wire.send(
             json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
+            "protocolVersion": "2025-06-18", "capabilities": capabilities,
             "clientInfo": {"name": "mcpfleet-tests-wire", "version": "1"}}}),
         );
         let init = wire.answer(0);
@@ -253,5 +258,68 @@ fn progress_comes_in_order_before_the_answer_and_a_cancelled_call_gets_none() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "{status}");
+    down_and_no_leftovers(&fleet);
+}
+
+/// Over the stdio door, `tools/list` gives each tool with every field its
+/// server wrote (fields rmcp does not model, numbers as written), the name
+/// aside.
+#[test]
+fn tools_are_listed_as_their_server_wrote_them() {
+    let fields = format!("echo={}", crate::gateway::TOOL_FIELDS);
+    let fleet = fleet_of(
+        "pass-tool-fields",
+        &[fixture_server("fx", &["--tool-fields", &fields], "")],
+    );
+    assert_code(&fleet.run(&["up"]), 0);
+    let mut wire = Wire::connect(&fleet);
+    wire.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    let list = wire.answer(1);
+    let echo = list["result"]["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["name"] == "fx__echo"))
+        .unwrap_or_else(|| panic!("no fx__echo: {list}"));
+    assert_eq!(*echo, crate::gateway::echo_as_written("fx"));
+    drop(wire);
+    down_and_no_leftovers(&fleet);
+}
+
+/// Over the stdio door, a server's progress and its requests of the client
+/// carry their numbers as the server wrote them: progress `1`, not `1.0`;
+/// `temperature` 0.7, not `0.699999988079071`.
+#[test]
+fn numbers_pass_as_their_server_wrote_them() {
+    let fleet = fleet_of("pass-numbers", &crate::gateway::number_servers());
+    assert_code(&fleet.run(&["up"]), 0);
+    let mut wire = Wire::connect_with(&fleet, json!({"sampling": {}}));
+    wire.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    wire.answer(1);
+    for (id, tool) in [(2, "fp__echo"), (3, "fs__echo")] {
+        wire.call(id, tool, json!({}), Some("p"));
+        let (mut progress, mut asked) = (Vec::new(), 0);
+        loop {
+            let line = wire.next();
+            if line["method"] == "notifications/progress" {
+                progress.push(line["params"].clone());
+            } else if line["method"] == "sampling/createMessage" {
+                asked += 1;
+                let params = crate::gateway::without_token(&line["params"]);
+                assert_eq!(params, crate::gateway::sampling_as_written(), "{line}");
+                wire.send(
+                    json!({"jsonrpc": "2.0", "id": line["id"], "result": {"role": "assistant",
+                    "content": {"type": "text", "text": "raw"}, "model": "raw"}}),
+                );
+            } else if line["id"] == id {
+                assert_eq!(line["result"]["content"][0]["type"], "text", "{line}");
+                break;
+            }
+        }
+        if tool == "fp__echo" {
+            assert_eq!(progress, crate::gateway::progress_as_written("p"));
+        } else {
+            assert_eq!(asked, 1);
+        }
+    }
+    drop(wire);
     down_and_no_leftovers(&fleet);
 }

@@ -25,7 +25,7 @@ fn server_everything() -> PathBuf {
         .join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -35,7 +35,7 @@ fn free_port() -> u16 {
 
 /// Starts server-everything on `port`, tagged with the test's id; its output goes
 /// to `log`.
-fn start_remote(fleet: &TestFleet, port: u16, log: &std::path::Path) -> Child {
+pub(crate) fn start_remote(fleet: &TestFleet, port: u16, log: &std::path::Path) -> Child {
     let out = std::fs::File::create(log).unwrap();
     let child = Command::new("node")
         .arg(server_everything())

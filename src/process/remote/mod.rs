@@ -181,6 +181,9 @@ pub(crate) struct ObservedClient {
     secrets: Arc<[String]>,
     /// Whether credentials are sent (an `Authorization` header).
     sends_credentials: bool,
+    /// Where what the server's messages carry is kept as written, for the
+    /// session's handler (docs/design.md §14, "Values as written").
+    heard: Option<crate::process::notice::WrittenAsks>,
 }
 
 impl ObservedClient {
@@ -194,7 +197,33 @@ impl ObservedClient {
                 .headers
                 .iter()
                 .any(|(name, _)| name.eq_ignore_ascii_case("authorization")),
+            heard: None,
         }
+    }
+
+    /// The client that keeps in `heard` what the server's messages carry, as
+    /// written, as rmcp reads them.
+    pub(crate) fn hearing(mut self, heard: Option<crate::process::notice::WrittenAsks>) -> Self {
+        self.heard = heard;
+        self
+    }
+
+    /// `stream` as rmcp reads it, each event's data seen by `heard` first.
+    fn heard(
+        &self,
+        stream: BoxStream<'static, Result<Sse, SseError>>,
+    ) -> BoxStream<'static, Result<Sse, SseError>> {
+        use futures::StreamExt;
+        let Some(heard) = self.heard.clone() else {
+            return stream;
+        };
+        stream
+            .inspect(move |event| {
+                if let Ok(Sse { data: Some(data), .. }) = event {
+                    heard.observe(data);
+                }
+            })
+            .boxed()
     }
 
     fn failure(&self, kind: FailureKind, message: String) -> Error {
@@ -534,8 +563,13 @@ impl StreamableHttpClient for ObservedClient {
                 limits,
             )
             .await;
-        self.judge_post(sent, scrub(result), &uri, &custom_headers)
-            .await
+        let judged = self.judge_post(sent, scrub(result), &uri, &custom_headers).await;
+        match judged {
+            Ok(StreamableHttpPostResponse::Sse(stream, session)) => {
+                Ok(StreamableHttpPostResponse::Sse(self.heard(stream), session))
+            }
+            other => other,
+        }
     }
 
     async fn delete_session(
@@ -610,7 +644,7 @@ impl StreamableHttpClient for ObservedClient {
         let call =
             self.inner
                 .get_stream(uri, session_id, last_event_id, auth_header, custom_headers);
-        async move { scrub(call.await) }
+        async move { scrub(call.await).map(|stream| self.heard(stream)) }
     }
 
     fn get_stream_with_max_sse_event_size(
@@ -631,7 +665,7 @@ impl StreamableHttpClient for ObservedClient {
             custom_headers,
             max_sse_event_size,
         );
-        async move { scrub(call.await) }
+        async move { scrub(call.await).map(|stream| self.heard(stream)) }
     }
 }
 

@@ -9,6 +9,12 @@
 //! string), in the order the server wrote them, before the answer. When the
 //! server's stdout ends, or the session is dropped, every request still waiting
 //! is told ([`Answer::Ended`]): no pass-through call outlives its session (G4).
+//!
+//! With a listener ([`Answers::hearing`]), the hook also hands the server's own
+//! progress to it with its `params` as the server wrote them (rmcp never reads
+//! those lines), and keeps the `params` of the server's requests of its client
+//! as written for the session's handler (docs/design.md §14, "Values as
+//! written").
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -18,6 +24,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::wire::{Hook, Outbox};
+use crate::process::notice::{Listener, Notice, WrittenAsks};
 
 /// What a pass-through request's answer was.
 pub enum Answer<'a> {
@@ -66,6 +73,7 @@ impl Link {
         let calls = Arc::new(Mutex::new(Calls::default()));
         let answers = Answers {
             calls: calls.clone(),
+            heard: None,
         };
         (Link { out, calls }, answers)
     }
@@ -174,6 +182,10 @@ impl Link {
 /// The hook on a server's stdout that takes the answers to a [`Link`]'s requests.
 pub(super) struct Answers {
     calls: Arc<Mutex<Calls>>,
+    /// Where the server's own progress goes, as written, and where the params
+    /// of its requests of its client are kept, as written (docs/design.md §14,
+    /// "Values as written"); `None` without a listener.
+    heard: Option<(Arc<dyn Listener>, WrittenAsks)>,
 }
 
 /// What the hook reads of a line that may answer one of ours.
@@ -208,6 +220,53 @@ struct ProgressHead<'a> {
 }
 
 impl Answers {
+    /// The hook that also hands the server's own progress to `listener` as the
+    /// server wrote it (rmcp never sees it), and keeps the params of the
+    /// server's requests of its client in `asks`, as written.
+    pub(super) fn hearing(mut self, listener: Arc<dyn Listener>, asks: WrittenAsks) -> Answers {
+        self.heard = Some((listener, asks));
+        self
+    }
+
+    /// What [`Answers::hearing`] takes of `line`: true when the line is taken.
+    fn heard(&mut self, line: &[u8]) -> bool {
+        let Some((listener, asks)) = &self.heard else {
+            return false;
+        };
+        // Most lines are answers: only a message with a method is read.
+        if memchr::memmem::find(line, b"\"method\"").is_none() {
+            return false;
+        }
+        let Ok(reply) = serde_json::from_slice::<Reply>(line) else {
+            return false;
+        };
+        let (Some(method), Some(params)) = (reply.method.as_deref(), reply.params) else {
+            return false;
+        };
+        let written = || serde_json::from_str::<rmcp::model::JsonObject>(params.get()).ok();
+        match (method, reply.id) {
+            ("notifications/progress", None) => {
+                let ours = serde_json::from_str::<ProgressHead>(params.get())
+                    .is_ok_and(|head| our_id(head.token).is_some());
+                if ours {
+                    return false;
+                }
+                let Some(params) = written() else {
+                    return false;
+                };
+                listener.notified(Notice::Progress(params));
+                true
+            }
+            ("sampling/createMessage" | "elicitation/create" | "roots/list", Some(id)) => {
+                if let Some(params) = written() {
+                    asks.keep(id.get(), params);
+                }
+                false
+            }
+            _ => false,
+        }
+    }
+
     /// A progress notification under one of our tokens goes to its request
     /// (true); one for a request no longer waiting is dropped (true).
     fn progress(&mut self, params: &RawValue) -> bool {
@@ -226,6 +285,9 @@ impl Answers {
 
 impl Hook for Answers {
     fn take(&mut self, line: &[u8]) -> bool {
+        if self.heard(line) {
+            return true;
+        }
         // Most lines are rmcp's: one scan tells, before anything is parsed.
         if memchr::memmem::find(line, ID_PREFIX.as_bytes()).is_none() {
             return false;

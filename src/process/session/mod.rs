@@ -37,7 +37,7 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::ClientHandler;
 
 use crate::errors::Detail;
-use crate::process::notice::{Asked, Listener, Notice};
+use crate::process::notice::{Asked, Listener, Notice, WrittenAsks};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
@@ -60,6 +60,8 @@ use stdout::{EndSignal, StdoutGuard, Violation};
 #[derive(Clone, Default)]
 pub(crate) struct FleetClient {
     listener: Option<Arc<dyn Listener>>,
+    /// The params of the server's requests as it wrote them (stdio).
+    asks: Option<WrittenAsks>,
 }
 
 impl FleetClient {
@@ -81,8 +83,10 @@ impl FleetClient {
             Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id.clone()),
             _ => None,
         };
+        let written = self.asks.as_ref().and_then(|asks| asks.take(&context.id));
         let asked = Asked {
             request,
+            written,
             origin,
             cancelled: context.ct.clone(),
         };
@@ -116,7 +120,20 @@ impl ClientHandler for FleetClient {
         params: rmcp::model::ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        self.tell(Notice::Progress(params));
+        // Over stdio the session's hook hands progress on as written before
+        // rmcp reads it; over HTTP the params as written were kept as the
+        // stream was read, else they are as rmcp writes them.
+        let written = self.asks.as_ref().and_then(|asks| asks.progress(&params));
+        let params = match written {
+            Some(params) => Some(params),
+            None => match serde_json::to_value(params) {
+                Ok(serde_json::Value::Object(params)) => Some(params),
+                _ => None,
+            },
+        };
+        if let Some(params) = params {
+            self.tell(Notice::Progress(params));
+        }
     }
 
     async fn list_roots(
@@ -266,8 +283,18 @@ impl Session {
         // Until the session is set up, giving up (this future dropped, or a
         // failed start) closes the server's stdin.
         let mut given_up = CloseOnDrop(Some(link.clone()));
+        // The server's requests and progress as it wrote them go to the
+        // listener from the hook, beside rmcp.
+        let asks = WrittenAsks::default();
+        let answers = match &listener {
+            Some(listener) => answers.hearing(listener.clone(), asks.clone()),
+            None => answers,
+        };
         let mut output = wire::Intercepted::new(output, MAX_MESSAGE_BYTES, Box::new(answers));
-        let client = FleetClient { listener };
+        let client = FleetClient {
+            listener,
+            asks: Some(asks),
+        };
         let info = client.get_info();
         let probe = probe_stdio(&link, &mut output, &info, probe, &violation).await?;
         let mut era = probe.era.clone();
@@ -361,13 +388,17 @@ impl Session {
             .custom_headers(headers)
             .reinit_on_expired_session(false);
         let loss = SessionLoss::default();
+        let asks = listener.as_ref().map(|_| WrittenAsks::default());
         let transport = || {
             StreamableHttpClientTransport::with_client(
-                ObservedClient::new(remote, probe.clone(), loss.clone()),
+                ObservedClient::new(remote, probe.clone(), loss.clone()).hearing(asks.clone()),
                 config.clone(),
             )
         };
-        let client = FleetClient { listener };
+        let client = FleetClient {
+            listener,
+            asks: asks.clone(),
+        };
         let params = era::discover_params(&client.get_info());
         let reply = match crate::process::remote::discover(&remote.url, &remote.headers, &params, bound).await {
             Some(crate::process::remote::Discovered::Result(r)) => era::Reply::Result(r),

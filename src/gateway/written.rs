@@ -1,0 +1,120 @@
+//! What rmcp cannot carry, put back on the way to the client. rmcp's `Tool`
+//! keeps only the fields it models, so the gateway's `tools/list` is built by
+//! the session as rmcp's result (every rule of its era applied) and then given
+//! each tool as its server wrote it, under its exposed name (docs/design.md
+//! §14, "Values as written"). The stdio door serves [`AsWritten`]; the HTTP
+//! door's session manager (`resume.rs`) applies [`message_as_written`] to
+//! what it streams.
+
+use std::borrow::Cow;
+
+use rmcp::Service;
+use rmcp::model::{
+    ClientNotification, ClientRequest, CustomNotification, CustomResult, ErrorData,
+    InitializeResult, JsonRpcMessage, JsonRpcNotification, JsonRpcResponse, ListToolsResult,
+    ProtocolVersion, ServerJsonRpcMessage, ServerNotification, ServerResult,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use serde_json::Value;
+
+use super::clients::WrittenParams;
+use super::{ClientSession, Gateway};
+
+/// `listed` with each tool as its server wrote it (the name aside), as a
+/// result of its own; `None` when no tool has more than rmcp wrote (a tool of
+/// a catalog no longer current stays as rmcp wrote it).
+pub(super) fn written(gateway: &Gateway, listed: &ListToolsResult) -> Option<ServerResult> {
+    let raw: Vec<_> = listed
+        .tools
+        .iter()
+        .map(|tool| gateway.tool_as_written(tool))
+        .collect();
+    if raw.iter().all(Option::is_none) {
+        return None;
+    }
+    let Ok(Value::Object(mut result)) = serde_json::to_value(listed) else {
+        return None;
+    };
+    let tools = listed
+        .tools
+        .iter()
+        .zip(raw)
+        .map(|(tool, raw)| match raw {
+            Some(raw) => Value::Object(raw.as_ref().clone()),
+            None => serde_json::to_value(tool).unwrap_or_default(),
+        })
+        .collect();
+    result.insert("tools".into(), Value::Array(tools));
+    Some(ServerResult::CustomResult(CustomResult(Value::Object(result))))
+}
+
+/// `message` as written: an answer to `tools/list` with what [`written`] puts
+/// back; a progress notification with the params its server wrote, kept
+/// beside rmcp's reading by the client's queue (`clients.rs`).
+pub(super) fn message_as_written(
+    gateway: &Gateway,
+    message: &ServerJsonRpcMessage,
+) -> Option<ServerJsonRpcMessage> {
+    if let JsonRpcMessage::Notification(JsonRpcNotification {
+        jsonrpc,
+        notification: ServerNotification::ProgressNotification(progress),
+    }) = message
+    {
+        let WrittenParams(params) = progress.extensions.get::<WrittenParams>()?;
+        return Some(JsonRpcMessage::Notification(JsonRpcNotification {
+            jsonrpc: *jsonrpc,
+            notification: ServerNotification::CustomNotification(CustomNotification::new(
+                "notifications/progress",
+                Some(Value::Object(params.clone())),
+            )),
+        }));
+    }
+    let JsonRpcMessage::Response(JsonRpcResponse {
+        jsonrpc,
+        id,
+        result: ServerResult::ListToolsResult(listed),
+    }) = message
+    else {
+        return None;
+    };
+    Some(JsonRpcMessage::Response(JsonRpcResponse {
+        jsonrpc: *jsonrpc,
+        id: id.clone(),
+        result: written(gateway, listed)?,
+    }))
+}
+
+/// A client session as the stdio door serves it.
+pub(crate) struct AsWritten(pub(crate) ClientSession);
+
+impl Service<RoleServer> for AsWritten {
+    async fn handle_request(
+        &self,
+        request: ClientRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let result = Service::handle_request(&self.0, request, context).await?;
+        match &result {
+            ServerResult::ListToolsResult(listed) => {
+                Ok(written(&self.0.gateway(), listed).unwrap_or(result))
+            }
+            _ => Ok(result),
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        notification: ClientNotification,
+        context: NotificationContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Service::handle_notification(&self.0, notification, context).await
+    }
+
+    fn get_info(&self) -> InitializeResult {
+        Service::get_info(&self.0)
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Service::supported_protocol_versions(&self.0)
+    }
+}
