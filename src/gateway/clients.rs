@@ -1,9 +1,14 @@
 //! What the gateway sends a client session of its own accord: that a list
-//! changed, and the progress of its calls. Each session has one queue, drained
+//! changed, the progress of its calls, the servers' log messages at its level
+//! and the updates of the resources it subscribed to. Each session has one queue, drained
 //! by one task, so that what it is sent arrives in the order it was queued
 //! (docs/design.md §14, G5).
 
-use rmcp::model::ProgressNotificationParam;
+#![expect(deprecated, reason = "logging is deprecated by the 2026 protocol but spoken by every version we serve")]
+
+use rmcp::model::{
+    LoggingMessageNotificationParam, ProgressNotificationParam, ResourceUpdatedNotificationParam,
+};
 use rmcp::service::{Peer, RoleServer};
 use tokio::sync::mpsc;
 use tokio_util::task::TaskTracker;
@@ -15,6 +20,10 @@ pub(super) enum Note {
     PromptsChanged,
     ResourcesChanged,
     Progress(ProgressNotificationParam),
+    /// A server's log message, named by server.
+    Log(LoggingMessageNotificationParam),
+    /// A resource the client subscribed to changed.
+    ResourceUpdated(ResourceUpdatedNotificationParam),
 }
 
 /// A client session's queue of notifications. Its task ends once every copy of
@@ -34,6 +43,14 @@ impl ClientQueue {
                     Note::ResourcesChanged => peer.notify_resource_list_changed().await,
                     Note::Progress(param) => {
                         let _ = peer.notify_progress(param).await;
+                        continue;
+                    }
+                    Note::Log(param) => {
+                        let _ = peer.notify_logging_message(param).await;
+                        continue;
+                    }
+                    Note::ResourceUpdated(param) => {
+                        let _ = peer.notify_resource_updated(param).await;
                         continue;
                     }
                 };

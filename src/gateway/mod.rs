@@ -34,11 +34,13 @@ mod clients;
 mod desk;
 pub(crate) mod http;
 mod journal;
+mod logging;
 pub(crate) mod member;
 pub(crate) mod names;
 mod pass;
 mod relay;
 mod session;
+mod subscriptions;
 
 pub(crate) use aggregate::Gateway;
 pub(crate) use desk::SessionEvent;

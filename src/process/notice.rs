@@ -1,11 +1,17 @@
 //! What a server sends its client unasked, as the rest of mcpfleet hears it: list
-//! changes, progress, and the requests a server makes of its client (`roots/list`,
-//! `sampling/createMessage`, `elicitation/create`). The session hands each to a
+//! changes, progress, log messages, resource updates, and the requests a server
+//! makes of its client (`roots/list`, `sampling/createMessage`,
+//! `elicitation/create`). The session hands each to a
 //! [`Listener`] (the gateway's, docs/design.md §14); without one, notifications
 //! are only logged and requests get rmcp's default answers.
 
+#![expect(deprecated, reason = "logging is deprecated by the 2026 protocol but spoken by every version we serve")]
+
 use futures::future::BoxFuture;
-use rmcp::model::{ClientResult, ErrorData, ProgressNotificationParam, RequestId, ServerRequest};
+use rmcp::model::{
+    ClientResult, ErrorData, LoggingMessageNotificationParam, ProgressNotificationParam, RequestId,
+    ResourceUpdatedNotificationParam, ServerRequest,
+};
 use tokio_util::sync::CancellationToken;
 
 /// A notification from a server.
@@ -15,6 +21,10 @@ pub enum Notice {
     PromptsChanged,
     ResourcesChanged,
     Progress(ProgressNotificationParam),
+    /// `notifications/message`, as the server wrote it.
+    Log(LoggingMessageNotificationParam),
+    /// `notifications/resources/updated`, as the server wrote it.
+    ResourceUpdated(ResourceUpdatedNotificationParam),
 }
 
 /// A request a server made of its client.

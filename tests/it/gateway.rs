@@ -1922,3 +1922,177 @@ fn completions_reach_the_server_that_owns_the_prompt_or_template() {
     both.close();
     down_and_no_leftovers(&fleet);
 }
+
+// ---------------------------------------------------------------------------------
+// Logging and resource subscriptions
+
+const MESSAGE: &str = "notifications/message";
+const UPDATED: &str = "notifications/resources/updated";
+
+/// The params of the notifications `method` a client received so far.
+fn params_of(client: &mut Client, method: &str) -> Vec<Value> {
+    let answer = client.op(json!({"op": "notifications"}));
+    answer["params"][method]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The log messages a client received whose text starts with `start`.
+fn messages_starting(client: &mut Client, start: &str) -> Vec<Value> {
+    params_of(client, MESSAGE)
+        .into_iter()
+        .filter(|m| m["data"].as_str().is_some_and(|d| d.starts_with(start)))
+        .collect()
+}
+
+/// Waits (10 s at most) until a client has received a log message whose text
+/// starts with `start`; the ones it has.
+#[track_caller]
+fn await_messages(client: &mut Client, start: &str) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = messages_starting(client, start);
+        if !found.is_empty() || Instant::now() >= deadline {
+            return found;
+        }
+        client.op(json!({"op": "wait_notification", "method": MESSAGE, "timeout_ms": 1000}));
+    }
+}
+
+/// Through both doors for both SDKs, with the published server-everything
+/// (which declares `logging` and `resources.subscribe`, logs each subscribe and
+/// unsubscribe it gets at `info`, and announces its subscribed resources every
+/// 5 s once `toggle-subscriber-updates` ran): each session gets the log
+/// messages at or above its own level, named by the server; the server is
+/// subscribed once for two sessions and unsubscribed after the last; only
+/// subscribers get `resources/updated`, and an unsubscribed session no more.
+#[test]
+fn log_messages_follow_each_sessions_level_and_updates_reach_subscribers_alone() {
+    let fleet = fleet_of(
+        "gw-logsub",
+        &[everything("ev"), fixture_server("plain", &[], "")],
+    );
+    let http = serve(&fleet, &[]);
+    let uri = "demo://resource/dynamic/text/1";
+    // The server's simulated updates, every 5 s, for the URIs it is subscribed to.
+    {
+        let mut toggler = Client::open(&fleet, Sdk::Python, Door::Stdio(&["ev"]));
+        let toggled = toggler.call("ev__toggle-subscriber-updates", json!({}));
+        assert_eq!(toggled["isError"], Value::Null, "{toggled}");
+        toggler.close();
+    }
+    for sdk in SDKS {
+        for door in [Door::Stdio(&[]), Door::Http(&http)] {
+            let label = format!("{sdk:?} over {}", door.name());
+            let (mut a, first) = Client::start(&fleet, sdk, &label, door.args(&fleet));
+            assert_eq!(
+                first["capabilities"]["logging"],
+                json!({}),
+                "{label}: {first}"
+            );
+            assert_eq!(
+                first["capabilities"]["resources"]["subscribe"], true,
+                "{label}: {first}"
+            );
+            let mut b = Client::open(&fleet, sdk, door);
+            assert_eq!(
+                a.op(json!({"op": "set_level", "level": "debug"}))["ok"],
+                true,
+                "{label}"
+            );
+            assert_eq!(
+                b.op(json!({"op": "set_level", "level": "emergency"}))["ok"],
+                true,
+                "{label}"
+            );
+
+            // The first subscriber subscribes at the server, which logs it at
+            // `info`: A (debug) gets the message, named by the server; B
+            // (emergency) does not.
+            let subscribed = a.op(json!({"op": "subscribe", "uri": uri}));
+            assert_eq!(subscribed["ok"], true, "{label}: {subscribed}");
+            let logged = await_messages(
+                &mut a,
+                &format!("Received Subscribe Resource request for URI: {uri}"),
+            );
+            assert_eq!(logged.len(), 1, "{label}: {logged:?}");
+            assert_eq!(logged[0]["logger"], "ev", "{label}: {logged:?}");
+            assert_eq!(logged[0]["level"], "info", "{label}: {logged:?}");
+            // The second subscriber is counted at the gateway alone.
+            let subscribed = b.op(json!({"op": "subscribe", "uri": uri}));
+            assert_eq!(subscribed["ok"], true, "{label}: {subscribed}");
+            a.expect_notification(UPDATED, "to a subscriber");
+            b.expect_notification(UPDATED, "to a subscriber");
+            let updated = params_of(&mut b, UPDATED);
+            assert!(
+                updated.iter().all(|u| u["uri"] == uri),
+                "{label}: {updated:?}"
+            );
+            b.ping();
+            assert_eq!(
+                params_of(&mut b, MESSAGE),
+                Vec::<Value>::new(),
+                "{label}: B's level is emergency"
+            );
+
+            // B unsubscribes: it gets no more updates, A still does, and the
+            // server is still subscribed (it logs no unsubscribe).
+            let unsubscribed = b.op(json!({"op": "unsubscribe", "uri": uri}));
+            assert_eq!(unsubscribed["ok"], true, "{label}: {unsubscribed}");
+            b.ping();
+            let b_had = params_of(&mut b, UPDATED).len();
+            a.forget(&[UPDATED]);
+            a.expect_notification(UPDATED, "to the remaining subscriber");
+            b.ping();
+            assert_eq!(
+                params_of(&mut b, UPDATED).len(),
+                b_had,
+                "{label}: B unsubscribed"
+            );
+
+            // A, the last, unsubscribes: the server is unsubscribed.
+            let unsubscribed = a.op(json!({"op": "unsubscribe", "uri": uri}));
+            assert_eq!(unsubscribed["ok"], true, "{label}: {unsubscribed}");
+            let logged = await_messages(
+                &mut a,
+                &format!("Received Unsubscribe Resource request: {uri}"),
+            );
+            assert_eq!(
+                logged.len(),
+                1,
+                "{label}: the server is unsubscribed once: {logged:?}"
+            );
+            assert_eq!(
+                messages_starting(&mut a, "Received Subscribe Resource request").len(),
+                1,
+                "{label}: the server is subscribed once"
+            );
+
+            // A URI no server offers.
+            let unknown = a.op(json!({"op": "subscribe", "uri": "nowhere://x"}));
+            assert_eq!(unknown["ok"], false, "{label}: {unknown}");
+            assert_eq!(unknown["error"]["code"], -32602, "{label}: {unknown}");
+            a.close();
+            b.close();
+        }
+    }
+    // Seen only through the fixture, which declares neither, the gateway
+    // declares neither.
+    let (only_plain, first) = Client::start(
+        &fleet,
+        Sdk::Python,
+        "client of the fixture alone",
+        Door::Stdio(&["plain"]).args(&fleet),
+    );
+    assert_eq!(first["ok"], true, "{first}");
+    assert!(first["capabilities"].get("logging").is_none(), "{first}");
+    assert!(
+        first["capabilities"]["resources"]
+            .get("subscribe")
+            .is_none(),
+        "{first}"
+    );
+    only_plain.close();
+    down_and_no_leftovers(&fleet);
+}

@@ -112,6 +112,22 @@ impl ClientHandler for FleetClient {
         self.tell(Notice::Progress(params));
     }
 
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.tell(Notice::Log(params));
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.tell(Notice::ResourceUpdated(params));
+    }
+
     async fn list_roots(
         &self,
         context: RequestContext<RoleClient>,
