@@ -2096,3 +2096,148 @@ fn log_messages_follow_each_sessions_level_and_updates_reach_subscribers_alone()
     only_plain.close();
     down_and_no_leftovers(&fleet);
 }
+
+/// Waits (10 s at most) until server `name`'s stderr holds `line` `count`
+/// times; the number it holds.
+#[track_caller]
+fn await_server_lines(fleet: &TestFleet, name: &str, line: &str, count: usize) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = fleet.run(&["logs", name, "-n", "1000"]);
+        assert_code(&out, 0);
+        let found = stdout(&out).lines().filter(|l| l.ends_with(line)).count();
+        if found >= count || Instant::now() >= deadline {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The data of the log messages a client received so far, with their loggers,
+/// sorted (rmcp hands each of a server's notifications to mcpfleet on a task
+/// of its own, so two sent close together may arrive swapped).
+fn logged(client: &mut Client) -> Vec<(String, String)> {
+    let mut logged: Vec<(String, String)> = params_of(client, MESSAGE)
+        .iter()
+        .map(|m| {
+            let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+            (text(&m["logger"]), text(&m["data"]))
+        })
+        .collect();
+    logged.sort();
+    logged
+}
+
+/// With the fixture (`--log-and-subscribe`), through both doors and both SDKs at
+/// once: two sessions at different levels get different messages, named
+/// `SERVER` or `SERVER/LOGGER`; the server is asked for the lowest level any
+/// session wants (again when that session ends, and by a new generation);
+/// `resources/updated` reaches the subscriber alone, and a new generation is
+/// subscribed again.
+#[test]
+fn levels_filter_per_session_and_a_new_generation_gets_the_level_and_subscriptions() {
+    let fleet = fleet_of(
+        "gw-levels",
+        &[fixture_server("fx", &["--log-and-subscribe"], "")],
+    );
+    let http = serve(&fleet, &[]);
+    let mut a = Client::open(&fleet, Sdk::Python, Door::Stdio(&[]));
+    let mut b = Client::open(&fleet, Sdk::TypeScript, Door::Http(&http));
+    assert_eq!(
+        b.op(json!({"op": "set_level", "level": "warning"}))["ok"],
+        true
+    );
+    assert_eq!(
+        await_server_lines(&fleet, "fx", "fixture: logging/setLevel warning", 1),
+        1
+    );
+    assert_eq!(
+        a.op(json!({"op": "set_level", "level": "debug"}))["ok"],
+        true
+    );
+    assert_eq!(
+        await_server_lines(&fleet, "fx", "fixture: logging/setLevel debug", 1),
+        1
+    );
+    let levels = json!(["debug", "info", "warning", "emergency"]);
+    let called = a.call("fx__echo", json!({"log": levels, "update": "fixture://r"}));
+    assert_eq!(called["isError"], Value::Null, "{called}");
+    let wanted = |levels: &[&str]| -> Vec<(String, String)> {
+        levels
+            .iter()
+            .map(|l| {
+                let logger = if *l == "debug" { "fx" } else { "fx/app" };
+                (logger.to_owned(), format!("message at {l}"))
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while (logged(&mut a).len() < 4 || logged(&mut b).len() < 2) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        logged(&mut a),
+        wanted(&["debug", "info", "warning", "emergency"])
+    );
+    assert_eq!(logged(&mut b), wanted(&["warning", "emergency"]));
+    // Nobody subscribed: nobody gets the update.
+    a.ping();
+    b.ping();
+    assert_eq!(params_of(&mut a, UPDATED), Vec::<Value>::new());
+    assert_eq!(params_of(&mut b, UPDATED), Vec::<Value>::new());
+
+    // B subscribes; A's call announces an update: B gets it, A does not.
+    assert_eq!(
+        b.op(json!({"op": "subscribe", "uri": "fixture://r"}))["ok"],
+        true
+    );
+    assert_eq!(
+        await_server_lines(&fleet, "fx", "fixture: resources/subscribe fixture://r", 1),
+        1
+    );
+    a.call("fx__echo", json!({"update": "fixture://r"}));
+    b.expect_notification(UPDATED, "to the subscriber");
+    assert_eq!(
+        params_of(&mut b, UPDATED),
+        vec![json!({"uri": "fixture://r"})]
+    );
+    a.ping();
+    assert_eq!(params_of(&mut a, UPDATED), Vec::<Value>::new());
+
+    // A new generation is asked for the lowest level and subscribed again.
+    let (out, _) = fleet.run_json(&["reconnect", "fx"]);
+    assert_code(&out, 0);
+    assert_eq!(
+        await_server_lines(&fleet, "fx", "fixture: logging/setLevel debug", 2),
+        2
+    );
+    assert_eq!(
+        await_server_lines(&fleet, "fx", "fixture: resources/subscribe fixture://r", 2),
+        2
+    );
+
+    // A, the session at debug, ends: the server is asked for warnings. B, the
+    // last subscriber, unsubscribes: the server is unsubscribed.
+    a.close();
+    assert_eq!(
+        await_server_lines(&fleet, "fx", "fixture: logging/setLevel warning", 2),
+        2
+    );
+    assert_eq!(
+        b.op(json!({"op": "unsubscribe", "uri": "fixture://r"}))["ok"],
+        true
+    );
+    assert_eq!(
+        await_server_lines(
+            &fleet,
+            "fx",
+            "fixture: resources/unsubscribe fixture://r",
+            1
+        ),
+        1
+    );
+    b.close();
+    down_and_no_leftovers(&fleet);
+}
