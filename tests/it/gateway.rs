@@ -2218,8 +2218,15 @@ fn levels_filter_per_session_and_a_new_generation_gets_the_level_and_subscriptio
         2
     );
 
-    // A, the session at debug, ends: the server is asked for warnings. B, the
-    // last subscriber, unsubscribes: the server is unsubscribed.
+    // A subscribes too (counted at the gateway alone), then its session, at
+    // debug, ends: the server is asked for warnings, and stays subscribed for
+    // B. B, the last subscriber, unsubscribes: the server is unsubscribed.
+    let unsubscribed = "fixture: resources/unsubscribe fixture://r";
+    let subscribed = "fixture: resources/subscribe fixture://r";
+    assert_eq!(
+        a.op(json!({"op": "subscribe", "uri": "fixture://r"}))["ok"],
+        true
+    );
     a.close();
     assert_eq!(
         await_server_lines(&fleet, "fx", "fixture: logging/setLevel warning", 2),
@@ -2229,15 +2236,15 @@ fn levels_filter_per_session_and_a_new_generation_gets_the_level_and_subscriptio
         b.op(json!({"op": "unsubscribe", "uri": "fixture://r"}))["ok"],
         true
     );
+    assert_eq!(await_server_lines(&fleet, "fx", unsubscribed, 1), 1);
+    assert_eq!(await_server_lines(&fleet, "fx", subscribed, 2), 2);
+    // B subscribes again and ends its session: the server is unsubscribed.
     assert_eq!(
-        await_server_lines(
-            &fleet,
-            "fx",
-            "fixture: resources/unsubscribe fixture://r",
-            1
-        ),
-        1
+        b.op(json!({"op": "subscribe", "uri": "fixture://r"}))["ok"],
+        true
     );
+    assert_eq!(await_server_lines(&fleet, "fx", subscribed, 3), 3);
     b.close();
+    assert_eq!(await_server_lines(&fleet, "fx", unsubscribed, 2), 2);
     down_and_no_leftovers(&fleet);
 }
