@@ -16,7 +16,7 @@ use tokio_util::task::TaskTracker;
 
 use super::bounds;
 use super::catalog::{Catalog, Known, Listing, MemberTool, Named};
-use super::desk::{Asking, Caller, Desk, ProgressGuard, SessionEvent, token_key};
+use super::desk::{Asking, Caller, Desk, ProgressGuard, SessionEvent, Upkeep, token_key};
 use super::journal::Journal;
 use super::member::{Exposure, Member, Scope};
 use super::names;
@@ -53,6 +53,10 @@ struct Shown {
 pub(super) struct Offered {
     /// Some server answers `completion/complete`.
     pub(super) completions: bool,
+    /// Some server sends log messages (`logging`).
+    pub(super) logging: bool,
+    /// Some server takes resource subscriptions (`resources.subscribe`).
+    pub(super) subscribe: bool,
 }
 
 /// The fleet's aggregation, shared by every client session and both doors.
@@ -93,15 +97,30 @@ impl Gateway {
         };
         let journal = Arc::new(journal);
         let tasks = TaskTracker::new();
-        let desk = Desk::spawn(servers, sessions, journal.clone(), &tasks);
-        Arc::new(Gateway {
+        let (upkeep, mut upkept) = tokio::sync::mpsc::unbounded_channel();
+        let desk = Desk::spawn(servers, sessions, journal.clone(), upkeep, &tasks);
+        let gateway = Arc::new(Gateway {
             shown: watch::Sender::new(shown),
             desk,
             start_options,
             journal,
             metrics,
             tasks,
-        })
+        });
+        // What ended sessions leave to do at servers, in the order it came.
+        let weak = Arc::downgrade(&gateway);
+        gateway.tasks.spawn(async move {
+            while let Some(upkeep) = upkept.recv().await {
+                let Some(gateway) = weak.upgrade() else {
+                    break;
+                };
+                match upkeep {
+                    Upkeep::Level(index, level) => gateway.level_at(index, level).await,
+                    Upkeep::Unsubscribe(index, uri) => gateway.unsubscribe_at(index, &uri).await,
+                }
+            }
+        });
+        gateway
     }
 
     /// What hears server `index`'s notifications.
@@ -265,6 +284,7 @@ impl Gateway {
                 }
                 gateway.announce(index);
                 if now.is_some() {
+                    gateway.renew(index).await;
                     gateway.prefetch(index).await;
                 }
             }
@@ -656,6 +676,12 @@ impl Gateway {
                 continue;
             };
             offered.completions |= info.capabilities.completions.is_some();
+            offered.logging |= info.capabilities.logging.is_some();
+            offered.subscribe |= info
+                .capabilities
+                .resources
+                .as_ref()
+                .is_some_and(|r| r.subscribe == Some(true));
         }
         offered
     }
@@ -685,6 +711,86 @@ impl Gateway {
     }
 }
 
+/// Log levels and resource subscriptions, kept at the servers for the client
+/// sessions (docs/design.md §14, "Logging", "Subscriptions").
+#[expect(deprecated, reason = "logging is deprecated by the 2026 protocol but spoken by every version we serve")]
+impl Gateway {
+    /// Session `session` (seeing `scope`) asks for log messages at `level`
+    /// and above; each running server whose lowest wanted level changed is
+    /// asked for it before this returns.
+    pub(super) async fn set_level(&self, session: u64, scope: Scope, level: rmcp::model::LoggingLevel) {
+        for (index, level) in self.desk.set_level(session, level, scope).await {
+            self.level_at(index, level).await;
+        }
+    }
+
+    /// Asks server `index`, if it runs and declares `logging`, for messages at
+    /// `level` and above. A server that does not run is asked when it starts.
+    async fn level_at(&self, index: usize, level: rmcp::model::LoggingLevel) {
+        let Some((server, reach)) = self.reach_now(index) else {
+            return;
+        };
+        let peer = reach.session.into_peer();
+        if let Err(e) = super::logging::set_at(&peer, level).await {
+            self.note(format_args!("server {server}: logging/setLevel failed: {e}"));
+        }
+    }
+
+    /// Notes session `session`'s subscription to `uri` at server `index`:
+    /// whether it is the first (the server is to be subscribed).
+    pub(super) async fn subscribed(&self, session: u64, index: usize, uri: &str) -> bool {
+        self.desk.subscribe(session, index, uri.to_owned()).await
+    }
+
+    /// Session `session` unsubscribes from `uri`; the servers it was the last
+    /// subscriber at are unsubscribed before this returns.
+    pub(super) async fn unsubscribe(&self, session: u64, uri: &str) {
+        for index in self.desk.unsubscribe(session, uri.to_owned()).await {
+            self.unsubscribe_at(index, uri).await;
+        }
+    }
+
+    /// Unsubscribes server `index`, if it runs, from `uri`.
+    async fn unsubscribe_at(&self, index: usize, uri: &str) {
+        let Some((server, reach)) = self.reach_now(index) else {
+            return;
+        };
+        let peer = reach.session.into_peer();
+        if !super::subscriptions::declares(&peer) {
+            return;
+        }
+        if let Err(e) = super::subscriptions::unsubscribe_at(&peer, uri).await {
+            self.note(format_args!("server {server}: resources/unsubscribe of {uri} failed: {e}"));
+        }
+    }
+
+    /// A new generation of server `index` runs: it is asked for the level the
+    /// sessions that see it want, and subscribed to the URIs that still have
+    /// subscribers.
+    async fn renew(&self, index: usize) {
+        let Some(wanted) = self.desk.wanted(index).await else {
+            return;
+        };
+        let Some((server, reach)) = self.reach_now(index) else {
+            return;
+        };
+        let peer = reach.session.into_peer();
+        if let Some(level) = wanted.level
+            && let Err(e) = super::logging::set_at(&peer, level).await
+        {
+            self.note(format_args!("server {server}: logging/setLevel failed: {e}"));
+        }
+        if !super::subscriptions::declares(&peer) {
+            return;
+        }
+        for uri in wanted.uris {
+            if let Err(e) = super::subscriptions::subscribe_at(&peer, &uri).await {
+                self.note(format_args!("server {server}: resources/subscribe of {uri} failed: {e}"));
+            }
+        }
+    }
+}
+
 /// Hears one server's notifications for the gateway.
 struct MemberListener {
     gateway: Weak<Gateway>,
@@ -695,6 +801,16 @@ impl Listener for MemberListener {
     fn notified(&self, notice: Notice) {
         let Some(gateway) = self.gateway.upgrade() else {
             return;
+        };
+        // A log message is named by its server (docs/design.md §14).
+        let notice = match notice {
+            Notice::Log(param) => {
+                let server = gateway
+                    .member(self.index)
+                    .map_or_else(String::new, |m| m.handle.name().to_owned());
+                Notice::Log(super::logging::named(&server, param))
+            }
+            other => other,
         };
         // To the gateway's task, which puts them on the clients' queues in
         // the order the server sent them.

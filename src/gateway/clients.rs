@@ -1,12 +1,15 @@
 //! What the gateway sends a client session of its own accord: that a list
-//! changed, and the progress of its calls. Each session has one queue, drained
+//! changed, the progress of its calls, the servers' log messages at its level
+//! and the updates of the resources it subscribed to. Each session has one queue, drained
 //! by one task, so that what it is sent arrives in the order it was queued
 //! (docs/design.md §14, G5). Progress is sent as its server wrote it, only its
 //! token changed ("Values as written").
 
+#![expect(deprecated, reason = "logging is deprecated by the 2026 protocol but spoken by every version we serve")]
+
 use rmcp::model::{
-    CustomNotification, JsonObject, ProgressNotification, ProgressNotificationParam,
-    ServerNotification,
+    CustomNotification, JsonObject, LoggingMessageNotificationParam, ProgressNotification,
+    ProgressNotificationParam, ResourceUpdatedNotificationParam, ServerNotification,
 };
 use rmcp::service::{Peer, RoleServer};
 use serde_json::Value;
@@ -21,6 +24,10 @@ pub(super) enum Note {
     ResourcesChanged,
     /// A `notifications/progress`'s params, as written.
     Progress(JsonObject),
+    /// A server's log message, named by server.
+    Log(LoggingMessageNotificationParam),
+    /// A resource the client subscribed to changed.
+    ResourceUpdated(ResourceUpdatedNotificationParam),
 }
 
 /// A progress notification's params as its server wrote them, beside rmcp's
@@ -70,6 +77,14 @@ impl ClientQueue {
                     Note::ResourcesChanged => peer.notify_resource_list_changed().await,
                     Note::Progress(params) => {
                         let _ = peer.send_notification(progress(params, stdio)).await;
+                        continue;
+                    }
+                    Note::Log(param) => {
+                        let _ = peer.notify_logging_message(param).await;
+                        continue;
+                    }
+                    Note::ResourceUpdated(param) => {
+                        let _ = peer.notify_resource_updated(param).await;
                         continue;
                     }
                 };

@@ -11,6 +11,8 @@
 //! that call. What readers must see at once (a list learned, a catalog built,
 //! starts held) is answered once the board shows it.
 
+#![expect(deprecated, reason = "logging is deprecated by the 2026 protocol but spoken by every version we serve")]
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -22,6 +24,9 @@ use tokio_util::task::TaskTracker;
 use super::catalog::{Built, Catalogs, Learnt, Lists};
 use super::clients::{ClientQueue, Note};
 use super::journal::Journal;
+use super::logging::Levels;
+use super::member::Scope;
+use super::subscriptions::Subscriptions;
 use crate::process::notice::Notice;
 
 /// A client session opened or closed.
@@ -56,6 +61,14 @@ pub(super) struct Caller {
     pub(super) theirs: RequestId,
     /// The client's session, for the gateway's log.
     pub(super) session: u64,
+}
+
+/// What the gateway is to do at a server when a client session ends: ask for
+/// another level of log messages, or unsubscribe a URI nobody else follows.
+#[derive(Debug, PartialEq)]
+pub(super) enum Upkeep {
+    Level(usize, rmcp::model::LoggingLevel),
+    Unsubscribe(usize, String),
 }
 
 /// A message to the gateway's task.
@@ -127,6 +140,40 @@ enum Message {
         hold: bool,
         reply: oneshot::Sender<()>,
     },
+    /// A session asked for log messages at `level` and above: the servers
+    /// whose level is to change are answered.
+    SetLevel {
+        session: u64,
+        level: rmcp::model::LoggingLevel,
+        scope: Scope,
+        reply: oneshot::Sender<Vec<(usize, rmcp::model::LoggingLevel)>>,
+    },
+    /// A session subscribed to `uri` at `server`: whether it is the first.
+    Subscribe {
+        session: u64,
+        server: usize,
+        uri: String,
+        reply: oneshot::Sender<bool>,
+    },
+    /// A session unsubscribed from `uri`: the servers it was the last
+    /// subscriber at.
+    Unsubscribe {
+        session: u64,
+        uri: String,
+        reply: oneshot::Sender<Vec<usize>>,
+    },
+    /// What a new generation of `server` is to be asked: the level, and the
+    /// URIs to subscribe to.
+    Wanted {
+        server: usize,
+        reply: oneshot::Sender<Wanted>,
+    },
+}
+
+/// What a server is to be asked for on behalf of the client sessions.
+pub(super) struct Wanted {
+    pub(super) level: Option<rmcp::model::LoggingLevel>,
+    pub(super) uris: Vec<String>,
 }
 
 /// The handle to the gateway's task.
@@ -142,6 +189,7 @@ impl Desk {
         servers: usize,
         sessions: Box<dyn Fn(SessionEvent) + Send + Sync>,
         journal: Arc<Journal>,
+        upkeep: mpsc::UnboundedSender<Upkeep>,
         tasks: &TaskTracker,
     ) -> Desk {
         let board = Board {
@@ -162,6 +210,9 @@ impl Desk {
             held: Vec::new(),
             sessions,
             journal,
+            levels: Levels::default(),
+            subscriptions: Subscriptions::default(),
+            upkeep,
             tasks: tasks.clone(),
         };
         tasks.spawn(task.run(rx));
@@ -297,6 +348,54 @@ impl Desk {
     pub(super) async fn hold(&self, hold: bool) {
         self.ask(|reply| Message::Hold { hold, reply }).await;
     }
+
+    /// Session `session` (seeing `scope`) asked for log messages at `level`
+    /// and above: the servers whose level is to change, with the new one.
+        pub(super) async fn set_level(
+        &self,
+        session: u64,
+        level: rmcp::model::LoggingLevel,
+        scope: Scope,
+    ) -> Vec<(usize, rmcp::model::LoggingLevel)> {
+        self.ask(|reply| Message::SetLevel {
+            session,
+            level,
+            scope,
+            reply,
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    /// Session `session` subscribes to `uri` at `server`: whether it is the
+    /// first subscriber.
+    pub(super) async fn subscribe(&self, session: u64, server: usize, uri: String) -> bool {
+        self.ask(|reply| Message::Subscribe {
+            session,
+            server,
+            uri,
+            reply,
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    /// Session `session` unsubscribes from `uri`: the servers it was the last
+    /// subscriber at.
+    pub(super) async fn unsubscribe(&self, session: u64, uri: String) -> Vec<usize> {
+        self.ask(|reply| Message::Unsubscribe {
+            session,
+            uri,
+            reply,
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    /// What a new generation of `server` is to be asked for.
+    pub(super) async fn wanted(&self, server: usize) -> Option<Wanted> {
+        self.ask(|reply| Message::Wanted { server, reply }).await
+    }
 }
 
 /// Forgets a relayed progress token when the call ends.
@@ -418,6 +517,12 @@ struct DeskTask {
     /// Told when a client session opens or closes (G7).
     sessions: Box<dyn Fn(SessionEvent) + Send + Sync>,
     journal: Arc<Journal>,
+    /// The level of log messages each session asked for.
+    levels: Levels,
+    /// The sessions subscribed to each server's resources.
+    subscriptions: Subscriptions,
+    /// What the gateway is to do at servers once a session ends.
+    upkeep: mpsc::UnboundedSender<Upkeep>,
     /// Where the clients' queues run.
     tasks: TaskTracker,
 }
@@ -467,6 +572,13 @@ impl DeskTask {
             }
             Message::Close { id, door } => {
                 self.modern.remove(&id);
+                let servers = self.board.borrow().lists.len();
+                for (server, level) in self.levels.forget(id, servers) {
+                    let _ = self.upkeep.send(Upkeep::Level(server, level));
+                }
+                for (server, uri) in self.subscriptions.forget(id) {
+                    let _ = self.upkeep.send(Upkeep::Unsubscribe(server, uri));
+                }
                 if self.clients.remove(&id).is_some() {
                     self.journal
                         .line(format_args!("session {id} closed ({door})"));
@@ -594,6 +706,36 @@ impl DeskTask {
                 });
                 let _ = reply.send(());
             }
+            Message::SetLevel {
+                session,
+                level,
+                scope,
+                reply,
+            } => {
+                let servers = self.board.borrow().lists.len();
+                let _ = reply.send(self.levels.set(session, level, scope, servers));
+            }
+            Message::Subscribe {
+                session,
+                server,
+                uri,
+                reply,
+            } => {
+                let _ = reply.send(self.subscriptions.subscribe(session, server, &uri));
+            }
+            Message::Unsubscribe {
+                session,
+                uri,
+                reply,
+            } => {
+                let _ = reply.send(self.subscriptions.unsubscribe(session, &uri));
+            }
+            Message::Wanted { server, reply } => {
+                let _ = reply.send(Wanted {
+                    level: self.levels.wanted(server),
+                    uris: self.subscriptions.uris(server),
+                });
+            }
         }
     }
 
@@ -656,6 +798,24 @@ impl DeskTask {
                 }
                 return;
             }
+            Notice::Log(param) => {
+                // To every session at or below its level, on the session's
+                // queue (rmcp puts only progress on a call's own stream).
+                for session in self.levels.audience(index, param.level) {
+                    if let Some(client) = self.clients.get(&session) {
+                        client.send(Note::Log(param.clone()));
+                    }
+                }
+                return;
+            }
+            Notice::ResourceUpdated(param) => {
+                for session in self.subscriptions.audience(index, &param.uri) {
+                    if let Some(client) = self.clients.get(&session) {
+                        client.send(Note::ResourceUpdated(param.clone()));
+                    }
+                }
+                return;
+            }
             Notice::ToolsChanged => Note::ToolsChanged,
             Notice::PromptsChanged => Note::PromptsChanged,
             Notice::ResourcesChanged => Note::ResourcesChanged,
@@ -705,7 +865,8 @@ mod tests {
 
     fn desk(servers: usize) -> Desk {
         let tasks = TaskTracker::new();
-        Desk::spawn(servers, Box::new(|_| {}), Arc::new(Journal::default()), &tasks)
+        let (upkeep, _) = tokio::sync::mpsc::unbounded_channel();
+        Desk::spawn(servers, Box::new(|_| {}), Arc::new(Journal::default()), upkeep, &tasks)
     }
 
     fn tools(generation: u64) -> Learnt {

@@ -11,7 +11,11 @@
 //!                      └ tools/call: the server's published peer (G2); a server
 //!                          that is not running gets a start request first
 //!  server ─► Listener (its session's notifications) ─► the gateway's task ─►
-//!            lists marked stale, each client's queue (G5)
+//!            lists marked stale, each client's queue (G5); log messages to the
+//!            sessions at their level, resource updates to the subscribers
+//!  client's logging/setLevel, resources/subscribe ─► the gateway's task
+//!            (`logging.rs`, `subscriptions.rs`) ─► the servers' level and
+//!            subscriptions, kept for each new generation
 //!  authority snapshots ─► watcher ─► the gateway's task ─► list_changed on each
 //!                                     client's queue (G5)
 //! ```
@@ -24,7 +28,9 @@
 //! owned by the gateway's task (`desk.rs`), which publishes what readers need;
 //! what it knows of each server's lists is in `catalog.rs`; what it sends each
 //! client goes through that client's one queue (`clients.rs`); servers'
-//! requests of their client are relayed by `relay.rs`. This file only declares
+//! requests of their client are relayed by `relay.rs`; the sessions' log levels
+//! and resource subscriptions are kept in `logging.rs` and `subscriptions.rs`
+//! (owned by the gateway's task). This file only declares
 //! and re-exports.
 
 pub(crate) mod aggregate;
@@ -35,12 +41,14 @@ mod desk;
 mod era;
 pub(crate) mod http;
 mod journal;
+mod logging;
 pub(crate) mod member;
 pub(crate) mod names;
 mod pass;
 mod relay;
 mod resume;
 mod session;
+mod subscriptions;
 mod written;
 
 pub(crate) use aggregate::Gateway;

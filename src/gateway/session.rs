@@ -561,6 +561,14 @@ impl ServerHandler for ClientSession {
         if offered.completions {
             capabilities.completions = Some(rmcp::model::JsonObject::new());
         }
+        if offered.logging {
+            capabilities.logging = Some(rmcp::model::JsonObject::new());
+        }
+        if offered.subscribe
+            && let Some(resources) = capabilities.resources.as_mut()
+        {
+            resources.subscribe = Some(true);
+        }
         InitializeResult::new(capabilities)
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
             .with_server_info(Implementation::new("mcpfleet", env!("CARGO_PKG_VERSION")))
@@ -750,6 +758,76 @@ impl ServerHandler for ClientSession {
             .map_err(|e| failed(&server, generation, e))?;
         result.result_type = Some(ResultType::COMPLETE);
         Ok(ReadResourceResponse::Complete(result))
+    }
+
+    /// Remembered for this session: the servers it sees send it their log
+    /// messages at `level` and above, named by server (docs/design.md §14).
+    #[expect(deprecated, reason = "logging is deprecated by the 2026 protocol but spoken by every version we serve")]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Some(id) = self.id() else {
+            return Err(ErrorData::invalid_request(
+                "logging/setLevel before the session is initialized",
+                None,
+            ));
+        };
+        self.gateway
+            .set_level(id, self.scope.clone(), request.level)
+            .await;
+        Ok(())
+    }
+
+    /// Routed to the server that owns the URI; the server is subscribed by the
+    /// first session that subscribes (docs/design.md §14).
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Some(id) = self.id() else {
+            return Err(ErrorData::invalid_request(
+                "resources/subscribe before the session is initialized",
+                None,
+            ));
+        };
+        let uri = request.uri;
+        let Some(index) = self.gateway.resource_owner(&self.scope, &uri).await else {
+            return Err(ErrorData::invalid_params(
+                format!("no server of the fleet offers `{uri}`"),
+                Some(json!({ "uri": uri })),
+            ));
+        };
+        let server = self.server_name(index);
+        let (generation, peer) = self.running(index).await?;
+        if !super::subscriptions::declares(&peer) {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("server `{server}`, which offers `{uri}`, takes no resource subscriptions"),
+                Some(json!({ "server": server, "uri": uri })),
+            ));
+        }
+        if self.gateway.subscribed(id, index, &uri).await
+            && let Err(e) = super::subscriptions::subscribe_at(&peer, &uri).await
+        {
+            self.gateway.unsubscribe(id, &uri).await;
+            return Err(failed(&server, generation, e));
+        }
+        Ok(())
+    }
+
+    /// The server is unsubscribed once its last subscriber leaves.
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if let Some(id) = self.id() {
+            self.gateway.unsubscribe(id, &request.uri).await;
+        }
+        Ok(())
     }
 }
 

@@ -1,6 +1,7 @@
 //! What a server sends its client unasked, as the rest of mcpfleet hears it: list
-//! changes, progress, and the requests a server makes of its client (`roots/list`,
-//! `sampling/createMessage`, `elicitation/create`). The session hands each to a
+//! changes, progress, log messages, resource updates, and the requests a server
+//! makes of its client (`roots/list`, `sampling/createMessage`,
+//! `elicitation/create`). The session hands each to a
 //! [`Listener`] (the gateway's, docs/design.md §14); without one, notifications
 //! are only logged and requests get rmcp's default answers.
 //!
@@ -8,11 +9,16 @@
 //! where the session sees the server's bytes (stdio): rmcp's types would change
 //! numbers (docs/design.md §14, "Values as written").
 
+#![expect(deprecated, reason = "logging is deprecated by the 2026 protocol but spoken by every version we serve")]
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use rmcp::model::{ClientResult, ErrorData, JsonObject, RequestId, ServerRequest};
+use rmcp::model::{
+    ClientResult, ErrorData, JsonObject, LoggingMessageNotificationParam, RequestId,
+    ResourceUpdatedNotificationParam, ServerRequest,
+};
 use tokio_util::sync::CancellationToken;
 
 /// A notification from a server.
@@ -24,6 +30,10 @@ pub enum Notice {
     /// A `notifications/progress`: its `params`, as the server wrote them
     /// where the session sees its bytes, else as rmcp writes them.
     Progress(JsonObject),
+    /// `notifications/message`, as the server wrote it.
+    Log(LoggingMessageNotificationParam),
+    /// `notifications/resources/updated`, as the server wrote it.
+    ResourceUpdated(ResourceUpdatedNotificationParam),
 }
 
 /// A request a server made of its client.

@@ -97,6 +97,7 @@ class Harness {
     this.transportClosed = null; // settles when the transport has closed (stdio: the server has exited)
     this.httpStatus = null; // last HTTP error status seen (>= 400)
     this.notifications = {}; // all received, by method
+    this.params = { 'notifications/message': [], 'notifications/resources/updated': [] }; // their params, in order
     this.unclaimed = {}; // since the last wait_notification, by method
     this.waiters = new Set(); // wake-ups for wait_notification
     this.requests = Object.fromEntries(SERVER_REQUESTS.map((method) => [method, 0]));
@@ -116,7 +117,16 @@ class Harness {
       call_await: (command) => this.opCallAwait(command),
       call_cancel: (command) => this.opCallCancel(command),
       wait_notification: (command) => this.opWaitNotification(command),
-      notifications: async () => ({ ok: true, counts: { ...this.notifications } }),
+      notifications: async () => ({ ok: true, counts: { ...this.notifications }, params: structuredClone(this.params) }),
+      set_level: async (command) => (
+        await this.client.setLoggingLevel(need(command, 'level'), { timeout: TIMEOUT_MS }), { ok: true }
+      ),
+      subscribe: async (command) => (
+        await this.client.subscribeResource({ uri: need(command, 'uri') }, { timeout: TIMEOUT_MS }), { ok: true }
+      ),
+      unsubscribe: async (command) => (
+        await this.client.unsubscribeResource({ uri: need(command, 'uri') }, { timeout: TIMEOUT_MS }), { ok: true }
+      ),
       ping: async () => (await this.client.ping({ timeout: TIMEOUT_MS }), { ok: true }),
       requests: async () => ({ ok: true, counts: { ...this.requests } }),
     };
@@ -145,7 +155,7 @@ class Harness {
     this.transport = this.makeTransport();
     // Client.connect keeps the onmessage and onclose set beforehand and calls them first.
     this.transport.onmessage = (message) => {
-      if (isNotification(message)) this.onNotification(message.method); // count every notification
+      if (isNotification(message)) this.onNotification(message.method, message.params); // count every notification
     };
     this.transportClosed = new Promise((resolve) => (this.transport.onclose = resolve));
     // The client hands the negotiated version to a transport that takes it (HTTP does, stdio does not).
@@ -214,7 +224,8 @@ class Harness {
     return { action: 'accept', content: {} };
   }
 
-  onNotification(method) {
+  onNotification(method, params) {
+    if (Object.hasOwn(this.params, method)) this.params[method].push(params ?? null);
     this.notifications[method] = (this.notifications[method] ?? 0) + 1;
     this.unclaimed[method] = (this.unclaimed[method] ?? 0) + 1;
     for (const wake of this.waiters) wake();

@@ -160,6 +160,8 @@ class Harness:
         self.stopped_by: str | None = None  # the name of the signal that ended the session
         self.http_status: int | None = None  # last HTTP error status seen (>= 400)
         self.notifications: Counter[str] = Counter()  # all received
+        # the params of these, in the order they came
+        self.params: dict[str, list[Any]] = {"notifications/message": [], "notifications/resources/updated": []}
         self.unclaimed: Counter[str] = Counter()  # since the last wait_notification per method
         self.notified = anyio.Event()
         self.requests: Counter[str] = Counter({method: 0 for method in SERVER_REQUESTS})
@@ -184,6 +186,9 @@ class Harness:
             "notifications": self.op_notifications,
             "ping": self.op_ping,
             "discover": self.op_discover,
+            "set_level": self.op_set_level,
+            "subscribe": self.op_subscribe,
+            "unsubscribe": self.op_unsubscribe,
             "requests": self.op_requests,
             "sampled": self.op_sampled,
         }
@@ -271,6 +276,9 @@ class Harness:
             return
         method = getattr(message, "method", None)
         if method:
+            if method in self.params:
+                params = getattr(message, "params", None)
+                self.params[method].append(dump(params) if params is not None else None)
             self.notifications[method] += 1
             self.unclaimed[method] += 1
             self.notified.set()
@@ -409,7 +417,19 @@ class Harness:
         return {"ok": True, "method": method, "count": count}
 
     async def op_notifications(self, command: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "counts": dict(self.notifications)}
+        return {"ok": True, "counts": dict(self.notifications), "params": json.loads(json.dumps(self.params))}
+
+    async def op_set_level(self, command: dict[str, Any]) -> dict[str, Any]:
+        await self.client.set_logging_level(need(command, "level"))
+        return {"ok": True}
+
+    async def op_subscribe(self, command: dict[str, Any]) -> dict[str, Any]:
+        await self.client.subscribe_resource(need(command, "uri"))
+        return {"ok": True}
+
+    async def op_unsubscribe(self, command: dict[str, Any]) -> dict[str, Any]:
+        await self.client.unsubscribe_resource(need(command, "uri"))
+        return {"ok": True}
 
     async def op_ping(self, command: dict[str, Any]) -> dict[str, Any]:
         await self.client.session.send_ping()

@@ -201,6 +201,19 @@ def everything(client: Client, check: Checks, sdk: str, transport: str, server_l
     answer = client.ask({"op": "read_resource", "uri": "demo://resource/dynamic/text/1"})
     check(answer.get("ok") and "Resource 1" in json.dumps(answer.get("result")), "read_resource", answer)
 
+    check(client.ask({"op": "set_level", "level": "debug"}) == {"ok": True}, "set_level")
+    uri = "demo://resource/dynamic/text/1"
+    check(client.ask({"op": "subscribe", "uri": uri}) == {"ok": True}, "subscribe")
+    # The server logs each subscribe at info.
+    deadline = time.monotonic() + 10
+    logged: list[Any] = []
+    while not logged and time.monotonic() < deadline:
+        client.ask({"op": "wait_notification", "method": "notifications/message", "timeout_ms": 1000})
+        params = client.ask({"op": "notifications"}).get("params", {}).get("notifications/message", [])
+        logged = [m for m in params if uri in str(m.get("data"))]
+    check(logged and logged[0].get("level") == "info", "the params of notifications/message", logged)
+    check(client.ask({"op": "unsubscribe", "uri": uri}) == {"ok": True}, "unsubscribe")
+
     counts = client.ask({"op": "requests"}).get("counts", {})
     check(counts.get("sampling/createMessage") == 1 and counts.get("elicitation/create") == 1, "requests", counts)
     check(counts.get("roots/list", 0) >= 1, "roots/list requested", counts)

@@ -2251,3 +2251,329 @@ fn completions_reach_the_server_that_owns_the_prompt_or_template() {
     both.close();
     down_and_no_leftovers(&fleet);
 }
+
+// ---------------------------------------------------------------------------------
+// Logging and resource subscriptions
+
+const MESSAGE: &str = "notifications/message";
+const UPDATED: &str = "notifications/resources/updated";
+
+/// The params of the notifications `method` a client received so far.
+fn params_of(client: &mut Client, method: &str) -> Vec<Value> {
+    let answer = client.op(json!({"op": "notifications"}));
+    answer["params"][method]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The log messages a client received whose text starts with `start`.
+fn messages_starting(client: &mut Client, start: &str) -> Vec<Value> {
+    params_of(client, MESSAGE)
+        .into_iter()
+        .filter(|m| m["data"].as_str().is_some_and(|d| d.starts_with(start)))
+        .collect()
+}
+
+/// Waits (10 s at most) until a client has received a log message whose text
+/// starts with `start`; the ones it has.
+#[track_caller]
+fn await_messages(client: &mut Client, start: &str) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = messages_starting(client, start);
+        if !found.is_empty() || Instant::now() >= deadline {
+            return found;
+        }
+        client.op(json!({"op": "wait_notification", "method": MESSAGE, "timeout_ms": 1000}));
+    }
+}
+
+/// Through both doors for both SDKs, with the published server-everything
+/// (which declares `logging` and `resources.subscribe`, logs each subscribe and
+/// unsubscribe it gets at `info`, and announces its subscribed resources every
+/// 5 s once `toggle-subscriber-updates` ran): each session gets the log
+/// messages at or above its own level, named by the server; the server is
+/// subscribed once for two sessions and unsubscribed after the last; only
+/// subscribers get `resources/updated`, and an unsubscribed session no more.
+#[test]
+fn log_messages_follow_each_sessions_level_and_updates_reach_subscribers_alone() {
+    let fleet = fleet_of(
+        "gw-logsub",
+        &[everything("ev"), fixture_server("plain", &[], "")],
+    );
+    let http = serve(&fleet, &[]);
+    let uri = "demo://resource/dynamic/text/1";
+    // The server's simulated updates, every 5 s, for the URIs it is subscribed to.
+    {
+        let mut toggler = Client::open(&fleet, Sdk::Python, Door::Stdio(&["ev"]));
+        let toggled = toggler.call("ev__toggle-subscriber-updates", json!({}));
+        assert_eq!(toggled["isError"], Value::Null, "{toggled}");
+        toggler.close();
+    }
+    for sdk in SDKS {
+        for door in [Door::Stdio(&[]), Door::Http(&http)] {
+            let label = format!("{sdk:?} over {}", door.name());
+            let (mut a, first) = Client::start(&fleet, sdk, &label, door.args(&fleet));
+            assert_eq!(
+                first["capabilities"]["logging"],
+                json!({}),
+                "{label}: {first}"
+            );
+            assert_eq!(
+                first["capabilities"]["resources"]["subscribe"], true,
+                "{label}: {first}"
+            );
+            let mut b = Client::open(&fleet, sdk, door);
+            assert_eq!(
+                a.op(json!({"op": "set_level", "level": "debug"}))["ok"],
+                true,
+                "{label}"
+            );
+            assert_eq!(
+                b.op(json!({"op": "set_level", "level": "emergency"}))["ok"],
+                true,
+                "{label}"
+            );
+
+            // The first subscriber subscribes at the server, which logs it at
+            // `info`: A (debug) gets the message, named by the server; B
+            // (emergency) does not.
+            let subscribed = a.op(json!({"op": "subscribe", "uri": uri}));
+            assert_eq!(subscribed["ok"], true, "{label}: {subscribed}");
+            let logged = await_messages(
+                &mut a,
+                &format!("Received Subscribe Resource request for URI: {uri}"),
+            );
+            assert_eq!(logged.len(), 1, "{label}: {logged:?}");
+            assert_eq!(logged[0]["logger"], "ev", "{label}: {logged:?}");
+            assert_eq!(logged[0]["level"], "info", "{label}: {logged:?}");
+            // The second subscriber is counted at the gateway alone.
+            let subscribed = b.op(json!({"op": "subscribe", "uri": uri}));
+            assert_eq!(subscribed["ok"], true, "{label}: {subscribed}");
+            a.expect_notification(UPDATED, "to a subscriber");
+            b.expect_notification(UPDATED, "to a subscriber");
+            let updated = params_of(&mut b, UPDATED);
+            assert!(
+                updated.iter().all(|u| u["uri"] == uri),
+                "{label}: {updated:?}"
+            );
+            b.ping();
+            assert_eq!(
+                params_of(&mut b, MESSAGE),
+                Vec::<Value>::new(),
+                "{label}: B's level is emergency"
+            );
+
+            // B unsubscribes: it gets no more updates, A still does, and the
+            // server is still subscribed (it logs no unsubscribe).
+            let unsubscribed = b.op(json!({"op": "unsubscribe", "uri": uri}));
+            assert_eq!(unsubscribed["ok"], true, "{label}: {unsubscribed}");
+            b.ping();
+            let b_had = params_of(&mut b, UPDATED).len();
+            a.forget(&[UPDATED]);
+            a.expect_notification(UPDATED, "to the remaining subscriber");
+            b.ping();
+            assert_eq!(
+                params_of(&mut b, UPDATED).len(),
+                b_had,
+                "{label}: B unsubscribed"
+            );
+
+            // A, the last, unsubscribes: the server is unsubscribed.
+            let unsubscribed = a.op(json!({"op": "unsubscribe", "uri": uri}));
+            assert_eq!(unsubscribed["ok"], true, "{label}: {unsubscribed}");
+            let logged = await_messages(
+                &mut a,
+                &format!("Received Unsubscribe Resource request: {uri}"),
+            );
+            assert_eq!(
+                logged.len(),
+                1,
+                "{label}: the server is unsubscribed once: {logged:?}"
+            );
+            assert_eq!(
+                messages_starting(&mut a, "Received Subscribe Resource request").len(),
+                1,
+                "{label}: the server is subscribed once"
+            );
+
+            // A URI no server offers.
+            let unknown = a.op(json!({"op": "subscribe", "uri": "nowhere://x"}));
+            assert_eq!(unknown["ok"], false, "{label}: {unknown}");
+            assert_eq!(unknown["error"]["code"], -32602, "{label}: {unknown}");
+            a.close();
+            b.close();
+        }
+    }
+    // Seen only through the fixture, which declares neither, the gateway
+    // declares neither.
+    let (only_plain, first) = Client::start(
+        &fleet,
+        Sdk::Python,
+        "client of the fixture alone",
+        Door::Stdio(&["plain"]).args(&fleet),
+    );
+    assert_eq!(first["ok"], true, "{first}");
+    assert!(first["capabilities"].get("logging").is_none(), "{first}");
+    assert!(
+        first["capabilities"]["resources"]
+            .get("subscribe")
+            .is_none(),
+        "{first}"
+    );
+    only_plain.close();
+    down_and_no_leftovers(&fleet);
+}
+
+/// Waits (10 s at most) until server `name`'s stderr holds `line` `count`
+/// times; the number it holds.
+#[track_caller]
+fn await_server_lines(fleet: &TestFleet, name: &str, line: &str, count: usize) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = fleet.run(&["logs", name, "-n", "1000"]);
+        assert_code(&out, 0);
+        let found = stdout(&out).lines().filter(|l| l.ends_with(line)).count();
+        if found >= count || Instant::now() >= deadline {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The data of the log messages a client received so far, with their loggers,
+/// sorted (rmcp hands each of a server's notifications to mcpfleet on a task
+/// of its own, so two sent close together may arrive swapped).
+fn logged(client: &mut Client) -> Vec<(String, String)> {
+    let mut logged: Vec<(String, String)> = params_of(client, MESSAGE)
+        .iter()
+        .map(|m| {
+            let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+            (text(&m["logger"]), text(&m["data"]))
+        })
+        .collect();
+    logged.sort();
+    logged
+}
+
+/// With the fixture (`--log-and-subscribe`), through both doors and both SDKs at
+/// once: two sessions at different levels get different messages, named
+/// `SERVER` or `SERVER/LOGGER`; the server is asked for the lowest level any
+/// session wants (again when that session ends, and by a new generation);
+/// `resources/updated` reaches the subscriber alone, and a new generation is
+/// subscribed again.
+#[test]
+fn levels_filter_per_session_and_a_new_generation_gets_the_level_and_subscriptions() {
+    let fleet = fleet_of(
+        "gw-levels",
+        &[fixture_server("fx", &["--log-and-subscribe"], "")],
+    );
+    let http = serve(&fleet, &[]);
+    let mut a = Client::open(&fleet, Sdk::Python, Door::Stdio(&[]));
+    let mut b = Client::open(&fleet, Sdk::TypeScript, Door::Http(&http));
+    assert_eq!(
+        b.op(json!({"op": "set_level", "level": "warning"}))["ok"],
+        true
+    );
+    assert_eq!(
+        await_server_lines(&fleet, "fx", "fixture: logging/setLevel warning", 1),
+        1
+    );
+    assert_eq!(
+        a.op(json!({"op": "set_level", "level": "debug"}))["ok"],
+        true
+    );
+    assert_eq!(
+        await_server_lines(&fleet, "fx", "fixture: logging/setLevel debug", 1),
+        1
+    );
+    let levels = json!(["debug", "info", "warning", "emergency"]);
+    let called = a.call("fx__echo", json!({"log": levels, "update": "fixture://r"}));
+    assert_eq!(called["isError"], Value::Null, "{called}");
+    let wanted = |levels: &[&str]| -> Vec<(String, String)> {
+        levels
+            .iter()
+            .map(|l| {
+                let logger = if *l == "debug" { "fx" } else { "fx/app" };
+                (logger.to_owned(), format!("message at {l}"))
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while (logged(&mut a).len() < 4 || logged(&mut b).len() < 2) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        logged(&mut a),
+        wanted(&["debug", "info", "warning", "emergency"])
+    );
+    assert_eq!(logged(&mut b), wanted(&["warning", "emergency"]));
+    // Nobody subscribed: nobody gets the update.
+    a.ping();
+    b.ping();
+    assert_eq!(params_of(&mut a, UPDATED), Vec::<Value>::new());
+    assert_eq!(params_of(&mut b, UPDATED), Vec::<Value>::new());
+
+    // B subscribes; A's call announces an update: B gets it, A does not.
+    assert_eq!(
+        b.op(json!({"op": "subscribe", "uri": "fixture://r"}))["ok"],
+        true
+    );
+    assert_eq!(
+        await_server_lines(&fleet, "fx", "fixture: resources/subscribe fixture://r", 1),
+        1
+    );
+    a.call("fx__echo", json!({"update": "fixture://r"}));
+    b.expect_notification(UPDATED, "to the subscriber");
+    assert_eq!(
+        params_of(&mut b, UPDATED),
+        vec![json!({"uri": "fixture://r"})]
+    );
+    a.ping();
+    assert_eq!(params_of(&mut a, UPDATED), Vec::<Value>::new());
+
+    // A new generation is asked for the lowest level and subscribed again.
+    let (out, _) = fleet.run_json(&["reconnect", "fx"]);
+    assert_code(&out, 0);
+    assert_eq!(
+        await_server_lines(&fleet, "fx", "fixture: logging/setLevel debug", 2),
+        2
+    );
+    assert_eq!(
+        await_server_lines(&fleet, "fx", "fixture: resources/subscribe fixture://r", 2),
+        2
+    );
+
+    // A subscribes too (counted at the gateway alone), then its session, at
+    // debug, ends: the server is asked for warnings, and stays subscribed for
+    // B. B, the last subscriber, unsubscribes: the server is unsubscribed.
+    let unsubscribed = "fixture: resources/unsubscribe fixture://r";
+    let subscribed = "fixture: resources/subscribe fixture://r";
+    assert_eq!(
+        a.op(json!({"op": "subscribe", "uri": "fixture://r"}))["ok"],
+        true
+    );
+    a.close();
+    assert_eq!(
+        await_server_lines(&fleet, "fx", "fixture: logging/setLevel warning", 2),
+        2
+    );
+    assert_eq!(
+        b.op(json!({"op": "unsubscribe", "uri": "fixture://r"}))["ok"],
+        true
+    );
+    assert_eq!(await_server_lines(&fleet, "fx", unsubscribed, 1), 1);
+    assert_eq!(await_server_lines(&fleet, "fx", subscribed, 2), 2);
+    // B subscribes again and ends its session: the server is unsubscribed.
+    assert_eq!(
+        b.op(json!({"op": "subscribe", "uri": "fixture://r"}))["ok"],
+        true
+    );
+    assert_eq!(await_server_lines(&fleet, "fx", subscribed, 3), 3);
+    b.close();
+    assert_eq!(await_server_lines(&fleet, "fx", unsubscribed, 2), 2);
+    down_and_no_leftovers(&fleet);
+}

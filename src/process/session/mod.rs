@@ -136,6 +136,22 @@ impl ClientHandler for FleetClient {
         }
     }
 
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.tell(Notice::Log(params));
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.tell(Notice::ResourceUpdated(params));
+    }
+
     async fn list_roots(
         &self,
         context: RequestContext<RoleClient>,
