@@ -17,7 +17,7 @@ use rmcp::model::{
     ServerCapabilities, ServerResult,
 };
 use rmcp::service::{
-    NotificationContext, Peer, PeerRequestOptions as _, RequestContext, RoleClient, RoleServer,
+    NotificationContext, Peer, RequestContext, RoleClient, RoleServer,
     ServiceError,
 };
 use serde_json::json;
@@ -228,7 +228,7 @@ impl ClientSession {
         handle: String,
         context: &RequestContext<RoleServer>,
         method: impl FnOnce(String) -> super::tasks::Method,
-    ) -> Result<super::tasks::Answer, ErrorData> {
+    ) -> Result<Option<rmcp::model::GetTaskResult>, ErrorData> {
         let (of, server, peer) = self.task_route(&handle)?;
         let options = super::tasks::options(context, &peer);
         let generation = of.generation;
@@ -838,10 +838,7 @@ impl ServerHandler for ClientSession {
                 super::tasks::Method::Get(request)
             })
             .await?;
-        match answer {
-            super::tasks::Answer::Task(task) => Ok(task),
-            super::tasks::Answer::Ack => Err(ErrorData::internal_error("tasks/get was not answered with a task", None)),
-        }
+        answer.ok_or_else(|| ErrorData::internal_error("tasks/get was not answered with a task", None))
     }
 
     async fn update_task(

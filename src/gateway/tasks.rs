@@ -121,15 +121,9 @@ pub(super) enum Method {
     Cancel(CancelTaskParams),
 }
 
-/// What a server answered to [`Method`]: the task of `tasks/get` (its id the
-/// client's handle again), or the acknowledgement of the others.
-pub(super) enum Answer {
-    Task(GetTaskResult),
-    Ack,
-}
-
 /// Sends `method` (its `taskId` already the server's) to the server of
-/// `handle`'s generation, and maps the answer's `taskId` back to `handle`.
+/// `handle`'s generation; the task of `tasks/get`, its `taskId` mapped back to
+/// `handle` (`None`: the acknowledgement of the others).
 pub(super) async fn send(
     peer: &Peer<RoleClient>,
     options: PeerRequestOptions,
@@ -137,7 +131,7 @@ pub(super) async fn send(
     server: &str,
     generation: Generation,
     method: Method,
-) -> Result<Answer, ErrorData> {
+) -> Result<Option<GetTaskResult>, ErrorData> {
     let (request, get) = match method {
         Method::Get(p) => (ClientRequest::GetTaskRequest(GetTaskRequest::new(p)), true),
         Method::Update(p) => (ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(p)), false),
@@ -153,9 +147,9 @@ pub(super) async fn send(
     match (get, answer) {
         (true, ServerResult::GetTaskResult(mut result)) => {
             result.task.task.task_id = handle.to_owned();
-            Ok(Answer::Task(result))
+            Ok(Some(result))
         }
-        (false, _) => Ok(Answer::Ack),
+        (false, _) => Ok(None),
         (true, _) => Err(failed(server, generation, ServiceError::UnexpectedResponse)),
     }
 }
