@@ -385,12 +385,7 @@ fn era_fits(modern: bool, meta: Option<&mut serde_json::Map<String, serde_json::
             version.and_then(|v| v.as_str()) == Some(rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
                 && meta
                     .get("io.modelcontextprotocol/clientCapabilities")
-                    .is_some_and(|c| {
-                        // A client that takes tasks takes the long way, where a
-                        // task's id becomes the gateway's handle of it.
-                        c.is_object()
-                            && c.pointer("/extensions/io.modelcontextprotocol~1tasks").is_none()
-                    })
+                    .is_some_and(serde_json::Value::is_object)
         }
         false => version.is_none(),
     };

@@ -134,5 +134,78 @@ fn a_task_is_created_polled_cancelled_through_the_gateway_and_forged_ids_refused
         );
         assert_eq!(refused["error"]["code"], -32602, "{forged}: {refused}");
     }
+    stdio_door(&fleet);
     down_and_no_leftovers(&fleet);
+}
+
+/// The same through `connect`, once the session is open and the catalog
+/// current: a call whose client declares the extension gets a task of the
+/// gateway's, polled to completion.
+fn stdio_door(fleet: &TestFleet) {
+    let mut child = fleet
+        .command(&["connect"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn connect");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            if tx.send(value).is_err() {
+                break;
+            }
+        }
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    let mut ask = |id: u64, method: &str, params: Value| -> Value {
+        writeln!(stdin, "{}", request(id, method, params)).unwrap();
+        stdin.flush().unwrap();
+        loop {
+            let line = lines
+                .recv_timeout(ANSWER)
+                .expect("connect answered within the bound");
+            if line["id"] == id && line.get("method").is_none() {
+                return line;
+            }
+        }
+    };
+    let listed = ask(1, "tools/list", json!({}));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    let call = json!({"name": "slow_compute", "arguments": {"seconds": 1, "label": "y"}});
+    let created = ask(2, "tools/call", call);
+    assert_eq!(
+        created["result"]["resultType"], "task",
+        "over stdio: {created}"
+    );
+    let task = created["result"]["taskId"]
+        .as_str()
+        .expect("a task id")
+        .to_owned();
+    assert!(task.starts_with("0."), "{task}");
+    let deadline = Instant::now() + ANSWER;
+    let mut id = 3;
+    let done = loop {
+        let got = ask(id, "tasks/get", json!({"taskId": task}));
+        if got["result"]["status"] != "working" {
+            break got;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "task {task} still working: {got}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        id += 1;
+    };
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"],
+        "computed y in 1 s"
+    );
+    drop(stdin);
+    let status = child.wait().expect("connect ends with its stdin");
+    assert!(status.success(), "connect: {status}");
 }
