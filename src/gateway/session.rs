@@ -232,7 +232,9 @@ impl ClientSession {
         let (of, server, peer) = self.task_route(&handle)?;
         let options = super::tasks::options(context, &peer);
         let generation = of.generation;
-        super::tasks::send(&peer, options, &handle, &server, generation, method(of.task)).await
+        super::tasks::send(&peer, options, &handle, method(of.task))
+            .await
+            .map_err(|e| failed(&server, generation, e))
     }
 }
 

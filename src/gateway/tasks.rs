@@ -14,7 +14,6 @@ use rmcp::model::{
 use rmcp::service::{Peer, PeerRequestOptions, RequestContext, RoleClient, RoleServer, ServiceError};
 use serde_json::json;
 
-use super::session::failed;
 use crate::lifecycle::Generation;
 
 /// A client's handle of a server's task, decoded.
@@ -128,10 +127,8 @@ pub(super) async fn send(
     peer: &Peer<RoleClient>,
     options: PeerRequestOptions,
     handle: &str,
-    server: &str,
-    generation: Generation,
     method: Method,
-) -> Result<Option<GetTaskResult>, ErrorData> {
+) -> Result<Option<GetTaskResult>, ServiceError> {
     let (request, get) = match method {
         Method::Get(p) => (ClientRequest::GetTaskRequest(GetTaskRequest::new(p)), true),
         Method::Update(p) => (ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(p)), false),
@@ -139,18 +136,16 @@ pub(super) async fn send(
     };
     let answer = peer
         .send_request_with_option(request, options)
-        .await
-        .map_err(|e| failed(server, generation, e))?
+        .await?
         .await_response()
-        .await
-        .map_err(|e| failed(server, generation, e))?;
+        .await?;
     match (get, answer) {
         (true, ServerResult::GetTaskResult(mut result)) => {
             result.task.task.task_id = handle.to_owned();
             Ok(Some(result))
         }
         (false, _) => Ok(None),
-        (true, _) => Err(failed(server, generation, ServiceError::UnexpectedResponse)),
+        (true, _) => Err(ServiceError::UnexpectedResponse),
     }
 }
 
