@@ -57,6 +57,9 @@ pub(super) struct Offered {
     pub(super) logging: bool,
     /// Some server takes resource subscriptions (`resources.subscribe`).
     pub(super) subscribe: bool,
+    /// Some server has the tasks extension of 2026-07-28
+    /// (`extensions["io.modelcontextprotocol/tasks"]`).
+    pub(super) tasks: bool,
 }
 
 /// The fleet's aggregation, shared by every client session and both doors.
@@ -682,6 +685,7 @@ impl Gateway {
                 .resources
                 .as_ref()
                 .is_some_and(|r| r.subscribe == Some(true));
+            offered.tasks |= info.capabilities.supports_tasks();
         }
         offered
     }

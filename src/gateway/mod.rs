@@ -49,6 +49,7 @@ mod relay;
 mod resume;
 mod session;
 mod subscriptions;
+mod tasks;
 mod written;
 
 pub(crate) use aggregate::Gateway;

@@ -17,7 +17,7 @@ use rmcp::model::{
     ServerCapabilities, ServerResult,
 };
 use rmcp::service::{
-    NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RoleServer,
+    NotificationContext, Peer, RequestContext, RoleClient, RoleServer,
     ServiceError,
 };
 use serde_json::json;
@@ -193,6 +193,52 @@ impl ClientSession {
 }
 
 impl ClientSession {
+    /// The server and generation of a task handle (`tasks::Handle`), if the
+    /// gateway could have handed it to this session and that generation still
+    /// runs.
+    fn task_route(
+        &self,
+        handle: &str,
+    ) -> Result<(super::tasks::Handle, String, Peer<RoleClient>), ErrorData> {
+        let of = super::tasks::Handle::decode(handle)?;
+        let seen = self.scope.as_ref().is_none_or(|s| s.contains(&of.server));
+        let Some(member) = self.gateway.member(of.server).filter(|_| seen) else {
+            return Err(super::tasks::unknown(handle));
+        };
+        let server = member.handle.name().to_owned();
+        let reach = member.handle.reach();
+        match reach {
+            Some(reach) if reach.generation == of.generation => {
+                let peer = reach.session.peer().clone();
+                Ok((of, server, peer))
+            }
+            other => Err(super::tasks::ended(
+                handle,
+                &server,
+                &of,
+                other.map(|r| r.generation),
+            )),
+        }
+    }
+
+    /// `tasks/get`, `tasks/update`, `tasks/cancel`: to the generation that
+    /// created the task, with the server's own id.
+    async fn route_task(
+        &self,
+        handle: String,
+        context: &RequestContext<RoleServer>,
+        method: impl FnOnce(String) -> super::tasks::Method,
+    ) -> Result<Option<rmcp::model::GetTaskResult>, ErrorData> {
+        let (of, server, peer) = self.task_route(&handle)?;
+        let options = super::tasks::options(context, &peer);
+        let generation = of.generation;
+        super::tasks::send(&peer, options, &handle, method(of.task))
+            .await
+            .map_err(|e| failed(&server, generation, e))
+    }
+}
+
+impl ClientSession {
     /// A `tools/call`: routed to the server that offers the tool, sent to its
     /// running generation (started first if need be), and answered (G2, G4).
     async fn route_call(
@@ -230,10 +276,13 @@ impl ClientSession {
         let sending = self.gateway.sending(route.server);
         // Sent again, with the client's answers, when the server asks for input.
         let retry = request.clone();
+        // A client that declares the tasks extension lets a server that has it
+        // answer with a task.
+        let options = super::tasks::options(&context, &peer);
         let call = peer
             .send_request_with_option(
                 ClientRequest::CallToolRequest(CallToolRequest::new(request)),
-                PeerRequestOptions::no_options(),
+                options,
             )
             .await
             .map_err(|e| {
@@ -304,6 +353,18 @@ impl ClientSession {
                             return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
                         }
                     };
+                }
+                // A task, to a client that declared the extension: its id becomes
+                // the gateway's handle of it.
+                ServerResult::CreateTaskResult(mut task) if super::tasks::client_declares(&context) => {
+                    meter.outcome = CallOutcome::Ok;
+                    let handle = super::tasks::Handle {
+                        server: route.server,
+                        generation,
+                        task: std::mem::take(&mut task.task.task_id),
+                    };
+                    task.task.task_id = handle.encode();
+                    return Ok(CallToolResponse::Task(task));
                 }
                 ServerResult::InputRequiredResult(_) => {
                     return Err(ErrorData::internal_error(
@@ -569,6 +630,12 @@ impl ServerHandler for ClientSession {
         {
             resources.subscribe = Some(true);
         }
+        if offered.tasks {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(super::tasks::EXTENSION.into(), rmcp::model::JsonObject::new());
+        }
         InitializeResult::new(capabilities)
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
             .with_server_info(Implementation::new("mcpfleet", env!("CARGO_PKG_VERSION")))
@@ -758,6 +825,50 @@ impl ServerHandler for ClientSession {
             .map_err(|e| failed(&server, generation, e))?;
         result.result_type = Some(ResultType::COMPLETE);
         Ok(ReadResourceResponse::Complete(result))
+    }
+
+    /// To the server whose task it is (docs/design.md §14, "Tasks").
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        let answer = self
+            .route_task(request.task_id.clone(), &context, |task| {
+                let mut request = request;
+                request.task_id = task;
+                super::tasks::Method::Get(request)
+            })
+            .await?;
+        answer.ok_or_else(|| ErrorData::internal_error("tasks/get was not answered with a task", None))
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.route_task(request.task_id.clone(), &context, |task| {
+            let mut request = request;
+            request.task_id = task;
+            super::tasks::Method::Update(request)
+        })
+        .await
+        .map(drop)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.route_task(request.task_id.clone(), &context, |task| {
+            let mut request = request;
+            request.task_id = task;
+            super::tasks::Method::Cancel(request)
+        })
+        .await
+        .map(drop)
     }
 
     /// Remembered for this session: the servers it sees send it their log

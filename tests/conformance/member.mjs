@@ -7,8 +7,10 @@
 //   node member.mjs stdio        MCP over stdin/stdout (newline-delimited JSON)
 //   node member.mjs http PORT    streamable HTTP at http://127.0.0.1:PORT/mcp (0: a free
 //                                port); it prints the port once it listens
+//   ... --modern-only            serves the 2026-07-28 era alone: `server/discover`
+//                                names only it, and `initialize` is refused with -32022
 //
-// Both transports serve both eras: an `initialize` opens a legacy session (over HTTP
+// Both transports serve both eras (unless --modern-only): an `initialize` opens a legacy session (over HTTP
 // with an Mcp-Session-Id, resumable SSE streams, a GET stream and DELETE), and a
 // request that carries the 2026-07-28 per-request `_meta` is served statelessly
 // (input-required results instead of requests to the client, `subscriptions/listen`,
@@ -19,7 +21,10 @@ import readline from 'node:readline';
 
 const MODERN = '2026-07-28';
 const LEGACY = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
-const SUPPORTED = [MODERN, ...LEGACY];
+const ARGS = process.argv.slice(2);
+const MODERN_ONLY = ARGS.includes('--modern-only');
+const SUPPORTED = MODERN_ONLY ? [MODERN] : [MODERN, ...LEGACY];
+const refuseLegacy = (params) => new RpcError(-32022, `Unsupported protocol version: ${params?.protocolVersion} (this server speaks ${MODERN} alone)`, { supported: [MODERN], requested: params?.protocolVersion }, 400);
 const INFO = { name: 'mcpfleet-conformance-member', version: '1.0.0' };
 const K = (k) => `io.modelcontextprotocol/${k}`;
 const LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
@@ -652,6 +657,7 @@ function serveStdio() {
     const params = msg.params ?? {};
     try {
       if (msg.method === 'initialize' && params._meta?.[K('protocolVersion')] === undefined) {
+        if (MODERN_ONLY) throw refuseLegacy(params);
         if (session) sessions.delete(session);
         session = new Session(params.capabilities, out);
         sessions.add(session);
@@ -805,6 +811,7 @@ function serveHttp(port) {
     }
 
     if (msg.method === 'initialize') {
+      if (MODERN_ONLY) { const e = refuseLegacy(params); json(res, 400, errorOf(msg.id, e)); return; }
       const session = new Session(params.capabilities, null);
       byId.set(session.id, session); sessions.add(session);
       json(res, 200, { jsonrpc: '2.0', id: msg.id, result: initializeResult(params) }, { 'Mcp-Session-Id': session.id });
@@ -828,7 +835,7 @@ function serveHttp(port) {
   server.listen(port, '127.0.0.1', () => process.stdout.write(`${server.address().port}\n`));
 }
 
-const [mode, port] = process.argv.slice(2);
+const [mode, port] = ARGS.filter((a) => a !== '--modern-only');
 if (mode === 'stdio') serveStdio();
 else if (mode === 'http' && /^\d+$/.test(port ?? '')) serveHttp(Number(port));
-else { process.stderr.write('usage: member.mjs stdio | member.mjs http PORT\n'); process.exit(2); }
+else { process.stderr.write('usage: member.mjs stdio | member.mjs http PORT [--modern-only]\n'); process.exit(2); }

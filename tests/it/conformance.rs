@@ -9,6 +9,10 @@
 //! 2026-07-28`) goes three ways: straight to the member over HTTP, through `serve`
 //! with the member as a remote (HTTP) server, and through `serve` with the member
 //! as a stdio server, both with `prefix: ""` so that names are the member's own.
+//! Behind `serve` the member serves both eras for the runs of 0.1.16 and at
+//! 2025-11-25 (the gateway speaks it the legacy era), and the 2026-07-28 era alone
+//! (`--modern-only`) for the run at 2026-07-28, so that the gateway speaks that era
+//! to it and its tasks (an extension of that era) can pass through.
 //! A scenario passes when none of its checks (each scenario's `checks.json` in the
 //! suite's `-o` directory) is a `FAILURE` or a `WARNING`.
 //!
@@ -107,11 +111,13 @@ fn member_script() -> PathBuf {
     root().join("tests/conformance/member.mjs")
 }
 
-/// The member over HTTP, tagged with `fleet`'s test id; its URL.
-fn http_member(fleet: &TestFleet) -> (Child, String) {
+/// The member over HTTP, tagged with `fleet`'s test id (of the 2026-07-28 era
+/// alone when `modern_only`); its URL.
+fn http_member(fleet: &TestFleet, modern_only: bool) -> (Child, String) {
     let mut child = Command::new(node())
         .arg(member_script())
         .args(["http", "0"])
+        .args(modern_only.then_some("--modern-only"))
         .env(TEST_ID_VAR, &fleet.test_id)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -329,6 +335,19 @@ struct Target {
     url: String,
     fleet: TestFleet,
     member: Option<Child>,
+    /// Behind the gateway: a member of the 2026-07-28 era alone (for the run
+    /// at 2026-07-28, so that the gateway speaks that era to it, as it does to
+    /// a server that names no other), or one of both eras (for the other runs,
+    /// spoken to in the legacy era). `None`: straight to a member, every run.
+    modern_only: Option<bool>,
+}
+
+impl Target {
+    /// Whether `run` goes to this target.
+    fn takes(&self, run: &Run) -> bool {
+        self.modern_only
+            .is_none_or(|modern| modern == run.name.ends_with("2026-07-28"))
+    }
 }
 
 #[test]
@@ -344,33 +363,46 @@ fn the_gateway_passes_the_conformance_scenarios_its_member_passes() {
 
     // Straight to a member of its own.
     let direct_fleet = TestFleet::raw("conformance-direct", "version: 1\nservers: {}\n");
-    let (direct_member, direct_url) = http_member(&direct_fleet);
-    // Through `serve`: the member as a remote server, and as a stdio one.
-    let http_fleet = TestFleet::raw("conformance-http", "version: 1\nservers: {}\n");
-    let (http_member_child, http_member_url) = http_member(&http_fleet);
-    std::fs::write(
-        &http_fleet.path,
-        format!("version: 1\nservers:\n  member:\n    url: {http_member_url}\n    prefix: \"\"\n"),
-    )
-    .unwrap();
-    let stdio_fleet = TestFleet::raw(
-        "conformance-stdio",
-        &format!(
-            "version: 1\nservers:\n  member:\n    command: {}\n    args: [{}, stdio]\n    prefix: \"\"\n",
-            quoted(&node()),
-            quoted(&member_script())
-        ),
-    );
+    let (direct_member, direct_url) = http_member(&direct_fleet, false);
     let mut targets = vec![Target {
         name: "direct",
         url: direct_url,
         fleet: direct_fleet,
         member: Some(direct_member),
+        modern_only: None,
     }];
-    for (name, fleet, member) in [
-        ("http", http_fleet, Some(http_member_child)),
-        ("stdio", stdio_fleet, None),
-    ] {
+    // Through `serve`: the member as a remote server, and as a stdio one; of
+    // both eras, and of 2026-07-28 alone.
+    let mut behind = Vec::new();
+    for modern_only in [false, true] {
+        let (suffix, flag) = match modern_only {
+            true => ("-modern", ", --modern-only"),
+            false => ("", ""),
+        };
+        let http_fleet = TestFleet::raw(
+            &format!("conformance-http{suffix}"),
+            "version: 1\nservers: {}\n",
+        );
+        let (http_member_child, http_member_url) = http_member(&http_fleet, modern_only);
+        std::fs::write(
+            &http_fleet.path,
+            format!(
+                "version: 1\nservers:\n  member:\n    url: {http_member_url}\n    prefix: \"\"\n"
+            ),
+        )
+        .unwrap();
+        let stdio_fleet = TestFleet::raw(
+            &format!("conformance-stdio{suffix}"),
+            &format!(
+                "version: 1\nservers:\n  member:\n    command: {}\n    args: [{}, stdio{flag}]\n    prefix: \"\"\n",
+                quoted(&node()),
+                quoted(&member_script())
+            ),
+        );
+        behind.push(("http", http_fleet, Some(http_member_child), modern_only));
+        behind.push(("stdio", stdio_fleet, None, modern_only));
+    }
+    for (name, fleet, member, modern_only) in behind {
         let door = serve(&fleet, &[]);
         let upstream: SocketAddr = door
             .url
@@ -388,6 +420,7 @@ fn the_gateway_passes_the_conformance_scenarios_its_member_passes() {
             url: format!("http://127.0.0.1:{port}/mcp"),
             fleet,
             member,
+            modern_only: Some(modern_only),
         });
     }
 
@@ -411,6 +444,7 @@ fn the_gateway_passes_the_conformance_scenarios_its_member_passes() {
                 scope.spawn(move || {
                     RUNS.iter()
                         .enumerate()
+                        .filter(|(_, run)| target.takes(run))
                         .map(|(i, run)| {
                             let out = dir.join(i.to_string());
                             (run.name, run_suite(run, &target.url, &target.fleet, &out))
