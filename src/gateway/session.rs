@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
-    CancelledNotificationParam, ClientRequest, CompleteRequestParams, CompleteResult, ErrorCode, ErrorData, GetPromptRequestParams,
+    CancelledNotificationParam, ClientRequest, GetPromptRequest, CompleteRequestParams, CompleteResult, ErrorCode, ErrorData, GetPromptRequestParams,
     GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     InputRequest, InputRequests, InputResponses, ProtocolVersion, ReadResourceRequestParams,
@@ -276,13 +276,13 @@ impl ClientSession {
         let sending = self.gateway.sending(route.server);
         // Sent again, with the client's answers, when the server asks for input.
         let retry = request.clone();
-        // A client that declares the tasks extension lets a server that has it
-        // answer with a task.
-        let options = super::tasks::options(&context, &peer);
+        // A server of the 2026-07-28 era gets the client's capabilities: it asks
+        // only for what the client can give, and may answer with a task when
+        // the client declares the tasks extension.
         let call = peer
             .send_request_with_option(
                 ClientRequest::CallToolRequest(CallToolRequest::new(request)),
-                options,
+                super::tasks::options(&context, &peer),
             )
             .await
             .map_err(|e| {
@@ -324,10 +324,7 @@ impl ClientSession {
         // roots) in its result: a client of that era gets the result as it is and
         // sends the call again itself; for a legacy client the gateway asks it,
         // as the server's requests, and sends the call again with the answers.
-        let modern_client = context
-            .meta
-            .protocol_version()
-            .is_some_and(|v| !v.has_initialize());
+        let modern_client = modern_request(&context);
         let mut rounds = 0;
         let mut result = loop {
             match response {
@@ -344,9 +341,17 @@ impl ClientSession {
                     let mut again = retry.clone();
                     again.input_responses = Some(answers);
                     again.request_state = asked.request_state;
-                    let sent = abandoned
-                        .peer
-                        .send_request(ClientRequest::CallToolRequest(CallToolRequest::new(again)));
+                    let sent = async {
+                        abandoned
+                            .peer
+                            .send_request_with_option(
+                                ClientRequest::CallToolRequest(CallToolRequest::new(again)),
+                                super::tasks::options(&context, &abandoned.peer),
+                            )
+                            .await?
+                            .await_response()
+                            .await
+                    };
                     response = tokio::select! {
                         r = sent => r.map_err(|e| failed(&server, generation, e))?,
                         _ = context.ct.cancelled() => {
@@ -396,6 +401,15 @@ impl ClientSession {
         }
         Ok(CallToolResponse::Complete(result))
     }
+}
+
+/// Whether `context`'s request is of the 2026-07-28 era or later (its version
+/// in its own `_meta`).
+fn modern_request(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .meta
+        .protocol_version()
+        .is_some_and(|v| !v.has_initialize())
 }
 
 /// How many times a call is sent again with a legacy client's answers before
@@ -725,10 +739,32 @@ impl ServerHandler for ClientSession {
         let server = self.server_name(route.server);
         let (generation, peer) = self.running(route.server).await?;
         request.name = route.name;
-        let mut result = peer
-            .get_prompt(request)
+        let answer = async {
+            peer.send_request_with_option(
+                ClientRequest::GetPromptRequest(GetPromptRequest::new(request)),
+                super::tasks::options(&context, &peer),
+            )
+            .await?
+            .await_response()
             .await
-            .map_err(|e| failed(&server, generation, e))?;
+        };
+        let mut result = match answer.await.map_err(|e| failed(&server, generation, e))? {
+            ServerResult::GetPromptResult(result) => result,
+            // A server of the 2026-07-28 era asks a client of that era for
+            // input as it is; the client sends `prompts/get` again itself.
+            ServerResult::InputRequiredResult(asked) if modern_request(&context) => {
+                return Ok(GetPromptResponse::InputRequired(asked));
+            }
+            ServerResult::InputRequiredResult(_) => {
+                return Err(ErrorData::internal_error(
+                    format!(
+                        "server `{server}` asked for input to give the prompt, which the gateway asks of a client of the 2026-07-28 era alone"
+                    ),
+                    None,
+                ));
+            }
+            _ => return Err(failed(&server, generation, ServiceError::UnexpectedResponse)),
+        };
         // Said to a 2026-07-28 client (rmcp takes it out for a legacy one).
         result.result_type = Some(ResultType::COMPLETE);
         Ok(GetPromptResponse::Complete(result))

@@ -88,25 +88,30 @@ pub(super) fn client_declares(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|c| c.supports_tasks())
 }
 
-/// Whether the server behind `peer` declared the tasks extension.
-pub(super) fn server_declares(peer: &Peer<RoleClient>) -> bool {
-    peer.peer_info()
-        .is_some_and(|info| info.capabilities.supports_tasks())
-}
-
 /// The options of a request to a server on behalf of the client of `context`:
-/// when both declare the tasks extension, the request carries the client's
-/// capabilities (with the extension), so that the server may answer with a
-/// task or serve `tasks/*`.
+/// to a server of the 2026-07-28 era, the request carries the client's own
+/// capabilities (those of this request from a client of that era, those it
+/// declared at `initialize` from a legacy one), so that the server asks only
+/// for what the client can give, and may answer with a task when the client
+/// declares the tasks extension. A legacy server gets no such `_meta`.
 pub(super) fn options(context: &RequestContext<RoleServer>, peer: &Peer<RoleClient>) -> PeerRequestOptions {
-    let declared = context.meta.client_capabilities().filter(|c| c.supports_tasks());
+    let modern_server = peer
+        .peer_info()
+        .is_some_and(|info| !info.protocol_version.has_initialize());
+    if !modern_server {
+        return PeerRequestOptions::no_options();
+    }
+    let declared = context
+        .meta
+        .client_capabilities()
+        .or_else(|| context.peer.peer_info().map(|info| info.capabilities.clone()));
     match declared {
-        Some(capabilities) if server_declares(peer) => {
+        Some(capabilities) => {
             let mut meta = RequestMetaObject::default();
             meta.set_client_capabilities(capabilities);
             PeerRequestOptions::no_options().with_meta(meta)
         }
-        _ => PeerRequestOptions::no_options(),
+        None => PeerRequestOptions::no_options(),
     }
 }
 
