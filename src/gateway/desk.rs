@@ -99,6 +99,12 @@ enum Message {
     },
     /// The call whose progress came under `key` ended.
     Unroute { key: (usize, String) },
+    /// Answered once what was heard before under `key` is written to its
+    /// client (at once when there is no such route).
+    Flush {
+        key: (usize, String),
+        done: oneshot::Sender<()>,
+    },
     /// A client's call to server `server` is being sent: until [`Message::Sent`],
     /// that server's progress and requests that no known call claims wait for it.
     Sending { server: usize },
@@ -404,6 +410,21 @@ pub(super) struct ProgressGuard {
     key: Option<(usize, String)>,
 }
 
+impl ProgressGuard {
+    /// Returns once the progress heard so far for this call is written to its
+    /// client: what its server sent before its answer, sent before the answer
+    /// (docs/design.md §14, "Order").
+    pub(super) async fn flushed(&self) {
+        let Some(key) = self.key.clone() else {
+            return;
+        };
+        let (done, written) = oneshot::channel();
+        if self.tx.send(Message::Flush { key, done }).is_ok() {
+            let _ = written.await;
+        }
+    }
+}
+
 impl Drop for ProgressGuard {
     fn drop(&mut self) {
         if let Some(key) = self.key.take() {
@@ -631,6 +652,12 @@ impl DeskTask {
             Message::Unroute { key } => {
                 self.progress.remove(&key);
             }
+            Message::Flush { key, done } => match self.progress.get(&key) {
+                Some(route) => route.client.flush(done),
+                None => {
+                    let _ = done.send(());
+                }
+            },
             Message::Ask {
                 server,
                 ours,

@@ -2577,3 +2577,43 @@ fn levels_filter_per_session_and_a_new_generation_gets_the_level_and_subscriptio
     assert_eq!(await_server_lines(&fleet, "fx", unsubscribed, 2), 2);
     down_and_no_leftovers(&fleet);
 }
+
+/// Every progress notification a server writes before its answer is on the
+/// call's SSE stream before that answer: many calls through the HTTP door to a
+/// fixture server that reports progress 1 to 3 and answers at once.
+#[test]
+fn every_progress_of_a_call_comes_before_its_answer_through_the_http_door() {
+    let fleet = fleet_of(
+        "gw-progress-order",
+        &[fixture_server("fp", &["--progress", "3"], "")],
+    );
+    let http = serve(&fleet, &[]);
+    let session = raw_session(&http, "raw-http", "1", true);
+    const CALLS: u64 = 200;
+    for id in 2..2 + CALLS {
+        let token = format!("t{id}");
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "fp__echo", "arguments": {}, "_meta": {"progressToken": token}}});
+        let mut stream = Exchange::send(&http, "POST", &of(&session), &call.to_string());
+        assert_eq!(stream.status, 200, "call {id}");
+        let mut progress = Vec::new();
+        loop {
+            let (_, Some(data)) = stream.event() else {
+                continue;
+            };
+            if data["method"] == PROGRESS {
+                assert_eq!(data["params"]["progressToken"], token, "call {id}: {data}");
+                progress.push(data["params"]["progress"].clone());
+            } else if data["id"] == id {
+                assert!(data.get("result").is_some(), "call {id}: {data}");
+                break;
+            }
+        }
+        assert_eq!(
+            progress,
+            [json!(1), json!(2), json!(3)],
+            "call {id}: the progress before its answer"
+        );
+    }
+    down_and_no_leftovers(&fleet);
+}
