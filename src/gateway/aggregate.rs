@@ -396,7 +396,7 @@ impl Gateway {
         index: usize,
         ours: &rmcp::model::ProgressToken,
         session: u64,
-        peer: Peer<RoleServer>,
+        peer: (Peer<RoleServer>, bool),
         token: rmcp::model::ProgressToken,
     ) -> ProgressGuard {
         self.desk

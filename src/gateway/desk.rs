@@ -94,7 +94,8 @@ enum Message {
     Route {
         key: (usize, String),
         session: u64,
-        peer: Peer<RoleServer>,
+        /// The client, and whether it came through the stdio door.
+        peer: (Peer<RoleServer>, bool),
         token: ProgressToken,
     },
     /// The call whose progress came under `key` ended.
@@ -282,7 +283,7 @@ impl Desk {
         &self,
         key: (usize, String),
         session: u64,
-        peer: Peer<RoleServer>,
+        peer: (Peer<RoleServer>, bool),
         token: ProgressToken,
     ) -> ProgressGuard {
         self.send(Message::Route {
@@ -634,8 +635,8 @@ impl DeskTask {
                 // order; a queue of the call's own for a session not yet
                 // initialized.
                 let registered = self.clients.get(&session).cloned();
-                let client =
-                    registered.unwrap_or_else(|| ClientQueue::spawn(peer, false, &self.tasks));
+                let client = registered
+                    .unwrap_or_else(|| ClientQueue::spawn(peer.0, peer.1, &self.tasks));
                 let route = ProgressRoute { client, token };
                 // What the server reported before the route was made goes first.
                 let fresh = std::time::Instant::now() - EARLY_FOR;

@@ -249,7 +249,7 @@ impl ClientSession {
             self.id().unwrap_or_default(),
         );
         let progress_route = context.meta.get_progress_token().map(|token| {
-            let client = context.peer.clone();
+            let client = (context.peer.clone(), self.door == STDIO);
             let session = self.id().unwrap_or_default();
             self.gateway
                 .route_progress(route.server, &call.progress_token, session, client, token)

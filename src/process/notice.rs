@@ -65,14 +65,26 @@ pub trait Listener: Send + Sync + 'static {
 /// the session's handler; and, over HTTP, those of its progress notifications
 /// until rmcp hands them on. Bounded: what rmcp never hands on is forgotten
 /// once [`WrittenAsks::KEPT`] newer ones came.
+///
+/// Made [`WrittenAsks::telling`] a listener, it hands that listener the
+/// server's progress and log messages as they are read, in the order of the
+/// stream and before rmcp reads the answer that follows them (rmcp hands a
+/// notification to its handler on a task of its own, which an answer read
+/// after it can overtake).
 #[derive(Clone, Default)]
 pub(crate) struct WrittenAsks(
     Arc<Mutex<VecDeque<(String, JsonObject)>>>,
     Arc<Mutex<VecDeque<JsonObject>>>,
+    Option<Arc<dyn Listener>>,
 );
 
 impl WrittenAsks {
     const KEPT: usize = 64;
+
+    /// Hands `listener` the server's progress and log messages as read.
+    pub(crate) fn telling(listener: Arc<dyn Listener>) -> WrittenAsks {
+        WrittenAsks(Default::default(), Default::default(), Some(listener))
+    }
 
     /// Keeps what a message of the server's, as written (`text`), carries:
     /// a request's params by its id, a progress notification's params.
@@ -97,11 +109,21 @@ impl WrittenAsks {
         };
         match (method.as_str(), message.id) {
             ("notifications/progress", None) => {
+                if let Some(listener) = &self.2 {
+                    listener.notified(Notice::Progress(params));
+                    return;
+                }
                 let mut kept = self.1.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 if kept.len() >= Self::KEPT {
                     kept.pop_front();
                 }
                 kept.push_back(params);
+            }
+            ("notifications/message", None) if !of_a_subscription(&params) => {
+                let read = serde_json::from_value(serde_json::Value::Object(params));
+                if let (Some(listener), Ok(param)) = (&self.2, read) {
+                    listener.notified(Notice::Log(param));
+                }
             }
             ("sampling/createMessage" | "elicitation/create" | "roots/list", Some(id)) => {
                 self.keep(id.get(), params);
@@ -143,6 +165,15 @@ impl WrittenAsks {
         let at = asks.iter().position(|(written, _)| *written == id)?;
         asks.remove(at).map(|(_, params)| params)
     }
+}
+
+/// Whether a notification's `params` name a subscription (`subscriptions/listen`
+/// of the 2026-07-28 era), which rmcp hands to that subscription.
+pub(crate) fn of_a_subscription(params: &JsonObject) -> bool {
+    params
+        .get("_meta")
+        .and_then(serde_json::Value::as_object)
+        .is_some_and(|meta| meta.contains_key("io.modelcontextprotocol/subscriptionId"))
 }
 
 #[cfg(test)]

@@ -108,7 +108,7 @@ fn member_script() -> PathBuf {
 }
 
 /// The member over HTTP, tagged with `fleet`'s test id; its URL.
-fn http_member(fleet: &TestFleet) -> (Child, String) {
+pub(crate) fn http_member(fleet: &TestFleet) -> (Child, String) {
     let mut child = Command::new(node())
         .arg(member_script())
         .args(["http", "0"])

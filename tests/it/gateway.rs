@@ -2617,3 +2617,53 @@ fn every_progress_of_a_call_comes_before_its_answer_through_the_http_door() {
     }
     down_and_no_leftovers(&fleet);
 }
+
+/// The same from a server reached over streamable HTTP (the conformance member,
+/// which reports progress three times, 50 ms apart, and answers at once): each
+/// call's progress is on its SSE stream before its answer.
+#[test]
+fn every_progress_of_an_http_servers_call_comes_before_its_answer() {
+    let fleet = TestFleet::raw("gw-progress-order-http", "version: 1\nservers: {}\n");
+    let (mut member, url) = crate::conformance::http_member(&fleet);
+    std::fs::write(
+        &fleet.path,
+        format!("version: 1\nservers:\n  m:\n    url: {url}\n"),
+    )
+    .unwrap();
+    let http = serve(&fleet, &[]);
+    let session = raw_session(&http, "raw-http", "1", true);
+    const CALLS: u64 = 60;
+    let mut failed = Vec::new();
+    for id in 2..2 + CALLS {
+        let token = format!("t{id}");
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "m__test_tool_with_progress", "arguments": {},
+                "_meta": {"progressToken": token}}});
+        let mut stream = Exchange::send(&http, "POST", &of(&session), &call.to_string());
+        assert_eq!(stream.status, 200, "call {id}");
+        let mut progress = Vec::new();
+        loop {
+            let (_, Some(data)) = stream.event() else {
+                continue;
+            };
+            if data["method"] == PROGRESS {
+                progress.push(data["params"]["progress"].clone());
+            } else if data["id"] == id {
+                assert!(data.get("result").is_some(), "call {id}: {data}");
+                break;
+            }
+        }
+        if progress != [json!(0), json!(50), json!(100)] {
+            failed.push((id, progress));
+        }
+    }
+    let down = fleet.run(&["down"]);
+    let _ = member.kill();
+    let _ = member.wait();
+    assert_code(&down, 0);
+    fleet.assert_no_leftovers();
+    assert!(
+        failed.is_empty(),
+        "calls whose progress did not all come before the answer: {failed:?}"
+    );
+}
