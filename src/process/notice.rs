@@ -219,4 +219,41 @@ mod tests {
         );
         assert_eq!(asks.progress(&read), None, "once");
     }
+
+    /// What a telling `WrittenAsks` hands its listener, in the order read.
+    struct Heard(std::sync::Mutex<Vec<String>>);
+
+    impl super::Listener for Heard {
+        fn notified(&self, notice: super::Notice) {
+            let said = match notice {
+                super::Notice::Progress(params) => format!("progress {}", params["progress"]),
+                super::Notice::Log(param) => format!("log {}", param.data),
+                _ => "other".into(),
+            };
+            self.0.lock().unwrap().push(said);
+        }
+
+        fn asked(
+            &self,
+            _asked: super::Asked,
+        ) -> futures::future::BoxFuture<'static, Result<rmcp::model::ClientResult, rmcp::ErrorData>>
+        {
+            Box::pin(async { Err(rmcp::ErrorData::internal_error("not asked here", None)) })
+        }
+    }
+
+    #[test]
+    fn a_telling_copy_hands_progress_and_log_messages_on_as_read_but_not_a_subscriptions() {
+        let heard = std::sync::Arc::new(Heard(Default::default()));
+        let asks = WrittenAsks::telling(heard.clone());
+        asks.observe(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}"#);
+        asks.observe(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"a"}}"#);
+        asks.observe(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"s","_meta":{"io.modelcontextprotocol/subscriptionId":1}}}"#);
+        asks.observe(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":2}}"#);
+        asks.observe(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
+        assert_eq!(
+            *heard.0.lock().unwrap(),
+            ["progress 1", "log \"a\"", "progress 2"]
+        );
+    }
 }
