@@ -399,7 +399,7 @@ impl Gateway {
         index: usize,
         ours: &rmcp::model::ProgressToken,
         session: u64,
-        peer: Peer<RoleServer>,
+        peer: (Peer<RoleServer>, bool),
         token: rmcp::model::ProgressToken,
     ) -> ProgressGuard {
         self.desk

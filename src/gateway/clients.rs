@@ -13,7 +13,7 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RoleServer};
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::task::TaskTracker;
 
 /// A notification to a client.
@@ -59,18 +59,33 @@ fn progress(params: JsonObject, stdio: bool) -> ServerNotification {
     }
 }
 
+/// What a client's queue carries: a notification, or a barrier answered once
+/// everything queued before it is written.
+enum Queued {
+    Note(Note),
+    Flush(oneshot::Sender<()>),
+}
+
 /// A client session's queue of notifications. Its task ends once every copy of
 /// the queue is gone (the session closed, its calls answered).
 #[derive(Clone)]
-pub(super) struct ClientQueue(mpsc::UnboundedSender<Note>);
+pub(super) struct ClientQueue(mpsc::UnboundedSender<Queued>);
 
 impl ClientQueue {
     /// The queue of the client at `peer` (through the stdio door when `stdio`),
     /// drained by a task of `tasks`.
     pub(super) fn spawn(peer: Peer<RoleServer>, stdio: bool, tasks: &TaskTracker) -> ClientQueue {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Note>();
+        let (tx, mut rx) = mpsc::unbounded_channel::<Queued>();
         tasks.spawn(async move {
-            while let Some(note) = rx.recv().await {
+            while let Some(queued) = rx.recv().await {
+                let note = match queued {
+                    Queued::Note(note) => note,
+                    // Each note before it was awaited until rmcp wrote it.
+                    Queued::Flush(done) => {
+                        let _ = done.send(());
+                        continue;
+                    }
+                };
                 let sent = match note {
                     Note::ToolsChanged => peer.notify_tool_list_changed().await,
                     Note::PromptsChanged => peer.notify_prompt_list_changed().await,
@@ -98,7 +113,13 @@ impl ClientQueue {
 
     /// Queues `note`; nothing when the client's task has ended.
     pub(super) fn send(&self, note: Note) {
-        let _ = self.0.send(note);
+        let _ = self.0.send(Queued::Note(note));
+    }
+
+    /// Answers `done` once everything queued before is written to the client;
+    /// dropped unanswered when the client's task has ended.
+    pub(super) fn flush(&self, done: oneshot::Sender<()>) {
+        let _ = self.0.send(Queued::Flush(done));
     }
 }
 

@@ -94,11 +94,18 @@ enum Message {
     Route {
         key: (usize, String),
         session: u64,
-        peer: Peer<RoleServer>,
+        /// The client, and whether it came through the stdio door.
+        peer: (Peer<RoleServer>, bool),
         token: ProgressToken,
     },
     /// The call whose progress came under `key` ended.
     Unroute { key: (usize, String) },
+    /// Answered once what was heard before under `key` is written to its
+    /// client (at once when there is no such route).
+    Flush {
+        key: (usize, String),
+        done: oneshot::Sender<()>,
+    },
     /// A client's call to server `server` is being sent: until [`Message::Sent`],
     /// that server's progress and requests that no known call claims wait for it.
     Sending { server: usize },
@@ -276,7 +283,7 @@ impl Desk {
         &self,
         key: (usize, String),
         session: u64,
-        peer: Peer<RoleServer>,
+        peer: (Peer<RoleServer>, bool),
         token: ProgressToken,
     ) -> ProgressGuard {
         self.send(Message::Route {
@@ -402,6 +409,21 @@ impl Desk {
 pub(super) struct ProgressGuard {
     tx: mpsc::UnboundedSender<Message>,
     key: Option<(usize, String)>,
+}
+
+impl ProgressGuard {
+    /// Returns once the progress heard so far for this call is written to its
+    /// client: what its server sent before its answer, sent before the answer
+    /// (docs/design.md §14, "Order").
+    pub(super) async fn flushed(&self) {
+        let Some(key) = self.key.clone() else {
+            return;
+        };
+        let (done, written) = oneshot::channel();
+        if self.tx.send(Message::Flush { key, done }).is_ok() {
+            let _ = written.await;
+        }
+    }
 }
 
 impl Drop for ProgressGuard {
@@ -613,8 +635,8 @@ impl DeskTask {
                 // order; a queue of the call's own for a session not yet
                 // initialized.
                 let registered = self.clients.get(&session).cloned();
-                let client =
-                    registered.unwrap_or_else(|| ClientQueue::spawn(peer, false, &self.tasks));
+                let client = registered
+                    .unwrap_or_else(|| ClientQueue::spawn(peer.0, peer.1, &self.tasks));
                 let route = ProgressRoute { client, token };
                 // What the server reported before the route was made goes first.
                 let fresh = std::time::Instant::now() - EARLY_FOR;
@@ -631,6 +653,12 @@ impl DeskTask {
             Message::Unroute { key } => {
                 self.progress.remove(&key);
             }
+            Message::Flush { key, done } => match self.progress.get(&key) {
+                Some(route) => route.client.flush(done),
+                None => {
+                    let _ = done.send(());
+                }
+            },
             Message::Ask {
                 server,
                 ours,

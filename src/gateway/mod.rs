@@ -58,4 +58,4 @@ pub(crate) use journal::Journal;
 pub(crate) use member::{Exposure, Member};
 pub(crate) use pass::PassThrough;
 pub(crate) use session::{ClientSession, Opened};
-pub(crate) use written::AsWritten;
+pub(crate) use written::{AsWritten, UntokenedTransport};

@@ -13,7 +13,7 @@
 //! every version the gateway and its servers speak still has them.
 #![expect(deprecated, reason = "roots and sampling are deprecated by the 2026 protocol but spoken by every version we serve")]
 
-use rmcp::model::{CancelledNotificationParam, GetExtensions};
+use rmcp::model::{CancelledNotificationParam, GetExtensions, GetMeta};
 use rmcp::model::{
     ClientResult, CustomRequest, ElicitRequestParams, ErrorCode, ErrorData, ListRootsResult,
     ServerRequest,
@@ -113,6 +113,15 @@ pub(super) async fn relay(
     ));
     // As the server wrote it, where its bytes were seen (docs/design.md §14,
     // "Values as written"): rmcp's reading changes numbers.
+    // rmcp gives the request a progress token of its own; the door takes it
+    // out again when the server's request had none.
+    let untokened = match &asked.written {
+        Some(params) => params
+            .get("_meta")
+            .and_then(serde_json::Value::as_object)
+            .is_none_or(|meta| !meta.contains_key("progressToken")),
+        None => asked.request.get_meta().get_progress_token().is_none(),
+    };
     let mut request = match asked.written {
         Some(params) => ServerRequest::CustomRequest(CustomRequest::new(
             method,
@@ -124,6 +133,9 @@ pub(super) async fn relay(
     request
         .extensions_mut()
         .insert(OriginatingRequestId(theirs));
+    if untokened {
+        request.extensions_mut().insert(super::written::Untokened);
+    }
     // rmcp marks a request sent while one is being handled as caused by that
     // one (a task-local, which wins over the mark above); here that is the
     // server's request to us, which the client's session does not know, and

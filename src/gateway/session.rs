@@ -297,8 +297,8 @@ impl ClientSession {
             context.id.clone(),
             self.id().unwrap_or_default(),
         );
-        let _progress = context.meta.get_progress_token().map(|token| {
-            let client = context.peer.clone();
+        let progress_route = context.meta.get_progress_token().map(|token| {
+            let client = (context.peer.clone(), self.door == STDIO);
             let session = self.id().unwrap_or_default();
             self.gateway
                 .route_progress(route.server, &call.progress_token, session, client, token)
@@ -318,6 +318,10 @@ impl ClientSession {
             }
         };
         abandoned.id = None;
+        // What the server sent before its answer reaches the client first.
+        if let Some(progress) = &progress_route {
+            progress.flushed().await;
+        }
         meter.outcome = CallOutcome::Failed;
         let mut response = response.map_err(|e| failed(&server, generation, e))?;
         // A server of the 2026-07-28 era asks for input (sampling, elicitation,
@@ -358,6 +362,9 @@ impl ClientSession {
                             return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
                         }
                     };
+                    if let Some(progress) = &progress_route {
+                        progress.flushed().await;
+                    }
                 }
                 // A task, to a client that declared the extension: its id becomes
                 // the gateway's handle of it.

@@ -48,7 +48,8 @@ pub(super) fn written(gateway: &Gateway, listed: &ListToolsResult) -> Option<Ser
     Some(ServerResult::CustomResult(CustomResult(Value::Object(result))))
 }
 
-/// `message` as written: an answer to `tools/list` with what [`written`] puts
+/// `message` as written: a relayed request without the progress token rmcp
+/// gave it ([`Untokened`]); an answer to `tools/list` with what [`written`] puts
 /// back; a progress notification with the params its server wrote, kept
 /// beside rmcp's reading by the client's queue (`clients.rs`).
 pub(super) fn message_as_written(
@@ -69,6 +70,15 @@ pub(super) fn message_as_written(
             )),
         }));
     }
+    if let JsonRpcMessage::Request(request) = message
+        && rmcp::model::GetExtensions::extensions(&request.request)
+            .get::<Untokened>()
+            .is_some()
+    {
+        let mut message = message.clone();
+        untokened(&mut message);
+        return Some(message);
+    }
     let JsonRpcMessage::Response(JsonRpcResponse {
         jsonrpc,
         id,
@@ -82,6 +92,60 @@ pub(super) fn message_as_written(
         id: id.clone(),
         result: written(gateway, listed)?,
     }))
+}
+
+/// Marks a relayed request of a server's that carried no progress token: rmcp
+/// gives every request it sends one (`_meta.progressToken`), which the door
+/// takes out again so that the client gets the request as its server wrote it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Untokened;
+
+/// `message` without the progress token rmcp gave it, when it is a request
+/// marked [`Untokened`] (`_meta` goes too when that was all it held).
+pub(crate) fn untokened(message: &mut ServerJsonRpcMessage) {
+    use rmcp::model::{GetExtensions, GetMeta};
+    let JsonRpcMessage::Request(request) = message else {
+        return;
+    };
+    if request.request.extensions().get::<Untokened>().is_none() {
+        return;
+    }
+    let meta = request.request.get_meta_mut();
+    meta.remove("progressToken");
+    // A request relayed as written keeps its `_meta` among its extensions,
+    // written even when empty.
+    if meta.is_empty()
+        && let rmcp::model::ServerRequest::CustomRequest(custom) = &mut request.request
+    {
+        custom.extensions.remove::<rmcp::model::RequestMetaObject>();
+    }
+}
+
+/// The stdio door's transport: [`untokened`] applied to what it writes.
+pub(crate) struct UntokenedTransport<T>(pub(crate) T);
+
+impl<T: rmcp::transport::Transport<RoleServer>> rmcp::transport::Transport<RoleServer>
+    for UntokenedTransport<T>
+{
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        mut item: ServerJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        untokened(&mut item);
+        self.0.send(item)
+    }
+
+    fn receive(
+        &mut self,
+    ) -> impl Future<Output = Option<rmcp::service::RxJsonRpcMessage<RoleServer>>> + Send {
+        self.0.receive()
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.0.close()
+    }
 }
 
 /// A client session as the stdio door serves it.

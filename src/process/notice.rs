@@ -65,14 +65,26 @@ pub trait Listener: Send + Sync + 'static {
 /// the session's handler; and, over HTTP, those of its progress notifications
 /// until rmcp hands them on. Bounded: what rmcp never hands on is forgotten
 /// once [`WrittenAsks::KEPT`] newer ones came.
+///
+/// Made [`WrittenAsks::telling`] a listener, it hands that listener the
+/// server's progress and log messages as they are read, in the order of the
+/// stream and before rmcp reads the answer that follows them (rmcp hands a
+/// notification to its handler on a task of its own, which an answer read
+/// after it can overtake).
 #[derive(Clone, Default)]
 pub(crate) struct WrittenAsks(
     Arc<Mutex<VecDeque<(String, JsonObject)>>>,
     Arc<Mutex<VecDeque<JsonObject>>>,
+    Option<Arc<dyn Listener>>,
 );
 
 impl WrittenAsks {
     const KEPT: usize = 64;
+
+    /// Hands `listener` the server's progress and log messages as read.
+    pub(crate) fn telling(listener: Arc<dyn Listener>) -> WrittenAsks {
+        WrittenAsks(Default::default(), Default::default(), Some(listener))
+    }
 
     /// Keeps what a message of the server's, as written (`text`), carries:
     /// a request's params by its id, a progress notification's params.
@@ -97,11 +109,21 @@ impl WrittenAsks {
         };
         match (method.as_str(), message.id) {
             ("notifications/progress", None) => {
+                if let Some(listener) = &self.2 {
+                    listener.notified(Notice::Progress(params));
+                    return;
+                }
                 let mut kept = self.1.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 if kept.len() >= Self::KEPT {
                     kept.pop_front();
                 }
                 kept.push_back(params);
+            }
+            ("notifications/message", None) if !of_a_subscription(&params) => {
+                let read = serde_json::from_value(serde_json::Value::Object(params));
+                if let (Some(listener), Ok(param)) = (&self.2, read) {
+                    listener.notified(Notice::Log(param));
+                }
             }
             ("sampling/createMessage" | "elicitation/create" | "roots/list", Some(id)) => {
                 self.keep(id.get(), params);
@@ -143,6 +165,15 @@ impl WrittenAsks {
         let at = asks.iter().position(|(written, _)| *written == id)?;
         asks.remove(at).map(|(_, params)| params)
     }
+}
+
+/// Whether a notification's `params` name a subscription (`subscriptions/listen`
+/// of the 2026-07-28 era), which rmcp hands to that subscription.
+pub(crate) fn of_a_subscription(params: &JsonObject) -> bool {
+    params
+        .get("_meta")
+        .and_then(serde_json::Value::as_object)
+        .is_some_and(|meta| meta.contains_key("io.modelcontextprotocol/subscriptionId"))
 }
 
 #[cfg(test)]
@@ -187,5 +218,42 @@ mod tests {
             r#"{"progress":2,"progressToken":1,"total":5}"#
         );
         assert_eq!(asks.progress(&read), None, "once");
+    }
+
+    /// What a telling `WrittenAsks` hands its listener, in the order read.
+    struct Heard(std::sync::Mutex<Vec<String>>);
+
+    impl super::Listener for Heard {
+        fn notified(&self, notice: super::Notice) {
+            let said = match notice {
+                super::Notice::Progress(params) => format!("progress {}", params["progress"]),
+                super::Notice::Log(param) => format!("log {}", param.data),
+                _ => "other".into(),
+            };
+            self.0.lock().unwrap().push(said);
+        }
+
+        fn asked(
+            &self,
+            _asked: super::Asked,
+        ) -> futures::future::BoxFuture<'static, Result<rmcp::model::ClientResult, rmcp::ErrorData>>
+        {
+            Box::pin(async { Err(rmcp::ErrorData::internal_error("not asked here", None)) })
+        }
+    }
+
+    #[test]
+    fn a_telling_copy_hands_progress_and_log_messages_on_as_read_but_not_a_subscriptions() {
+        let heard = std::sync::Arc::new(Heard(Default::default()));
+        let asks = WrittenAsks::telling(heard.clone());
+        asks.observe(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}"#);
+        asks.observe(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"a"}}"#);
+        asks.observe(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"s","_meta":{"io.modelcontextprotocol/subscriptionId":1}}}"#);
+        asks.observe(r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":2}}"#);
+        asks.observe(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
+        assert_eq!(
+            *heard.0.lock().unwrap(),
+            ["progress 1", "log \"a\"", "progress 2"]
+        );
     }
 }

@@ -191,7 +191,12 @@ async fn run(
     reader: Intercepted<super::handover::Input>,
     writer: OutboxWriter,
 ) {
-    let running = match rmcp::serve_server(crate::gateway::AsWritten(session), (reader, writer)).await {
+    let running = match rmcp::serve_server(
+        crate::gateway::AsWritten(session),
+        crate::gateway::UntokenedTransport(rmcp::transport::async_rw::AsyncRwTransport::new_server(
+            reader, writer,
+        )),
+    ).await {
         Ok(r) => r,
         Err(e) => {
             tracing::info!(error = %e, "gateway: a client left before its session began");

@@ -113,7 +113,7 @@ fn member_script() -> PathBuf {
 
 /// The member over HTTP, tagged with `fleet`'s test id (of the 2026-07-28 era
 /// alone when `modern_only`); its URL.
-fn http_member(fleet: &TestFleet, modern_only: bool) -> (Child, String) {
+pub(crate) fn http_member(fleet: &TestFleet, modern_only: bool) -> (Child, String) {
     let mut child = Command::new(node())
         .arg(member_script())
         .args(["http", "0"])

@@ -1776,19 +1776,6 @@ pub(crate) fn sampling_as_written() -> Value {
         "temperature": 0.7, "maxTokens": 10})
 }
 
-/// A relayed request's params without the progress token the gateway's rmcp
-/// gives every request it sends (`_meta.progressToken`, and `_meta` if that was all).
-pub(crate) fn without_token(params: &Value) -> Value {
-    let mut params = params.clone();
-    if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
-        meta.remove("progressToken");
-        if meta.is_empty() {
-            params.as_object_mut().map(|p| p.remove("_meta"));
-        }
-    }
-    params
-}
-
 /// The progress of the fixture's `--progress 3` under `token`, as it writes it:
 /// whole numbers.
 pub(crate) fn progress_as_written(token: &str) -> Vec<Value> {
@@ -1865,11 +1852,8 @@ fn numbers_reach_clients_as_their_server_wrote_them() {
                 progress.push(data["params"].clone());
             } else if data["method"] == "sampling/createMessage" {
                 asked += 1;
-                assert_eq!(
-                    without_token(&data["params"]),
-                    sampling_as_written(),
-                    "{data}"
-                );
+                // As written: no `_meta.progressToken` the server never wrote.
+                assert_eq!(data["params"], sampling_as_written(), "{data}");
                 let answer = json!({"jsonrpc": "2.0", "id": data["id"], "result": {"role": "assistant",
                     "content": {"type": "text", "text": "raw"}, "model": "raw"}});
                 let sent = Exchange::send(&http, "POST", &of(&session), &answer.to_string());
@@ -2577,4 +2561,94 @@ fn levels_filter_per_session_and_a_new_generation_gets_the_level_and_subscriptio
     b.close();
     assert_eq!(await_server_lines(&fleet, "fx", unsubscribed, 2), 2);
     down_and_no_leftovers(&fleet);
+}
+
+/// Every progress notification a server writes before its answer is on the
+/// call's SSE stream before that answer: many calls through the HTTP door to a
+/// fixture server that reports progress 1 to 3 and answers at once.
+#[test]
+fn every_progress_of_a_call_comes_before_its_answer_through_the_http_door() {
+    let fleet = fleet_of(
+        "gw-progress-order",
+        &[fixture_server("fp", &["--progress", "3"], "")],
+    );
+    let http = serve(&fleet, &[]);
+    let session = raw_session(&http, "raw-http", "1", true);
+    const CALLS: u64 = 200;
+    for id in 2..2 + CALLS {
+        let token = format!("t{id}");
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "fp__echo", "arguments": {}, "_meta": {"progressToken": token}}});
+        let mut stream = Exchange::send(&http, "POST", &of(&session), &call.to_string());
+        assert_eq!(stream.status, 200, "call {id}");
+        let mut progress = Vec::new();
+        loop {
+            let (_, Some(data)) = stream.event() else {
+                continue;
+            };
+            if data["method"] == PROGRESS {
+                assert_eq!(data["params"]["progressToken"], token, "call {id}: {data}");
+                progress.push(data["params"]["progress"].clone());
+            } else if data["id"] == id {
+                assert!(data.get("result").is_some(), "call {id}: {data}");
+                break;
+            }
+        }
+        assert_eq!(
+            progress,
+            [json!(1), json!(2), json!(3)],
+            "call {id}: the progress before its answer"
+        );
+    }
+    down_and_no_leftovers(&fleet);
+}
+
+/// The same from a server reached over streamable HTTP (the conformance member,
+/// which reports progress three times, 50 ms apart, and answers at once): each
+/// call's progress is on its SSE stream before its answer.
+#[test]
+fn every_progress_of_an_http_servers_call_comes_before_its_answer() {
+    let fleet = TestFleet::raw("gw-progress-order-http", "version: 1\nservers: {}\n");
+    let (mut member, url) = crate::conformance::http_member(&fleet, false);
+    std::fs::write(
+        &fleet.path,
+        format!("version: 1\nservers:\n  m:\n    url: {url}\n"),
+    )
+    .unwrap();
+    let http = serve(&fleet, &[]);
+    let session = raw_session(&http, "raw-http", "1", true);
+    const CALLS: u64 = 60;
+    let mut failed = Vec::new();
+    for id in 2..2 + CALLS {
+        let token = format!("t{id}");
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "m__test_tool_with_progress", "arguments": {},
+                "_meta": {"progressToken": token}}});
+        let mut stream = Exchange::send(&http, "POST", &of(&session), &call.to_string());
+        assert_eq!(stream.status, 200, "call {id}");
+        let mut progress = Vec::new();
+        loop {
+            let (_, Some(data)) = stream.event() else {
+                continue;
+            };
+            if data["method"] == PROGRESS {
+                progress.push(data["params"]["progress"].clone());
+            } else if data["id"] == id {
+                assert!(data.get("result").is_some(), "call {id}: {data}");
+                break;
+            }
+        }
+        if progress != [json!(0), json!(50), json!(100)] {
+            failed.push((id, progress));
+        }
+    }
+    let down = fleet.run(&["down"]);
+    let _ = member.kill();
+    let _ = member.wait();
+    assert_code(&down, 0);
+    fleet.assert_no_leftovers();
+    assert!(
+        failed.is_empty(),
+        "calls whose progress did not all come before the answer: {failed:?}"
+    );
 }

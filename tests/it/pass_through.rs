@@ -303,8 +303,12 @@ fn numbers_pass_as_their_server_wrote_them() {
                 progress.push(line["params"].clone());
             } else if line["method"] == "sampling/createMessage" {
                 asked += 1;
-                let params = crate::gateway::without_token(&line["params"]);
-                assert_eq!(params, crate::gateway::sampling_as_written(), "{line}");
+                // As written: no `_meta.progressToken` the server never wrote.
+                assert_eq!(
+                    line["params"],
+                    crate::gateway::sampling_as_written(),
+                    "{line}"
+                );
                 wire.send(
                     json!({"jsonrpc": "2.0", "id": line["id"], "result": {"role": "assistant",
                     "content": {"type": "text", "text": "raw"}, "model": "raw"}}),
@@ -319,6 +323,49 @@ fn numbers_pass_as_their_server_wrote_them() {
         } else {
             assert_eq!(asked, 1);
         }
+    }
+    drop(wire);
+    down_and_no_leftovers(&fleet);
+}
+
+/// Every progress notification a server writes before its answer reaches the
+/// client before that answer, on the wire: many calls to a fixture server that
+/// reports progress 1 to 3 and answers at once, both ways through the stdio door
+/// (passed through, and the long way: a call with a parameter beyond `name`,
+/// `arguments` and `_meta` goes through rmcp and the gateway's desk).
+#[test]
+fn every_progress_of_a_call_comes_before_its_answer_both_ways() {
+    let fleet = fleet_of(
+        "pass-progress-order",
+        &[fixture_server("fp", &["--progress", "3"], "")],
+    );
+    let mut wire = Wire::connect(&fleet);
+    const CALLS: u64 = 200;
+    for id in 1..=CALLS {
+        let token = format!("t{id}");
+        let mut params = json!({"name": "fp__echo", "arguments": {},
+            "_meta": {"progressToken": token}});
+        let long_way = id % 2 == 0;
+        if long_way {
+            params["x-extra"] = json!(1);
+        }
+        wire.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
+        let (before, answer) = wire.until(id);
+        assert!(answer.get("result").is_some(), "call {id}: {answer}");
+        let progress: Vec<&Value> = progress_of(&before, &token)
+            .into_iter()
+            .map(|line| &line["params"]["progress"])
+            .collect();
+        assert_eq!(
+            progress,
+            [&json!(1), &json!(2), &json!(3)],
+            "call {id} ({}): the progress before its answer",
+            if long_way {
+                "the long way"
+            } else {
+                "passed through once it can be"
+            }
+        );
     }
     drop(wire);
     down_and_no_leftovers(&fleet);

@@ -257,6 +257,19 @@ impl Answers {
                 listener.notified(Notice::Progress(params));
                 true
             }
+            ("notifications/message", None) => {
+                let Some(params) = written() else {
+                    return false;
+                };
+                if crate::process::notice::of_a_subscription(&params) {
+                    return false;
+                }
+                let Ok(param) = serde_json::from_value(serde_json::Value::Object(params)) else {
+                    return false;
+                };
+                listener.notified(Notice::Log(param));
+                true
+            }
             ("sampling/createMessage" | "elicitation/create" | "roots/list", Some(id)) => {
                 if let Some(params) = written() {
                     asks.keep(id.get(), params);

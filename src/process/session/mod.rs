@@ -62,6 +62,9 @@ pub(crate) struct FleetClient {
     listener: Option<Arc<dyn Listener>>,
     /// The params of the server's requests as it wrote them (stdio).
     asks: Option<WrittenAsks>,
+    /// The server's progress and log messages reach the listener as they are
+    /// read (the stdio hook, [`WrittenAsks::telling`]), not from rmcp.
+    told: bool,
 }
 
 impl FleetClient {
@@ -120,6 +123,9 @@ impl ClientHandler for FleetClient {
         params: rmcp::model::ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
+        if self.told {
+            return;
+        }
         // Over stdio the session's hook hands progress on as written before
         // rmcp reads it; over HTTP the params as written were kept as the
         // stream was read, else they are as rmcp writes them.
@@ -141,6 +147,9 @@ impl ClientHandler for FleetClient {
         params: rmcp::model::LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
+        if self.told {
+            return;
+        }
         self.tell(Notice::Log(params));
     }
 
@@ -308,6 +317,7 @@ impl Session {
         };
         let mut output = wire::Intercepted::new(output, MAX_MESSAGE_BYTES, Box::new(answers));
         let client = FleetClient {
+            told: listener.is_some(),
             listener,
             asks: Some(asks),
         };
@@ -404,7 +414,7 @@ impl Session {
             .custom_headers(headers)
             .reinit_on_expired_session(false);
         let loss = SessionLoss::default();
-        let asks = listener.as_ref().map(|_| WrittenAsks::default());
+        let asks = listener.clone().map(WrittenAsks::telling);
         let transport = || {
             StreamableHttpClientTransport::with_client(
                 ObservedClient::new(remote, probe.clone(), loss.clone()).hearing(asks.clone()),
@@ -412,6 +422,7 @@ impl Session {
             )
         };
         let client = FleetClient {
+            told: listener.is_some(),
             listener,
             asks: asks.clone(),
         };
