@@ -51,6 +51,20 @@ pub(super) struct Board {
     pub(super) sessions: usize,
     /// Set while the whole fleet goes down: calls do not start servers.
     pub(super) holding: bool,
+    /// Open `subscriptions/listen` streams.
+    pub(super) listening: usize,
+}
+
+/// A `subscriptions/listen` stream of a 2026-07-28 client: what it asked to
+/// hear, and where that goes (`listen.rs`).
+pub(super) struct Listen {
+    pub(super) scope: Scope,
+    pub(super) tools: bool,
+    pub(super) prompts: bool,
+    pub(super) resources: bool,
+    /// The resources it listens to, by their server.
+    pub(super) uris: Vec<(usize, String)>,
+    pub(super) queue: mpsc::UnboundedSender<Note>,
 }
 
 /// The client whose call a server's request of its client serves.
@@ -162,6 +176,14 @@ enum Message {
         uri: String,
         reply: oneshot::Sender<Vec<usize>>,
     },
+    /// A listen stream opened: its id and the resources it is the first
+    /// subscriber of; `None` at the cap.
+    Listen {
+        listen: Listen,
+        reply: oneshot::Sender<Option<Heard>>,
+    },
+    /// A listen stream ended.
+    Unlisten { id: u64 },
     /// What a new generation of `server` is to be asked: the level, and the
     /// URIs to subscribe to.
     Wanted {
@@ -175,6 +197,9 @@ pub(super) struct Wanted {
     pub(super) level: Option<rmcp::model::LoggingLevel>,
     pub(super) uris: Vec<String>,
 }
+
+/// A listen stream's id, and the resources it is the first subscriber of.
+type Heard = (u64, Vec<(usize, String)>);
 
 /// The handle to the gateway's task.
 pub(super) struct Desk {
@@ -202,6 +227,7 @@ impl Desk {
             board,
             clients: HashMap::new(),
             modern: Default::default(),
+            listens: HashMap::new(),
             next_id: 1,
             progress: HashMap::new(),
             early: std::collections::VecDeque::new(),
@@ -392,6 +418,21 @@ impl Desk {
         .unwrap_or_default()
     }
 
+    /// Opens a listen stream, unless [`super::bounds::LISTENS`] are open: the
+    /// guard that ends it, and the resources it is the first subscriber of
+    /// (to be subscribed at their servers).
+    pub(super) async fn listen(&self, listen: Listen) -> Option<(Listening, Vec<(usize, String)>)> {
+        let (id, first) = self
+            .ask(|reply| Message::Listen { listen, reply })
+            .await
+            .flatten()?;
+        let guard = Listening {
+            tx: self.tx.clone(),
+            id,
+        };
+        Some((guard, first))
+    }
+
     /// What a new generation of `server` is to be asked for.
     pub(super) async fn wanted(&self, server: usize) -> Option<Wanted> {
         self.ask(|reply| Message::Wanted { server, reply }).await
@@ -409,6 +450,19 @@ impl Drop for ProgressGuard {
         if let Some(key) = self.key.take() {
             let _ = self.tx.send(Message::Unroute { key });
         }
+    }
+}
+
+/// Ends a listen stream when dropped: what it alone subscribed to is
+/// unsubscribed at the servers.
+pub(super) struct Listening {
+    tx: mpsc::UnboundedSender<Message>,
+    id: u64,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Message::Unlisten { id: self.id });
     }
 }
 
@@ -500,6 +554,8 @@ struct DeskTask {
     clients: HashMap<u64, ClientQueue>,
     /// The sessions of those that are of the 2026-07-28 era.
     modern: std::collections::HashSet<u64>,
+    /// The open listen streams, by id (from the sessions' ids).
+    listens: HashMap<u64, Listen>,
     /// The next client session's id.
     next_id: u64,
     /// By server and the token of the call to it.
@@ -730,6 +786,31 @@ impl DeskTask {
             } => {
                 let _ = reply.send(self.subscriptions.unsubscribe(session, &uri));
             }
+            Message::Listen { listen, reply } => {
+                if self.listens.len() >= super::bounds::LISTENS {
+                    let _ = reply.send(None);
+                    return;
+                }
+                let id = self.next_id;
+                self.next_id += 1;
+                let first = listen
+                    .uris
+                    .iter()
+                    .filter(|(server, uri)| self.subscriptions.subscribe(id, *server, uri))
+                    .cloned()
+                    .collect();
+                self.listens.insert(id, listen);
+                self.count_listens();
+                let _ = reply.send(Some((id, first)));
+            }
+            Message::Unlisten { id } => {
+                if self.listens.remove(&id).is_some() {
+                    for (server, uri) in self.subscriptions.forget(id) {
+                        let _ = self.upkeep.send(Upkeep::Unsubscribe(server, uri));
+                    }
+                    self.count_listens();
+                }
+            }
             Message::Wanted { server, reply } => {
                 let _ = reply.send(Wanted {
                     level: self.levels.wanted(server),
@@ -737,6 +818,12 @@ impl DeskTask {
                 });
             }
         }
+    }
+
+    fn count_listens(&self) {
+        let open = self.listens.len();
+        self.board
+            .send_if_modified(|board| std::mem::replace(&mut board.listening, open) != open);
     }
 
     fn count(&self) {
@@ -812,6 +899,8 @@ impl DeskTask {
                 for session in self.subscriptions.audience(index, &param.uri) {
                     if let Some(client) = self.clients.get(&session) {
                         client.send(Note::ResourceUpdated(param.clone()));
+                    } else if let Some(listen) = self.listens.get(&session) {
+                        let _ = listen.queue.send(Note::ResourceUpdated(param.clone()));
                     }
                 }
                 return;
@@ -842,6 +931,18 @@ impl DeskTask {
         for (id, client) in &self.clients {
             if !self.modern.contains(id) {
                 client.send(note.clone());
+            }
+        }
+        // A 2026-07-28 client hears of changes on the listen streams that
+        // ask for them, of the servers it sees.
+        for listen in self.listens.values() {
+            let wants = match note {
+                Note::ToolsChanged => listen.tools,
+                Note::PromptsChanged => listen.prompts,
+                _ => listen.resources,
+            };
+            if wants && listen.scope.as_ref().is_none_or(|s| s.contains(&index)) {
+                let _ = listen.queue.send(note.clone());
             }
         }
     }

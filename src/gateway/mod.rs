@@ -41,6 +41,7 @@ mod desk;
 mod era;
 pub(crate) mod http;
 mod journal;
+mod listen;
 mod logging;
 pub(crate) mod member;
 pub(crate) mod names;

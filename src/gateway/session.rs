@@ -780,6 +780,21 @@ impl ServerHandler for ClientSession {
         Ok(())
     }
 
+    /// A 2026-07-28 client's listen stream: the fleet's list changes it asks
+    /// for, and the updates of resources whose server takes subscriptions
+    /// (docs/design.md §14, "Listen streams").
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(super::listen::honoured(&self.gateway, &self.scope, requested))
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        self.opening(context.request_context()).await;
+        super::listen::listen(&self.gateway, &self.scope, context).await
+    }
+
     /// Routed to the server that owns the URI; the server is subscribed by the
     /// first session that subscribes (docs/design.md §14).
     async fn subscribe(

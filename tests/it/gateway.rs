@@ -22,6 +22,7 @@ use crate::common::*;
 use serde_json::{Value, json};
 
 mod eras;
+mod listen;
 
 /// The bound on whatever a client waits for when speed is not the point (a start
 /// of published servers on a busy machine, an answer): a hang fails the test.
