@@ -764,6 +764,17 @@ impl Gateway {
         }
     }
 
+    /// Sends server `index`'s log messages at `level` and above to `queue`
+    /// until the guard drops (see [`Desk::call_log`]).
+    pub(super) fn call_log(
+        &self,
+        index: usize,
+        level: rmcp::model::LoggingLevel,
+        queue: tokio::sync::mpsc::UnboundedSender<rmcp::model::LoggingMessageNotificationParam>,
+    ) -> super::desk::CallLogging {
+        self.desk.call_log(index, level, queue)
+    }
+
     /// Open `subscriptions/listen` streams.
     pub(super) fn listening(&self) -> usize {
         self.desk.board().listening

@@ -184,6 +184,18 @@ enum Message {
     },
     /// A listen stream ended.
     Unlisten { id: u64 },
+    /// A 2026-07-28 client's call to `server`, made with a `logLevel`, is in
+    /// flight: that server's log messages at `level` and above go to `queue`.
+    CallLog {
+        server: usize,
+        key: u64,
+        level: rmcp::model::LoggingLevel,
+        queue: mpsc::UnboundedSender<rmcp::model::LoggingMessageNotificationParam>,
+    },
+    /// That call ended.
+    EndCallLog { key: u64 },
+    /// Answered once every message sent before it is handled.
+    Barrier { reply: oneshot::Sender<()> },
     /// What a new generation of `server` is to be asked: the level, and the
     /// URIs to subscribe to.
     Wanted {
@@ -228,6 +240,7 @@ impl Desk {
             clients: HashMap::new(),
             modern: Default::default(),
             listens: HashMap::new(),
+            call_logs: Vec::new(),
             next_id: 1,
             progress: HashMap::new(),
             early: std::collections::VecDeque::new(),
@@ -433,6 +446,28 @@ impl Desk {
         Some((guard, first))
     }
 
+    /// Sends server `server`'s log messages at `level` and above to `queue`
+    /// until the returned guard drops (a 2026-07-28 client's call in flight).
+    pub(super) fn call_log(
+        &self,
+        server: usize,
+        level: rmcp::model::LoggingLevel,
+        queue: mpsc::UnboundedSender<rmcp::model::LoggingMessageNotificationParam>,
+    ) -> CallLogging {
+        static KEYS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let key = KEYS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.send(Message::CallLog {
+            server,
+            key,
+            level,
+            queue,
+        });
+        CallLogging {
+            tx: self.tx.clone(),
+            key,
+        }
+    }
+
     /// What a new generation of `server` is to be asked for.
     pub(super) async fn wanted(&self, server: usize) -> Option<Wanted> {
         self.ask(|reply| Message::Wanted { server, reply }).await
@@ -464,6 +499,36 @@ impl Drop for Listening {
     fn drop(&mut self) {
         let _ = self.tx.send(Message::Unlisten { id: self.id });
     }
+}
+
+/// Ends a call's log messages when dropped (see [`Desk::call_log`]).
+pub(super) struct CallLogging {
+    tx: mpsc::UnboundedSender<Message>,
+    key: u64,
+}
+
+impl CallLogging {
+    /// Returns once the gateway's task has handled what it was sent before:
+    /// the server's messages it heard until now are on the call's queue.
+    pub(super) async fn settled(&self) {
+        let (reply, answer) = oneshot::channel();
+        let _ = self.tx.send(Message::Barrier { reply });
+        let _ = answer.await;
+    }
+}
+
+impl Drop for CallLogging {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Message::EndCallLog { key: self.key });
+    }
+}
+
+/// A 2026-07-28 client's call in flight that asked for log messages.
+struct CallLog {
+    server: usize,
+    key: u64,
+    level: rmcp::model::LoggingLevel,
+    queue: mpsc::UnboundedSender<rmcp::model::LoggingMessageNotificationParam>,
 }
 
 /// Ends the sending of a call (see [`Desk::sending`]).
@@ -556,6 +621,8 @@ struct DeskTask {
     modern: std::collections::HashSet<u64>,
     /// The open listen streams, by id (from the sessions' ids).
     listens: HashMap<u64, Listen>,
+    /// The 2026-07-28 clients' calls in flight that asked for log messages.
+    call_logs: Vec<CallLog>,
     /// The next client session's id.
     next_id: u64,
     /// By server and the token of the call to it.
@@ -811,6 +878,21 @@ impl DeskTask {
                     self.count_listens();
                 }
             }
+            Message::CallLog {
+                server,
+                key,
+                level,
+                queue,
+            } => self.call_logs.push(CallLog {
+                server,
+                key,
+                level,
+                queue,
+            }),
+            Message::EndCallLog { key } => self.call_logs.retain(|c| c.key != key),
+            Message::Barrier { reply } => {
+                let _ = reply.send(());
+            }
             Message::Wanted { server, reply } => {
                 let _ = reply.send(Wanted {
                     level: self.levels.wanted(server),
@@ -891,6 +973,14 @@ impl DeskTask {
                 for session in self.levels.audience(index, param.level) {
                     if let Some(client) = self.clients.get(&session) {
                         client.send(Note::Log(param.clone()));
+                    }
+                }
+                // And to each 2026-07-28 client's call to it in flight that
+                // asked for this level or a lower one.
+                let rank = super::logging::rank;
+                for call in &self.call_logs {
+                    if call.server == index && rank(call.level) <= rank(param.level) {
+                        let _ = call.queue.send(param.clone());
                     }
                 }
                 return;

@@ -35,6 +35,7 @@
 
 pub(crate) mod aggregate;
 pub(crate) mod bounds;
+mod call_log;
 mod catalog;
 mod clients;
 mod desk;

@@ -17,7 +17,7 @@ use rmcp::model::{
     ServerCapabilities, ServerResult,
 };
 use rmcp::service::{
-    NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RoleServer,
+    NotificationContext, Peer, RequestContext, RoleClient, RoleServer,
     ServiceError,
 };
 use serde_json::json;
@@ -230,10 +230,12 @@ impl ClientSession {
         let sending = self.gateway.sending(route.server);
         // Sent again, with the client's answers, when the server asks for input.
         let retry = request.clone();
+        // A 2026-07-28 client's `logLevel`: the server's messages meanwhile.
+        let mut log = super::call_log::CallLog::open(&self.gateway, route.server, &context);
         let call = peer
             .send_request_with_option(
                 ClientRequest::CallToolRequest(CallToolRequest::new(request)),
-                PeerRequestOptions::no_options(),
+                super::call_log::options(&peer, &context),
             )
             .await
             .map_err(|e| {
@@ -263,7 +265,7 @@ impl ClientSession {
             tasks: self.gateway.tasks().clone(),
         };
         let response = tokio::select! {
-            r = call.await_response() => r,
+            r = super::call_log::CallLog::during(&mut log, call.await_response()) => r,
             _ = context.ct.cancelled() => {
                 return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
             }

@@ -251,7 +251,6 @@ class Harness:
             cache=None,  # every list and read goes to the server
             mode=self.target.mode,
             log_level=self.target.log_level,
-            logging_callback=self.on_log if self.target.log_level else None,
             read_timeout_seconds=TIMEOUT_MS / 1000,
         )
         self.client = await stack.enter_async_context(client)
@@ -527,14 +526,6 @@ class Harness:
         listening.scope.cancel()
         await listening.done.wait()
         return {"ok": True, "events": listening.events}
-
-    async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
-        """A log message of a request made with --log-level: kept like those of message_handler."""
-        self.params["notifications/message"].append(dump(params))
-        self.notifications["notifications/message"] += 1
-        self.unclaimed["notifications/message"] += 1
-        self.notified.set()
-        self.notified = anyio.Event()
 
     async def op_requests(self, command: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "counts": dict(self.requests)}

@@ -159,3 +159,63 @@ fn a_modern_client_hears_on_its_listen_streams_what_it_asked_for_through_both_do
     }
     down_and_no_leftovers(&fleet);
 }
+
+/// The log messages a client got so far, as (logger, data), sorted.
+fn messages(client: &mut Client) -> Vec<(String, String)> {
+    let counts = ok(client, json!({"op": "notifications"}));
+    let mut logged: Vec<(String, String)> = counts["params"]["notifications/message"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|m| {
+            let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+            (text(&m["logger"]), text(&m["data"]))
+        })
+        .collect();
+    logged.sort();
+    logged
+}
+
+/// Through each door, a modern client whose requests carry `logLevel:
+/// warning` gets, for its call, the server's messages at `warning` and above,
+/// named by the server, and none of another client's call; a modern client
+/// whose requests carry no `logLevel` gets none.
+#[test]
+fn a_modern_clients_call_hears_its_servers_log_messages_at_its_level() {
+    let fleet = fleet_of(
+        "gw-calllog",
+        &[fixture_server("fx", &["--log-and-subscribe"], "")],
+    );
+    let http = serve(&fleet, &[]);
+    let levels = json!(["debug", "info", "warning", "emergency"]);
+    let wanted = vec![
+        ("fx/app".to_owned(), "message at emergency".to_owned()),
+        ("fx/app".to_owned(), "message at warning".to_owned()),
+    ];
+    for door in [Door::Stdio(&[]), Door::Http(&http)] {
+        let mut leveled = modern(&fleet, door, &["--log-level", "warning"]);
+        let mut silent = modern(&fleet, door, &[]);
+        let label = leveled.label.clone();
+        let called = leveled.call("fx__echo", json!({"log": levels}));
+        assert_eq!(called["isError"], Value::Null, "{label}: {called}");
+        assert_eq!(messages(&mut leveled), wanted, "{label}");
+
+        let called = silent.call("fx__echo", json!({"log": levels}));
+        assert_eq!(called["isError"], Value::Null, "{label}: {called}");
+        silent.call("fx__echo", json!({}));
+        assert_eq!(
+            messages(&mut silent),
+            Vec::<(String, String)>::new(),
+            "{label}: no logLevel, no messages"
+        );
+        assert_eq!(
+            messages(&mut leveled),
+            wanted,
+            "{label}: another client's call"
+        );
+        leveled.close();
+        silent.close();
+    }
+    down_and_no_leftovers(&fleet);
+}
