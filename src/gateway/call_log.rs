@@ -16,6 +16,10 @@ use tokio::sync::mpsc;
 use super::aggregate::Gateway;
 use super::desk::CallLogging;
 
+/// How many turns of the runtime, each ended by a round trip through the
+/// gateway's task, the answer waits for messages the server sent before it.
+const SETTLING_TURNS: usize = 3;
+
 /// A call's log messages on their way to its client, while it is in flight.
 pub(super) struct CallLog {
     route: CallLogging,
@@ -55,10 +59,14 @@ impl CallLog {
         // rmcp hands the server's notifications to mcpfleet on tasks of their
         // own, and the answer straight to the call: those sent before the
         // answer are let through to the gateway's task, then taken.
-        tokio::task::yield_now().await;
-        log.route.settled().await;
-        while let Ok(message) = log.heard.try_recv() {
-            let _ = log.client.notify_logging_message(message).await;
+        // Those tasks were spawned before the answer came; a few turns of the
+        // runtime let them run (a bound, not a proof: see docs/design.md §14).
+        for _ in 0..SETTLING_TURNS {
+            tokio::task::yield_now().await;
+            log.route.settled().await;
+            while let Ok(message) = log.heard.try_recv() {
+                let _ = log.client.notify_logging_message(message).await;
+            }
         }
         output
     }

@@ -6,11 +6,8 @@
 //! A stream is a subscriber of its resources for as long as it is open, in the
 //! same counts as legacy sessions (`subscriptions.rs`).
 
-use rmcp::model::{
-    ErrorCode, ErrorData, ResourceUpdatedNotification, ServerNotification, SubscriptionFilter,
-};
+use rmcp::model::{ResourceUpdatedNotification, ServerNotification, SubscriptionFilter};
 use rmcp::service::{SubscriptionContext, SubscriptionSendError};
-use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::aggregate::Gateway;
@@ -18,7 +15,6 @@ use super::bounds::LISTENS;
 use super::clients::Note;
 use super::desk::Listen;
 use super::member::Scope;
-use super::session::SERVER_UNAVAILABLE;
 
 /// What of `requested` the gateway honours for a client that sees `scope`:
 /// every list change it asks for, and the resources whose server takes
@@ -44,10 +40,13 @@ pub(super) fn honoured(gateway: &Gateway, scope: &Scope, requested: &Subscriptio
     honoured
 }
 
+/// A listen stream refused: [`LISTENS`] are open.
+pub(super) struct Busy;
+
 /// Runs one listen stream (acknowledged by rmcp with what [`honoured`] gave)
 /// until the client closes or cancels it; then what it alone subscribed to is
 /// unsubscribed at the servers.
-pub(super) async fn listen(gateway: &Gateway, scope: &Scope, context: SubscriptionContext) -> Result<(), ErrorData> {
+pub(super) async fn listen(gateway: &Gateway, scope: &Scope, context: SubscriptionContext) -> Result<(), Busy> {
     let accepted = context.accepted().clone();
     let uris: Vec<(usize, String)> = accepted
         .resource_subscriptions
@@ -65,11 +64,7 @@ pub(super) async fn listen(gateway: &Gateway, scope: &Scope, context: Subscripti
         queue,
     };
     let Some((_open, first)) = gateway.listen(listen).await else {
-        return Err(ErrorData::new(
-            ErrorCode(SERVER_UNAVAILABLE),
-            format!("the gateway has {LISTENS} subscriptions/listen streams open, as many as it takes; close one and listen again"),
-            Some(json!({ "kind": "busy", "cap": LISTENS })),
-        ));
+        return Err(Busy);
     };
     for (index, uri) in first {
         gateway.subscribe_for_listen(index, &uri).await;

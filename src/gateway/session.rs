@@ -794,7 +794,15 @@ impl ServerHandler for ClientSession {
 
     async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
         self.opening(context.request_context()).await;
-        super::listen::listen(&self.gateway, &self.scope, context).await
+        let listened = super::listen::listen(&self.gateway, &self.scope, context).await;
+        listened.map_err(|super::listen::Busy| {
+            let cap = super::bounds::LISTENS;
+            ErrorData::new(
+                ErrorCode(SERVER_UNAVAILABLE),
+                format!("the gateway has {cap} subscriptions/listen streams open, as many as it takes; close one and listen again"),
+                Some(json!({ "kind": "busy", "cap": cap })),
+            )
+        })
     }
 
     /// Routed to the server that owns the URI; the server is subscribed by the
