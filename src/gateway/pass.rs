@@ -467,12 +467,15 @@ mod tests {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},
             "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
-            "io.modelcontextprotocol/logLevel": "info",
             "progressToken": 3,
         });
         let mut meta = map(modern.clone());
         assert!(era_fits(true, Some(&mut meta)));
         assert_eq!(serde_json::Value::Object(meta), serde_json::json!({"progressToken": 3}));
+        // A call that asks for its server's log messages takes the long way.
+        let mut logged = map(modern.clone());
+        logged.insert("io.modelcontextprotocol/logLevel".into(), "info".into());
+        assert!(!era_fits(true, Some(&mut logged)));
         // A legacy session's calls name no version; a modern one's must.
         assert!(!era_fits(false, Some(&mut map(modern.clone()))));
         assert!(era_fits(false, Some(&mut map(serde_json::json!({"progressToken": 1})))));
