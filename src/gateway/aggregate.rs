@@ -16,7 +16,7 @@ use tokio_util::task::TaskTracker;
 
 use super::bounds;
 use super::catalog::{Catalog, Known, Listing, MemberTool, Named};
-use super::desk::{Asking, Caller, Desk, ProgressGuard, SessionEvent, Upkeep, token_key};
+use super::desk::{Asking, Caller, Desk, Listen, Listening, ProgressGuard, SessionEvent, Upkeep, token_key};
 use super::journal::Journal;
 use super::member::{Exposure, Member, Scope};
 use super::names;
@@ -765,6 +765,66 @@ impl Gateway {
         }
         if let Err(e) = super::subscriptions::unsubscribe_at(&peer, uri).await {
             self.note(format_args!("server {server}: resources/unsubscribe of {uri} failed: {e}"));
+        }
+    }
+
+    /// Sends server `index`'s log messages at `level` and above to `queue`
+    /// until the guard drops (see [`Desk::call_log`]).
+    pub(super) fn call_log(
+        &self,
+        index: usize,
+        level: rmcp::model::LoggingLevel,
+        queue: tokio::sync::mpsc::UnboundedSender<rmcp::model::LoggingMessageNotificationParam>,
+    ) -> super::desk::CallLogging {
+        self.desk.call_log(index, level, queue)
+    }
+
+    /// Open `subscriptions/listen` streams.
+    pub(super) fn listening(&self) -> usize {
+        self.desk.board().listening
+    }
+
+    /// Opens a listen stream (see [`Desk::listen`]); `None` at the cap.
+    pub(super) async fn listen(&self, listen: Listen) -> Option<(Listening, Vec<(usize, String)>)> {
+        self.desk.listen(listen).await
+    }
+
+    /// The server of `scope` that offers resource `uri` by the lists the
+    /// gateway holds (a resource it lists, or a template whose fixed start
+    /// `uri` begins with), if its running generation takes resource
+    /// subscriptions; with no await, for the answer to a listen request.
+    pub(super) fn subscribable_now(&self, scope: &Scope, uri: &str) -> Option<usize> {
+        let seen = |i: usize| scope.as_ref().is_none_or(|s| s.contains(&i));
+        let owner = {
+            let board = self.desk.board();
+            let lists = board.lists.iter().enumerate().filter(|(i, _)| seen(*i));
+            let listed = lists
+                .clone()
+                .find(|(_, l)| l.resources.items.iter().any(|r| r.uri == uri));
+            let templated = || {
+                lists.clone().find(|(_, l)| {
+                    l.templates.items.iter().any(|t| {
+                        let fixed = t.uri_template.split('{').next().unwrap_or_default();
+                        !fixed.is_empty() && uri.starts_with(fixed)
+                    })
+                })
+            };
+            listed.or_else(templated).map(|(i, _)| i)?
+        };
+        self.member(owner)?;
+        let (_, reach) = self.reach_now(owner)?;
+        super::subscriptions::declares(&reach.session.into_peer()).then_some(owner)
+    }
+
+    /// Subscribes server `index` to `uri` for a listen stream, which is its
+    /// first subscriber there; a failure is written to the gateway's log.
+    pub(super) async fn subscribe_for_listen(&self, index: usize, uri: &str) {
+        let Some((server, reach)) = self.reach_now(index) else {
+            return;
+        };
+        let peer = reach.session.into_peer();
+        if let Err(e) = super::subscriptions::subscribe_at(&peer, uri).await {
+            self.note(format_args!("server {server}: resources/subscribe of {uri} failed: {e}"));
         }
     }
 

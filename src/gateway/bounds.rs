@@ -13,6 +13,9 @@ pub(crate) const GATEWAY_CONNECTIONS: usize = 512;
 pub(crate) const METRICS_CONNECTIONS: usize = 64;
 /// Open HTTP sessions of the gateway, unless `gateway.max_sessions` says otherwise.
 pub(crate) const SESSIONS: usize = 256;
+/// Open `subscriptions/listen` streams of the gateway, both doors together;
+/// one more is refused (docs/design.md §14, "Listen streams").
+pub(crate) const LISTENS: usize = 256;
 /// How long a request's headers may take to arrive, counted from the moment the
 /// door waits for them: on a new connection, and on a kept-alive one between
 /// requests (so an idle connection is closed after as long).

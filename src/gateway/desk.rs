@@ -51,6 +51,20 @@ pub(super) struct Board {
     pub(super) sessions: usize,
     /// Set while the whole fleet goes down: calls do not start servers.
     pub(super) holding: bool,
+    /// Open `subscriptions/listen` streams.
+    pub(super) listening: usize,
+}
+
+/// A `subscriptions/listen` stream of a 2026-07-28 client: what it asked to
+/// hear, and where that goes (`listen.rs`).
+pub(super) struct Listen {
+    pub(super) scope: Scope,
+    pub(super) tools: bool,
+    pub(super) prompts: bool,
+    pub(super) resources: bool,
+    /// The resources it listens to, by their server.
+    pub(super) uris: Vec<(usize, String)>,
+    pub(super) queue: mpsc::UnboundedSender<Note>,
 }
 
 /// The client whose call a server's request of its client serves.
@@ -169,6 +183,26 @@ enum Message {
         uri: String,
         reply: oneshot::Sender<Vec<usize>>,
     },
+    /// A listen stream opened: its id and the resources it is the first
+    /// subscriber of; `None` at the cap.
+    Listen {
+        listen: Listen,
+        reply: oneshot::Sender<Option<Heard>>,
+    },
+    /// A listen stream ended.
+    Unlisten { id: u64 },
+    /// A 2026-07-28 client's call to `server`, made with a `logLevel`, is in
+    /// flight: that server's log messages at `level` and above go to `queue`.
+    CallLog {
+        server: usize,
+        key: u64,
+        level: rmcp::model::LoggingLevel,
+        queue: mpsc::UnboundedSender<rmcp::model::LoggingMessageNotificationParam>,
+    },
+    /// That call ended.
+    EndCallLog { key: u64 },
+    /// Answered once every message sent before it is handled.
+    Barrier { reply: oneshot::Sender<()> },
     /// What a new generation of `server` is to be asked: the level, and the
     /// URIs to subscribe to.
     Wanted {
@@ -182,6 +216,9 @@ pub(super) struct Wanted {
     pub(super) level: Option<rmcp::model::LoggingLevel>,
     pub(super) uris: Vec<String>,
 }
+
+/// A listen stream's id, and the resources it is the first subscriber of.
+type Heard = (u64, Vec<(usize, String)>);
 
 /// The handle to the gateway's task.
 pub(super) struct Desk {
@@ -209,6 +246,8 @@ impl Desk {
             board,
             clients: HashMap::new(),
             modern: Default::default(),
+            listens: HashMap::new(),
+            call_logs: Vec::new(),
             next_id: 1,
             progress: HashMap::new(),
             early: std::collections::VecDeque::new(),
@@ -399,6 +438,43 @@ impl Desk {
         .unwrap_or_default()
     }
 
+    /// Opens a listen stream, unless [`super::bounds::LISTENS`] are open: the
+    /// guard that ends it, and the resources it is the first subscriber of
+    /// (to be subscribed at their servers).
+    pub(super) async fn listen(&self, listen: Listen) -> Option<(Listening, Vec<(usize, String)>)> {
+        let (id, first) = self
+            .ask(|reply| Message::Listen { listen, reply })
+            .await
+            .flatten()?;
+        let guard = Listening {
+            tx: self.tx.clone(),
+            id,
+        };
+        Some((guard, first))
+    }
+
+    /// Sends server `server`'s log messages at `level` and above to `queue`
+    /// until the returned guard drops (a 2026-07-28 client's call in flight).
+    pub(super) fn call_log(
+        &self,
+        server: usize,
+        level: rmcp::model::LoggingLevel,
+        queue: mpsc::UnboundedSender<rmcp::model::LoggingMessageNotificationParam>,
+    ) -> CallLogging {
+        static KEYS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let key = KEYS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.send(Message::CallLog {
+            server,
+            key,
+            level,
+            queue,
+        });
+        CallLogging {
+            tx: self.tx.clone(),
+            key,
+        }
+    }
+
     /// What a new generation of `server` is to be asked for.
     pub(super) async fn wanted(&self, server: usize) -> Option<Wanted> {
         self.ask(|reply| Message::Wanted { server, reply }).await
@@ -432,6 +508,49 @@ impl Drop for ProgressGuard {
             let _ = self.tx.send(Message::Unroute { key });
         }
     }
+}
+
+/// Ends a listen stream when dropped: what it alone subscribed to is
+/// unsubscribed at the servers.
+pub(super) struct Listening {
+    tx: mpsc::UnboundedSender<Message>,
+    id: u64,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Message::Unlisten { id: self.id });
+    }
+}
+
+/// Ends a call's log messages when dropped (see [`Desk::call_log`]).
+pub(super) struct CallLogging {
+    tx: mpsc::UnboundedSender<Message>,
+    key: u64,
+}
+
+impl CallLogging {
+    /// Returns once the gateway's task has handled what it was sent before:
+    /// the server's messages it heard until now are on the call's queue.
+    pub(super) async fn settled(&self) {
+        let (reply, answer) = oneshot::channel();
+        let _ = self.tx.send(Message::Barrier { reply });
+        let _ = answer.await;
+    }
+}
+
+impl Drop for CallLogging {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Message::EndCallLog { key: self.key });
+    }
+}
+
+/// A 2026-07-28 client's call in flight that asked for log messages.
+struct CallLog {
+    server: usize,
+    key: u64,
+    level: rmcp::model::LoggingLevel,
+    queue: mpsc::UnboundedSender<rmcp::model::LoggingMessageNotificationParam>,
 }
 
 /// Ends the sending of a call (see [`Desk::sending`]).
@@ -522,6 +641,10 @@ struct DeskTask {
     clients: HashMap<u64, ClientQueue>,
     /// The sessions of those that are of the 2026-07-28 era.
     modern: std::collections::HashSet<u64>,
+    /// The open listen streams, by id (from the sessions' ids).
+    listens: HashMap<u64, Listen>,
+    /// The 2026-07-28 clients' calls in flight that asked for log messages.
+    call_logs: Vec<CallLog>,
     /// The next client session's id.
     next_id: u64,
     /// By server and the token of the call to it.
@@ -758,6 +881,46 @@ impl DeskTask {
             } => {
                 let _ = reply.send(self.subscriptions.unsubscribe(session, &uri));
             }
+            Message::Listen { listen, reply } => {
+                if self.listens.len() >= super::bounds::LISTENS {
+                    let _ = reply.send(None);
+                    return;
+                }
+                let id = self.next_id;
+                self.next_id += 1;
+                let first = listen
+                    .uris
+                    .iter()
+                    .filter(|(server, uri)| self.subscriptions.subscribe(id, *server, uri))
+                    .cloned()
+                    .collect();
+                self.listens.insert(id, listen);
+                self.count_listens();
+                let _ = reply.send(Some((id, first)));
+            }
+            Message::Unlisten { id } => {
+                if self.listens.remove(&id).is_some() {
+                    for (server, uri) in self.subscriptions.forget(id) {
+                        let _ = self.upkeep.send(Upkeep::Unsubscribe(server, uri));
+                    }
+                    self.count_listens();
+                }
+            }
+            Message::CallLog {
+                server,
+                key,
+                level,
+                queue,
+            } => self.call_logs.push(CallLog {
+                server,
+                key,
+                level,
+                queue,
+            }),
+            Message::EndCallLog { key } => self.call_logs.retain(|c| c.key != key),
+            Message::Barrier { reply } => {
+                let _ = reply.send(());
+            }
             Message::Wanted { server, reply } => {
                 let _ = reply.send(Wanted {
                     level: self.levels.wanted(server),
@@ -765,6 +928,12 @@ impl DeskTask {
                 });
             }
         }
+    }
+
+    fn count_listens(&self) {
+        let open = self.listens.len();
+        self.board
+            .send_if_modified(|board| std::mem::replace(&mut board.listening, open) != open);
     }
 
     fn count(&self) {
@@ -834,12 +1003,22 @@ impl DeskTask {
                         client.send(Note::Log(param.clone()));
                     }
                 }
+                // And to each 2026-07-28 client's call to it in flight that
+                // asked for this level or a lower one.
+                let rank = super::logging::rank;
+                for call in &self.call_logs {
+                    if call.server == index && rank(call.level) <= rank(param.level) {
+                        let _ = call.queue.send(param.clone());
+                    }
+                }
                 return;
             }
             Notice::ResourceUpdated(param) => {
                 for session in self.subscriptions.audience(index, &param.uri) {
                     if let Some(client) = self.clients.get(&session) {
                         client.send(Note::ResourceUpdated(param.clone()));
+                    } else if let Some(listen) = self.listens.get(&session) {
+                        let _ = listen.queue.send(Note::ResourceUpdated(param.clone()));
                     }
                 }
                 return;
@@ -870,6 +1049,18 @@ impl DeskTask {
         for (id, client) in &self.clients {
             if !self.modern.contains(id) {
                 client.send(note.clone());
+            }
+        }
+        // A 2026-07-28 client hears of changes on the listen streams that
+        // ask for them, of the servers it sees.
+        for listen in self.listens.values() {
+            let wants = match note {
+                Note::ToolsChanged => listen.tools,
+                Note::PromptsChanged => listen.prompts,
+                _ => listen.resources,
+            };
+            if wants && listen.scope.as_ref().is_none_or(|s| s.contains(&index)) {
+                let _ = listen.queue.send(note.clone());
             }
         }
     }

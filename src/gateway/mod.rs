@@ -16,6 +16,10 @@
 //!  client's logging/setLevel, resources/subscribe ─► the gateway's task
 //!            (`logging.rs`, `subscriptions.rs`) ─► the servers' level and
 //!            subscriptions, kept for each new generation
+//!  2026-07-28 client's subscriptions/listen (`listen.rs`) ─► a subscriber
+//!            at the gateway's task, which puts list changes and resource
+//!            updates on the stream; its call's logLevel (`call_log.rs`) ─►
+//!            the server's messages during the call, on the call's stream
 //!  authority snapshots ─► watcher ─► the gateway's task ─► list_changed on each
 //!                                     client's queue (G5)
 //! ```
@@ -35,12 +39,14 @@
 
 pub(crate) mod aggregate;
 pub(crate) mod bounds;
+mod call_log;
 mod catalog;
 mod clients;
 mod desk;
 mod era;
 pub(crate) mod http;
 mod journal;
+mod listen;
 mod logging;
 pub(crate) mod member;
 pub(crate) mod names;

@@ -373,7 +373,8 @@ const RESERVED: &str = "io.modelcontextprotocol/";
 /// through; if so, the era's own keys are taken out of it, as the long way
 /// takes them (the server behind speaks the legacy era). A 2026-07-28 session
 /// passes only calls that name a version the gateway speaks and carry the
-/// client's capabilities; a legacy session only calls that name no version.
+/// client's capabilities, and no `logLevel` (its server's log messages go
+/// to it the long way); a legacy session only calls that name no version.
 /// Anything else goes to rmcp, which answers it as the era says.
 fn era_fits(modern: bool, meta: Option<&mut serde_json::Map<String, serde_json::Value>>) -> bool {
     let Some(meta) = meta else {
@@ -386,6 +387,7 @@ fn era_fits(modern: bool, meta: Option<&mut serde_json::Map<String, serde_json::
                 && meta
                     .get("io.modelcontextprotocol/clientCapabilities")
                     .is_some_and(serde_json::Value::is_object)
+                && !meta.contains_key("io.modelcontextprotocol/logLevel")
         }
         false => version.is_none(),
     };
@@ -465,12 +467,15 @@ mod tests {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},
             "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
-            "io.modelcontextprotocol/logLevel": "info",
             "progressToken": 3,
         });
         let mut meta = map(modern.clone());
         assert!(era_fits(true, Some(&mut meta)));
         assert_eq!(serde_json::Value::Object(meta), serde_json::json!({"progressToken": 3}));
+        // A call that asks for its server's log messages takes the long way.
+        let mut logged = map(modern.clone());
+        logged.insert("io.modelcontextprotocol/logLevel".into(), "info".into());
+        assert!(!era_fits(true, Some(&mut logged)));
         // A legacy session's calls name no version; a modern one's must.
         assert!(!era_fits(false, Some(&mut map(modern.clone()))));
         assert!(era_fits(false, Some(&mut map(serde_json::json!({"progressToken": 1})))));

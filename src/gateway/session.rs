@@ -276,9 +276,11 @@ impl ClientSession {
         let sending = self.gateway.sending(route.server);
         // Sent again, with the client's answers, when the server asks for input.
         let retry = request.clone();
-        // A server of the 2026-07-28 era gets the client's capabilities: it asks
-        // only for what the client can give, and may answer with a task when
-        // the client declares the tasks extension.
+        // A 2026-07-28 client's `logLevel`: the server's messages meanwhile. A
+        // server of that era gets the client's capabilities and `logLevel`: it
+        // asks only for what the client can give, and may answer with a task
+        // when the client declares the tasks extension.
+        let mut log = super::call_log::CallLog::open(&self.gateway, route.server, &context);
         let call = peer
             .send_request_with_option(
                 ClientRequest::CallToolRequest(CallToolRequest::new(request)),
@@ -312,7 +314,7 @@ impl ClientSession {
             tasks: self.gateway.tasks().clone(),
         };
         let response = tokio::select! {
-            r = call.await_response() => r,
+            r = super::call_log::CallLog::during(&mut log, call.await_response()) => r,
             _ = context.ct.cancelled() => {
                 return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
             }
@@ -932,6 +934,29 @@ impl ServerHandler for ClientSession {
             .set_level(id, self.scope.clone(), request.level)
             .await;
         Ok(())
+    }
+
+    /// A 2026-07-28 client's listen stream: the fleet's list changes it asks
+    /// for, and the updates of resources whose server takes subscriptions
+    /// (docs/design.md §14, "Listen streams").
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(super::listen::honoured(&self.gateway, &self.scope, requested))
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        self.opening(context.request_context()).await;
+        let listened = super::listen::listen(&self.gateway, &self.scope, context).await;
+        listened.map_err(|super::listen::Busy| {
+            let cap = super::bounds::LISTENS;
+            ErrorData::new(
+                ErrorCode(SERVER_UNAVAILABLE),
+                format!("the gateway has {cap} subscriptions/listen streams open, as many as it takes; close one and listen again"),
+                Some(json!({ "kind": "busy", "cap": cap })),
+            )
+        })
     }
 
     /// Routed to the server that owns the URI; the server is subscribed by the

@@ -93,7 +93,8 @@ pub(super) fn client_declares(context: &RequestContext<RoleServer>) -> bool {
 /// capabilities (those of this request from a client of that era, those it
 /// declared at `initialize` from a legacy one), so that the server asks only
 /// for what the client can give, and may answer with a task when the client
-/// declares the tasks extension. A legacy server gets no such `_meta`.
+/// declares the tasks extension; and the request's `logLevel`, if it has one.
+/// A legacy server gets no such `_meta`.
 pub(super) fn options(context: &RequestContext<RoleServer>, peer: &Peer<RoleClient>) -> PeerRequestOptions {
     let modern_server = peer
         .peer_info()
@@ -105,14 +106,15 @@ pub(super) fn options(context: &RequestContext<RoleServer>, peer: &Peer<RoleClie
         .meta
         .client_capabilities()
         .or_else(|| context.peer.peer_info().map(|info| info.capabilities.clone()));
-    match declared {
-        Some(capabilities) => {
-            let mut meta = RequestMetaObject::default();
-            meta.set_client_capabilities(capabilities);
-            PeerRequestOptions::no_options().with_meta(meta)
-        }
-        None => PeerRequestOptions::no_options(),
+    let mut meta = RequestMetaObject::default();
+    if let Some(capabilities) = declared {
+        meta.set_client_capabilities(capabilities);
     }
+    // A 2026-07-28 client's `logLevel` for this request, passed on.
+    if let Some(level) = context.meta.log_level() {
+        meta.set_log_level(level);
+    }
+    PeerRequestOptions::no_options().with_meta(meta)
 }
 
 /// The id of the extension, as capabilities name it.

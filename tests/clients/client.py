@@ -5,12 +5,14 @@ JSON commands read one per line on stdin with one JSON line each, in order.
 The command line and the protocol are described in README.md beside this file;
 client.mjs speaks the same protocol on the official TypeScript SDK.
 
-    python client.py [--mode MODE] --stdio CMD [ARGS...]
-    python client.py [--mode MODE] --http URL [--token TOKEN] [--origin ORIGIN]
+    python client.py [--mode MODE] [--log-level LEVEL] --stdio CMD [ARGS...]
+    python client.py [--mode MODE] [--log-level LEVEL] --http URL [--token TOKEN] [--origin ORIGIN]
 
 MODE is the SDK's `Client(mode=...)`: `legacy` (the default: the `initialize`
 handshake), `auto` (probe with `server/discover`, else `initialize`), or a modern
 protocol version such as `2026-07-28` (adopted without any probe: per-request `_meta`).
+LEVEL is the SDK's `Client(log_level=...)`: a modern client's requests carry it in
+`_meta`, and the log messages it brings are kept like any other.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ SERVER_REQUESTS = ("roots/list", "sampling/createMessage", "elicitation/create")
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)  # each ends the session like the end of stdin
 # For initialize and for each request without a timeout_ms of its own (the TypeScript SDK's default)
 TIMEOUT_MS = int(os.environ.get("MCP_CLIENT_TIMEOUT_MS", "60000"))
-USAGE = "usage: client.py [--mode MODE] (--stdio CMD [ARGS...] | --http URL [--token TOKEN] [--origin ORIGIN])"
+USAGE = "usage: client.py [--mode MODE] [--log-level LEVEL] (--stdio CMD [ARGS...] | --http URL [--token TOKEN] [--origin ORIGIN])"
 
 
 # ---------------------------------------------------------------- command line
@@ -58,16 +60,22 @@ class Target:
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     mode: str = "legacy"
+    log_level: str | None = None
 
 
 def parse_args(argv: list[str]) -> Target:
     mode = "legacy"
-    if len(argv) >= 2 and argv[0] == "--mode":
-        mode, argv = argv[1], argv[2:]
+    log_level = None
+    while len(argv) >= 2 and argv[0] in ("--mode", "--log-level"):
+        if argv[0] == "--mode":
+            mode = argv[1]
+        else:
+            log_level = argv[1]
+        argv = argv[2:]
     if len(argv) >= 2 and argv[0] == "--stdio":
-        return Target(command=argv[1:], mode=mode)
+        return Target(command=argv[1:], mode=mode, log_level=log_level)
     if len(argv) >= 2 and argv[0] == "--http":
-        target = Target(url=argv[1], mode=mode)
+        target = Target(url=argv[1], mode=mode, log_level=log_level)
         rest = argv[2:]
         while rest:
             if len(rest) < 2 or rest[0] not in ("--token", "--origin"):
@@ -152,6 +160,25 @@ class PendingCall:
     answer: dict[str, Any] | None = None
 
 
+@dataclass
+class OpenListen:
+    """A subscriptions/listen stream opened by listen: its cancel scope, what it honoured, the events it heard."""
+
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    acked: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    heard: anyio.Event = field(default_factory=anyio.Event)
+    honored: Any = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+
+
+def event_of(event: Any) -> dict[str, Any]:
+    """A listen stream's event: its kind (the SDK's class name) and, for an update, its URI."""
+    uri = getattr(event, "uri", None)
+    return {"event": type(event).__name__, **({"uri": uri} if uri is not None else {})}
+
+
 class Harness:
     def __init__(self, target: Target) -> None:
         self.target = target
@@ -167,6 +194,7 @@ class Harness:
         self.requests: Counter[str] = Counter({method: 0 for method in SERVER_REQUESTS})
         self.sampled: list[dict[str, str | None]] = []  # the numbers of each sampling request, as repr()
         self.calls: dict[str, PendingCall] = {}
+        self.listens: dict[str, OpenListen] = {}
         self.task_group: anyio.abc.TaskGroup | None = None
         self.ops: dict[str, Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]] = {
             "list_tools": self.op_list("tools", "list_tools", "tools"),
@@ -191,6 +219,9 @@ class Harness:
             "unsubscribe": self.op_unsubscribe,
             "requests": self.op_requests,
             "sampled": self.op_sampled,
+            "listen": self.op_listen,
+            "listen_events": self.op_listen_events,
+            "listen_close": self.op_listen_close,
         }
 
     # -- connecting
@@ -219,6 +250,7 @@ class Harness:
             message_handler=self.on_message,
             cache=None,  # every list and read goes to the server
             mode=self.target.mode,
+            log_level=self.target.log_level,
             read_timeout_seconds=TIMEOUT_MS / 1000,
         )
         self.client = await stack.enter_async_context(client)
@@ -439,6 +471,61 @@ class Harness:
         """One `server/discover` on the wire (the SDK's `discover()` may answer from what it adopted)."""
         version = command.get("version") or LATEST_MODERN_VERSION
         return {"ok": True, "result": await self.client.session.send_discover(version)}
+
+    async def op_listen(self, command: dict[str, Any]) -> dict[str, Any]:
+        """Open a subscriptions/listen stream under `handle`; answered once it is acknowledged."""
+        handle = need(command, "handle")
+        if handle in self.listens:
+            return {"ok": False, "error": {"message": f"handle in use: {handle}"}}
+        listening = self.listens[handle] = OpenListen()
+
+        async def run() -> None:
+            with listening.scope:
+                try:
+                    async with self.client.listen(
+                        tools_list_changed=bool(command.get("tools_list_changed")),
+                        prompts_list_changed=bool(command.get("prompts_list_changed")),
+                        resources_list_changed=bool(command.get("resources_list_changed")),
+                        resource_subscriptions=command.get("resource_subscriptions") or (),
+                    ) as sub:
+                        listening.honored = dump(sub.honored)
+                        listening.acked.set()
+                        async for event in sub:
+                            listening.events.append(event_of(event))
+                            listening.heard.set()
+                            listening.heard = anyio.Event()
+                except Exception as exc:
+                    listening.error = error_of(exc)
+            listening.acked.set()
+            listening.done.set()
+            listening.heard.set()
+
+        self.task_group.start_soon(run)
+        await listening.acked.wait()
+        if listening.error is not None:
+            self.listens.pop(handle, None)
+            return {"ok": False, "error": listening.error}
+        return {"ok": True, "honored": listening.honored}
+
+    async def op_listen_events(self, command: dict[str, Any]) -> dict[str, Any]:
+        """The events stream `handle` heard, once it heard `count` (default 1) or `timeout_ms` passed."""
+        listening = self.listens.get(need(command, "handle"))
+        if listening is None:
+            return {"ok": False, "error": {"message": "no such handle"}}
+        count = command.get("count", 1)
+        with anyio.move_on_after(command.get("timeout_ms", 5000) / 1000):
+            while len(listening.events) < count and not listening.done.is_set():
+                await listening.heard.wait()
+        return {"ok": True, "events": list(listening.events), "ended": listening.done.is_set(), "error": listening.error}
+
+    async def op_listen_close(self, command: dict[str, Any]) -> dict[str, Any]:
+        """Close stream `handle` (over HTTP its response stream closes; over stdio notifications/cancelled)."""
+        listening = self.listens.pop(need(command, "handle"), None)
+        if listening is None:
+            return {"ok": False, "error": {"message": "no such handle"}}
+        listening.scope.cancel()
+        await listening.done.wait()
+        return {"ok": True, "events": listening.events}
 
     async def op_requests(self, command: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "counts": dict(self.requests)}

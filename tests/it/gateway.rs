@@ -22,6 +22,7 @@ use crate::common::*;
 use serde_json::{Value, json};
 
 mod eras;
+mod listen;
 mod tasks;
 
 /// The bound on whatever a client waits for when speed is not the point (a start
