@@ -134,7 +134,7 @@ pub(super) async fn relay(
         .extensions_mut()
         .insert(OriginatingRequestId(theirs));
     if untokened {
-        request.extensions_mut().insert(super::written::Untokened);
+        request.extensions_mut().insert(Untokened);
     }
     // rmcp marks a request sent while one is being handled as caused by that
     // one (a task-local, which wins over the mark above); here that is the
@@ -185,3 +185,9 @@ fn gone(server: &str, method: &str, why: &str) -> ErrorData {
         None,
     )
 }
+
+/// Marks a relayed request of a server's that carried no progress token: rmcp
+/// gives every request it sends one (`_meta.progressToken`), which the door
+/// takes out again so that the client gets the request as its server wrote it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Untokened;

@@ -18,6 +18,7 @@ use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use serde_json::Value;
 
 use super::clients::WrittenParams;
+use super::relay::Untokened;
 use super::{ClientSession, Gateway};
 
 /// `listed` with each tool as its server wrote it (the name aside), as a
@@ -94,11 +95,6 @@ pub(super) fn message_as_written(
     }))
 }
 
-/// Marks a relayed request of a server's that carried no progress token: rmcp
-/// gives every request it sends one (`_meta.progressToken`), which the door
-/// takes out again so that the client gets the request as its server wrote it.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Untokened;
 
 /// `message` without the progress token rmcp gave it, when it is a request
 /// marked [`Untokened`] (`_meta` goes too when that was all it held).
