@@ -211,8 +211,16 @@ fn a_modern_server_is_asked_for_its_tools_every_time() {
     // all the same, so that a list never outlives a change.
     let (fleet, notes) = noted("eras-lists", "modern", &["--era", "modern"], "");
     up(&fleet, "modern");
+    // The start lists the tools, and so does the gateway's catalog as soon as the
+    // generation runs (its prefetch, which may come after `up` answers): wait for
+    // both before counting.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while count(&notes, "tools/list") < 2 {
+        assert!(Instant::now() < deadline, "{:?}", requests(&notes));
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let before = count(&notes, "tools/list");
-    assert!(before >= 1);
+    assert_eq!(before, 2, "{:?}", requests(&notes));
     tools_of(&fleet, "modern");
     tools_of(&fleet, "modern");
     assert_eq!(
