@@ -2,8 +2,8 @@
 //! behind `tests/clients/client2.mjs`) through both doors, in both protocol eras:
 //! pinned to 2026-07-28 (`versionNegotiation: {pin}`: a `server/discover` probe,
 //! then per-request `_meta`), probing (`auto`) and legacy (`initialize`). It
-//! lists and calls tools, gets prompts, reads resources, hears progress and log
-//! messages, subscribes to a resource (legacy: `resources/subscribe`; 2026-07-28:
+//! lists and calls tools (and cancels one), gets prompts, reads resources, hears
+//! progress and log messages, subscribes to a resource (legacy: `resources/subscribe`; 2026-07-28:
 //! `subscriptions/listen`) and answers sampling, elicitation and roots (legacy:
 //! the server's requests; 2026-07-28: input-required results, which the SDK
 //! fulfils through the same handlers and sends again).
@@ -112,6 +112,20 @@ fn messages(client: &mut Client) -> Vec<(String, String)> {
     logged
 }
 
+/// The calls `js` logged as cancelled, once there are `count` (or 10 s passed).
+fn cancellations(fleet: &TestFleet, count: usize) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = fleet.run(&["logs", "js", "-n", "1000"]);
+        assert_code(&out, 0);
+        let found = stdout(&out).matches("cancelled request").count();
+        if found >= count || Instant::now() >= deadline {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// The three eras' clients in turn, through each door.
 fn each_client(fleet: &TestFleet, http: &Http, mut check: impl FnMut(&str, Client)) {
     for door in [Door::Stdio(&[]), Door::Http(http)] {
@@ -123,7 +137,8 @@ fn each_client(fleet: &TestFleet, http: &Http, mut check: impl FnMut(&str, Clien
 
 /// Through each door, a client of each era lists exactly the fleet's tools
 /// (the SDK following the gateway's pages), calls a tool of each server and
-/// gets what that server answered, with the progress it sent, gets a prompt
+/// gets what that server answered, with the progress it sent, cancels a call
+/// (which its server hears of), gets a prompt
 /// and reads a resource of the server that speaks 2026-07-28 alone, and lists
 /// the resource the fixture offers. A 2026-07-28 client learns the gateway's
 /// versions from `server/discover`, and its lists come with the hints of that
@@ -142,6 +157,7 @@ fn the_typescript_sdk_2_lists_calls_gets_and_reads_in_both_eras_through_both_doo
         .collect();
     tools.sort();
     let generation = generation_of(&fleet, "fx");
+    let mut cancelled = 0;
 
     each_client(&fleet, &http, |mode, mut client| {
         let label = client.label.clone();
@@ -168,6 +184,26 @@ fn the_typescript_sdk_2_lists_calls_gets_and_reads_in_both_eras_through_both_doo
         assert_eq!(
             answer["progress"][0]["message"], "started",
             "{label}: {answer}"
+        );
+
+        // A call cancelled the SDK's way (over HTTP in the 2026-07-28 era, by
+        // closing its stream) reaches its server as cancelled.
+        client.forget(&[PROGRESS]);
+        ok(
+            &mut client,
+            json!({"op": "call_start", "handle": "slow", "progress": true,
+                   "name": "js__slow", "arguments": {"ms": 30_000}}),
+        );
+        client.expect_notification(PROGRESS, "from js__slow");
+        let answer = ok(&mut client, json!({"op": "call_cancel", "handle": "slow"}));
+        assert_eq!(answer["in_flight"], true, "{label}: {answer}");
+        let answer = client.op(json!({"op": "call_await", "handle": "slow"}));
+        assert_eq!(answer["cancelled"], true, "{label}: {answer}");
+        cancelled += 1;
+        assert_eq!(
+            cancellations(&fleet, cancelled),
+            cancelled,
+            "{label}: js saw the call cancelled"
         );
 
         let prompts = ok(&mut client, json!({"op": "list_prompts"}));
