@@ -615,6 +615,12 @@ impl ServerHandler for ClientSession {
             .await
             .map_err(|e| failed(&server, generation, e))?;
         result.result_type = Some(ResultType::COMPLETE);
+        // The client is told what the gateway promises of the read, not what
+        // the server does (docs/design.md §14): rmcp then says `ttlMs: 0`,
+        // `cacheScope: "private"` to a 2026-07-28 client, and nothing to a
+        // legacy one.
+        result.ttl_ms = None;
+        result.cache_scope = None;
         Ok(ReadResourceResponse::Complete(result))
     }
 

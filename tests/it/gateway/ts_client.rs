@@ -257,6 +257,20 @@ fn the_typescript_sdk_2_lists_calls_gets_and_reads_in_both_eras_through_both_doo
         )
         .unwrap_or_else(|e| panic!("{label}: {e}: {read}"));
         assert_eq!(contents["data"], "Data for ID: 7", "{label}: {read}");
+        // What the gateway promises of a read is its own (the server behind
+        // says `cacheScope: "public"`): in the 2026-07-28 era at once stale and
+        // for this client alone, in the legacy era nothing.
+        let hints = |read: &Value| {
+            (
+                read["result"]["ttlMs"].clone(),
+                read["result"]["cacheScope"].clone(),
+            )
+        };
+        let promised = match mode {
+            LEGACY => (Value::Null, Value::Null),
+            _ => (json!(0), json!("private")),
+        };
+        assert_eq!(hints(&read), promised, "{label}: {read}");
 
         if mode == LEGACY {
             for answer in [&listed, &prompts, &resources, &templates] {
