@@ -138,11 +138,11 @@ fn each_client(fleet: &TestFleet, http: &Http, mut check: impl FnMut(&str, Clien
 /// Through each door, a client of each era lists exactly the fleet's tools
 /// (the SDK following the gateway's pages), calls a tool of each server and
 /// gets what that server answered, with the progress it sent, cancels a call
-/// (which its server hears of), gets a prompt
-/// and reads a resource of the server that speaks 2026-07-28 alone, and lists
-/// the resource the fixture offers. A 2026-07-28 client learns the gateway's
-/// versions from `server/discover`, and its lists come with the hints of that
-/// era (at once stale, for this client alone).
+/// (which its server hears of), gets prompts and reads a resource of the
+/// server that speaks 2026-07-28 alone, and lists the resource the fixture
+/// offers. A 2026-07-28 client learns the gateway's versions from
+/// `server/discover`, and its lists and reads come with the hints of that era
+/// (at once stale, for this client alone), whatever the server said.
 #[test]
 fn the_typescript_sdk_2_lists_calls_gets_and_reads_in_both_eras_through_both_doors() {
     let fleet = fleet("ts2-basics");
