@@ -59,6 +59,8 @@ pub(crate) struct ClientSession {
     ended: tokio_util::sync::CancellationToken,
     /// Held while a 2026-07-28 client's session is being opened.
     opening: tokio::sync::Mutex<()>,
+    /// Told once `notifications/initialized` has opened a legacy session.
+    initialized: tokio::sync::Notify,
 }
 
 impl ClientSession {
@@ -70,6 +72,7 @@ impl ClientSession {
             scope: None,
             ended: tokio_util::sync::CancellationToken::new(),
             opening: tokio::sync::Mutex::new(()),
+            initialized: tokio::sync::Notify::new(),
         }
     }
 
@@ -96,6 +99,24 @@ impl ClientSession {
     /// The session's id, once initialized.
     fn id(&self) -> Option<u64> {
         self.opened.get().map(|o| o.id)
+    }
+
+    /// The session's id for a request of a legacy client, which may come right
+    /// after its `notifications/initialized`: rmcp hands the two to the session
+    /// at once, so the request waits (at most 5 s) for that notification to
+    /// have opened the session. `None` for a client that sent no `initialize`.
+    async fn initialized_id(&self, context: &RequestContext<RoleServer>) -> Option<u64> {
+        if context.peer.peer_info().is_none() {
+            return self.id();
+        }
+        let initialized = self.initialized.notified();
+        tokio::pin!(initialized);
+        initialized.as_mut().enable();
+        if let Some(id) = self.id() {
+            return Some(id);
+        }
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), initialized).await;
+        self.id()
     }
 
     /// The same session, seeing only the servers at `indices`.
@@ -407,6 +428,7 @@ impl ServerHandler for ClientSession {
             peer: context.peer,
             modern: false,
         });
+        self.initialized.notify_waiters();
     }
 
     async fn list_tools(
@@ -593,6 +615,12 @@ impl ServerHandler for ClientSession {
             .await
             .map_err(|e| failed(&server, generation, e))?;
         result.result_type = Some(ResultType::COMPLETE);
+        // The client is told what the gateway promises of the read, not what
+        // the server does (docs/design.md §14): rmcp then says `ttlMs: 0`,
+        // `cacheScope: "private"` to a 2026-07-28 client, and nothing to a
+        // legacy one.
+        result.ttl_ms = None;
+        result.cache_scope = None;
         Ok(ReadResourceResponse::Complete(result))
     }
 
@@ -646,9 +674,9 @@ impl ServerHandler for ClientSession {
     async fn set_level(
         &self,
         request: rmcp::model::SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let Some(id) = self.id() else {
+        let Some(id) = self.initialized_id(&context).await else {
             return Err(ErrorData::invalid_request(
                 "logging/setLevel before the session is initialized",
                 None,
@@ -688,9 +716,9 @@ impl ServerHandler for ClientSession {
     async fn subscribe(
         &self,
         request: rmcp::model::SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let Some(id) = self.id() else {
+        let Some(id) = self.initialized_id(&context).await else {
             return Err(ErrorData::invalid_request(
                 "resources/subscribe before the session is initialized",
                 None,
@@ -725,9 +753,9 @@ impl ServerHandler for ClientSession {
     async fn unsubscribe(
         &self,
         request: rmcp::model::UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        if let Some(id) = self.id() {
+        if let Some(id) = self.initialized_id(&context).await {
             self.gateway.unsubscribe(id, &request.uri).await;
         }
         Ok(())

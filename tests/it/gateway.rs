@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 mod eras;
 mod listen;
 mod tasks;
+mod ts_client;
 
 /// The bound on whatever a client waits for when speed is not the point (a start
 /// of published servers on a busy machine, an answer): a hang fails the test.
@@ -52,6 +53,9 @@ const PROGRESS: &str = "notifications/progress";
 enum Sdk {
     Python,
     TypeScript,
+    /// The TypeScript SDK 2.x (`client2.mjs`), which speaks both eras
+    /// (`tests/it/gateway/ts_client.rs`).
+    TypeScript2,
 }
 
 const SDKS: [Sdk; 2] = [Sdk::Python, Sdk::TypeScript];
@@ -72,6 +76,12 @@ impl Sdk {
                 cmd.arg(clients.join("client.mjs"));
                 cmd
             }
+            Sdk::TypeScript2 => {
+                published_servers();
+                let mut cmd = Command::new("node");
+                cmd.arg(clients.join("client2.mjs"));
+                cmd
+            }
         }
     }
 
@@ -80,6 +90,7 @@ impl Sdk {
         match self {
             Sdk::Python => "mcpfleet-tests-python-sdk",
             Sdk::TypeScript => "mcpfleet-tests-typescript-sdk",
+            Sdk::TypeScript2 => "mcpfleet-tests-typescript-sdk-2",
         }
     }
 }

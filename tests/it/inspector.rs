@@ -643,3 +643,55 @@ fn the_readmes_inspector_recipe_works_as_written() {
     );
     down_and_no_leftovers(&fleet);
 }
+
+/// The Inspector in each protocol era it offers (`--protocol-era`), through
+/// both doors, to fixtures `a` (seven tools) and `b` with lists paged
+/// [`PAGE_SIZE`] items a page: `modern` (a `server/discover` probe that must
+/// name 2026-07-28, then every request with that era's `_meta`), `auto` (which
+/// the gateway's answer to the probe takes to 2026-07-28) and `legacy`
+/// (`initialize`) each list exactly the fleet's tools and call `a`'s `echo`,
+/// answered by `a`. Over HTTP only the legacy runs open sessions (the
+/// Inspector leaves them open).
+#[test]
+fn the_inspector_lists_and_calls_in_both_eras_through_both_doors() {
+    let fleet = TestFleet::raw(
+        "inspector-eras",
+        &format!(
+            "version: 1\ngateway:\n  page_size: {PAGE_SIZE}\n  meta: true\nservers:\n{}{}",
+            fixture_server("a", &["--tools", "7"], ""),
+            fixture_server("b", &[], ""),
+        ),
+    );
+    let http = serve(&fleet, &[]);
+    let expected = expected_tools(&fleet, &["a", "b"]);
+    assert!(expected.len() > PAGE_SIZE, "{expected:?}");
+    for door in [Door::Stdio(&[]), Door::Http(&http)] {
+        for era in ["modern", "auto", "legacy"] {
+            let listed = ask(&fleet, &door, "tools/list", &["--protocol-era", era]);
+            assert_eq!(names(&listed, "tools"), expected, "{}", listed.label);
+            let arguments = json!({"era": era, "n": 7});
+            let run = ask(
+                &fleet,
+                &door,
+                "tools/call",
+                &[
+                    "--protocol-era",
+                    era,
+                    "--tool-name",
+                    "a__echo",
+                    "--tool-args-json",
+                    &arguments.to_string(),
+                ],
+            );
+            let result = run.result();
+            let echoed: Value = serde_json::from_str(text(result))
+                .unwrap_or_else(|e| panic!("{}: {e}: {result}", run.label));
+            assert_eq!(echoed, arguments, "{}: {result}", run.label);
+            assert_eq!(result["_meta"]["mcpfleet/server"], "a", "{result}");
+        }
+    }
+    // Two legacy runs over HTTP, each a session the Inspector leaves open.
+    assert_inspector_sessions(&fleet, "http", 2, false);
+    assert_eq!(fleet.run_json(&["status"]).1["gateway"]["sessions"], 2);
+    down_and_no_leftovers(&fleet);
+}

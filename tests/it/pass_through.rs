@@ -370,3 +370,46 @@ fn every_progress_of_a_call_comes_before_its_answer_both_ways() {
     drop(wire);
     down_and_no_leftovers(&fleet);
 }
+
+/// A legacy client may send its requests right behind `notifications/initialized`,
+/// which opens its session at the gateway a moment later: `logging/setLevel`,
+/// `resources/subscribe` and `resources/unsubscribe` sent at once after it find
+/// the session open (and are not refused as coming before it), each time.
+#[test]
+fn requests_right_after_initialized_find_the_session_open() {
+    let fleet = fleet_of(
+        "pass-right-after",
+        &[fixture_server("fx", &["--log-and-subscribe"], "")],
+    );
+    assert_code(&fleet.run(&["up"]), 0);
+    for round in 0..8 {
+        let mut wire = Wire::connect(&fleet);
+        let params = [
+            ("logging/setLevel", json!({"level": "info"})),
+            ("resources/subscribe", json!({"uri": "fixture://r"})),
+            ("resources/unsubscribe", json!({"uri": "fixture://r"})),
+        ];
+        for (id, (method, params)) in (1u64..).zip(&params) {
+            wire.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        }
+        // Answered in any order: the three are served at once.
+        let mut answers = std::collections::BTreeMap::new();
+        while answers.len() < params.len() {
+            let line = wire.next();
+            if let Some(id) = line["id"].as_u64()
+                && line.get("method").is_none()
+            {
+                answers.insert(id, line);
+            }
+        }
+        for (id, (method, _)) in (1u64..).zip(&params) {
+            let answer = &answers[&id];
+            assert_eq!(
+                answer["result"],
+                json!({}),
+                "round {round}: {method}: {answer}"
+            );
+        }
+    }
+    down_and_no_leftovers(&fleet);
+}
