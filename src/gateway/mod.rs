@@ -44,6 +44,7 @@ mod catalog;
 mod clients;
 mod desk;
 mod era;
+pub(crate) mod inputs;
 pub(crate) mod http;
 mod journal;
 mod listen;
