@@ -314,6 +314,24 @@ impl Inputs {
         Ok(id)
     }
 
+    /// `result` (an input-required result the gateway made) with each of its
+    /// requests as its server wrote it: rmcp's types would write a request's
+    /// numbers as they read them (`temperature` 0.7 as a 32-bit float).
+    pub(super) fn written(&self, result: &rmcp::model::InputRequiredResult) -> Option<Value> {
+        let state = result.request_state.as_deref().filter(|s| Inputs::ours(s))?;
+        let table = self.state();
+        let parked = table.parked.get(state)?;
+        let requests: serde_json::Map<String, Value> = parked
+            .questions
+            .iter()
+            .filter(|(key, _)| result.input_requests.as_ref().is_some_and(|r| r.contains_key(key)))
+            .map(|(key, question)| (key.clone(), question.request.clone()))
+            .collect();
+        let mut written = serde_json::to_value(result).ok()?;
+        written["inputRequests"] = Value::Object(requests);
+        Some(written)
+    }
+
     /// Takes the call parked under `state` for `binding`.
     pub(super) fn take(&self, state: &str, binding: &Binding) -> Taken {
         let mut table = self.state();

@@ -158,6 +158,14 @@ impl Service<RoleServer> for AsWritten {
             ServerResult::ListToolsResult(listed) => {
                 Ok(written(&self.0.gateway(), listed).unwrap_or(result))
             }
+            // A legacy server's requests put to a 2026-07-28 client, as the
+            // server wrote them (`inputs.rs`).
+            ServerResult::InputRequiredResult(asked) => Ok(self
+                .0
+                .gateway()
+                .inputs()
+                .written(asked)
+                .map_or(result, |written| ServerResult::CustomResult(CustomResult(written)))),
             _ => Ok(result),
         }
     }
