@@ -15,7 +15,9 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use rmcp::model::{ClientCapabilities, ClientResult, ErrorData, InputRequest, InputRequests};
 use serde_json::{Value, json};
@@ -51,8 +53,14 @@ impl Bounds {
     /// defaults for what is not set, and an error naming a value that is
     /// not one.
     pub(crate) fn from_env() -> Result<Bounds, String> {
+        Bounds::read(std::env::var(TTL_VAR).ok(), std::env::var(MAX_VAR).ok())
+    }
+
+    /// The bounds `ttl` and `max` say (the values of [`TTL_VAR`] and
+    /// [`MAX_VAR`]).
+    fn read(ttl: Option<String>, max: Option<String>) -> Result<Bounds, String> {
         let mut bounds = Bounds::default();
-        if let Ok(text) = std::env::var(TTL_VAR) {
+        if let Some(text) = ttl {
             bounds.ttl = humantime::parse_duration(text.trim())
                 .ok()
                 .filter(|d| *d >= Duration::from_millis(1) && *d <= Duration::from_secs(3600))
@@ -60,7 +68,7 @@ impl Bounds {
                     format!("{TTL_VAR}: `{text}` is not a duration from 1ms to 1h (such as `60s`)")
                 })?;
         }
-        if let Ok(text) = std::env::var(MAX_VAR) {
+        if let Some(text) = max {
             bounds.max = text
                 .trim()
                 .parse::<usize>()
@@ -409,7 +417,7 @@ async fn reap(inputs: std::sync::Weak<Inputs>) {
             return;
         };
         drop(table);
-        tokio::time::sleep_until(next.into()).await;
+        tokio::time::sleep_until(next).await;
     }
 }
 
@@ -421,4 +429,140 @@ fn random_hex() -> Option<String> {
         .and_then(|mut f| f.read_exact(&mut bytes))
         .ok()?;
     Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binding(session: u64, name: &str) -> Binding {
+        Binding {
+            door: "stdio",
+            session,
+            scope: None,
+            method: "tools/call",
+            name: name.into(),
+        }
+    }
+
+    /// A parked call whose server asked one sampling; the receiver of the
+    /// server's answer, and a token dropped with the call.
+    fn parked(
+        session: u64,
+    ) -> (Parked, oneshot::Receiver<Result<ClientResult, ErrorData>>, std::sync::Arc<()>) {
+        let (answer, answered) = oneshot::channel();
+        let request = json!({"method": "sampling/createMessage",
+            "params": {"messages": [], "maxTokens": 1, "temperature": 0.7}});
+        let flight = std::sync::Arc::new(());
+        let parked = Parked::new(
+            binding(session, "a__echo"),
+            "a".into(),
+            vec![("mcpfleet-1".into(), Question { request, answer })],
+            Box::new(flight.clone()),
+        );
+        (parked, answered, flight)
+    }
+
+    fn inputs(bounds: Bounds) -> Arc<Inputs> {
+        let inputs = Inputs::new(Arc::new(Journal::default()), TaskTracker::new());
+        inputs.set_bounds(bounds);
+        inputs
+    }
+
+    #[test]
+    fn bounds_are_read_from_the_environment_or_refused_naming_the_variable() {
+        assert_eq!(Bounds::read(None, None), Ok(Bounds::default()));
+        assert_eq!(
+            Bounds::read(Some("2s".into()), Some("3".into())),
+            Ok(Bounds {
+                ttl: Duration::from_secs(2),
+                max: 3
+            })
+        );
+        for ttl in ["0s", "soon", "2h"] {
+            let error = Bounds::read(Some(ttl.into()), None).unwrap_err();
+            assert!(error.starts_with("MCPFLEET_INPUT_TTL: "), "{error}");
+        }
+        for max in ["0", "-1", "many", "70000"] {
+            let error = Bounds::read(None, Some(max.into())).unwrap_err();
+            assert!(error.starts_with("MCPFLEET_INPUT_MAX: "), "{error}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_parked_call_is_taken_once_by_its_own_request_and_no_more_are_parked_than_the_bound() {
+        let inputs = inputs(Bounds {
+            ttl: Duration::from_secs(60),
+            max: 1,
+        });
+        let (mut first, _answered, _flight) = parked(1);
+        let requests = first.input_requests();
+        assert_eq!(requests.len(), 1);
+        let state = inputs.park(first).unwrap_or_else(|_| panic!("parked"));
+        assert!(Inputs::ours(&state), "{state}");
+        assert!(!Inputs::ours("mcpfleet1.xyz") && !Inputs::ours("another's"));
+
+        let (second, mut refused, _) = parked(1);
+        let (back, why) = inputs.park(second).err().expect("at the bound");
+        assert!(why.contains("MCPFLEET_INPUT_MAX"), "{why}");
+        drop(back);
+        assert!(refused.try_recv().is_err(), "dropped unanswered");
+
+        assert!(matches!(inputs.take(&state, &binding(2, "a__echo")), Taken::Foreign));
+        assert!(matches!(inputs.take(&state, &binding(1, "a__tool_2")), Taken::Foreign));
+        let other = format!("mcpfleet1.{}", "0".repeat(32));
+        assert!(matches!(inputs.take(&other, &binding(1, "a__echo")), Taken::Unknown));
+        let Taken::Parked(taken) = inputs.take(&state, &binding(1, "a__echo")) else {
+            panic!("not taken");
+        };
+        assert_eq!(taken.questions.len(), 1);
+        assert!(matches!(inputs.take(&state, &binding(1, "a__echo")), Taken::Unknown));
+        assert_eq!(inputs.parked(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_parked_call_nobody_takes_up_is_answered_with_an_error_and_dropped_once_its_time_is_up() {
+        let tasks = TaskTracker::new();
+        let inputs = Inputs::new(Arc::new(Journal::default()), tasks.clone());
+        inputs.set_bounds(Bounds {
+            ttl: Duration::from_secs(5),
+            max: 8,
+        });
+        let (parked, answered, flight) = parked(1);
+        let state = inputs.park(parked).unwrap_or_else(|_| panic!("parked"));
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert_eq!(inputs.parked(), 1, "not before its time");
+        let answer = answered.await.expect("answered");
+        let error = answer.expect_err("an error");
+        assert!(error.message.contains("did not answer within 5s"), "{error:?}");
+        assert_eq!(std::sync::Arc::strong_count(&flight), 1, "the call was dropped");
+        assert!(matches!(inputs.take(&state, &binding(1, "a__echo")), Taken::Unknown));
+        // The reaper ends once nothing is parked.
+        tasks.close();
+        tokio::time::timeout(Duration::from_secs(1), tasks.wait())
+            .await
+            .expect("the reaper ended");
+    }
+
+    #[test]
+    fn an_answer_is_read_as_the_result_of_its_request() {
+        let question = |method: &str| {
+            let (answer, answered) = oneshot::channel();
+            (Question { request: json!({"method": method}), answer }, answered)
+        };
+        let (q, mut a) = question("roots/list");
+        q.answer_with("k", Some(&json!({"roots": [{"uri": "file:///tmp"}]})));
+        assert!(matches!(a.try_recv(), Ok(Ok(ClientResult::ListRootsResult(_)))));
+        let (q, mut a) = question("elicitation/create");
+        q.answer_with("k", Some(&json!({"action": "decline"})));
+        assert!(matches!(a.try_recv(), Ok(Ok(ClientResult::ElicitResult(_)))));
+        let (q, mut a) = question("sampling/createMessage");
+        q.answer_with("k", Some(&json!({"nothing": "of a sampling"})));
+        let error = a.try_recv().expect("answered").expect_err("not a sampling");
+        assert!(error.message.contains("under `k` is not one"), "{error:?}");
+        let (q, mut a) = question("roots/list");
+        q.answer_with("k", None);
+        let error = a.try_recv().expect("answered").expect_err("no answer");
+        assert!(error.message.contains("no answer to `roots/list` under `k`"), "{error:?}");
+    }
 }

@@ -374,8 +374,10 @@ const RESERVED: &str = "io.modelcontextprotocol/";
 /// through; if so, the era's own keys are taken out of it, as the long way
 /// takes them (the server behind speaks the legacy era). A 2026-07-28 session
 /// passes only calls that name a version the gateway speaks and carry the
-/// client's capabilities, and no `logLevel` (its server's log messages go
-/// to it the long way); a legacy session only calls that name no version.
+/// client's capabilities, declaring none of [`INPUT`] (a server's requests of
+/// such a client become input-required results the long way), and no
+/// `logLevel` (its server's log messages go to it the long way); a legacy
+/// session only calls that name no version.
 /// Anything else goes to rmcp, which answers it as the era says.
 /// What a 2026-07-28 client declares it can give a server that asks it: a
 /// call of such a client goes the long way, where the server's requests become

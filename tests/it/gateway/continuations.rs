@@ -111,12 +111,12 @@ fn a_legacy_servers_requests_reach_a_modern_clients_callbacks_and_their_answers_
 // ---------------------------------------------------------------------------------
 // On the wire
 
-/// A `tools/call` of the 2026-07-28 era whose client declares sampling, with
+/// A `tools/call` of the 2026-07-28 era whose client declares `caps`, with
 /// `more` params.
-fn modern_call(id: u64, tool: &str, more: Value) -> String {
+fn modern_call(id: u64, tool: &str, caps: &Value, more: Value) -> String {
     let mut params = json!({"name": tool, "arguments": {}, "_meta": {
         "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+        "io.modelcontextprotocol/clientCapabilities": caps,
         "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "1"},
     }});
     if let (Some(params), Some(more)) = (params.as_object_mut(), more.as_object()) {
@@ -125,16 +125,24 @@ fn modern_call(id: u64, tool: &str, more: Value) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
 }
 
-/// Sends a 2026-07-28 `tools/call` of `tool` and returns its JSON-RPC answer,
-/// whether it comes as JSON or on a stream.
+/// Sends a 2026-07-28 `tools/call` of `tool` from a client that declares
+/// sampling and returns its JSON-RPC answer.
 #[track_caller]
 fn call(http: &Http, id: u64, tool: &str, more: Value) -> Value {
+    call_as(http, id, tool, &json!({"sampling": {}}), more)
+}
+
+/// Sends a 2026-07-28 `tools/call` of `tool` from a client that declares
+/// `caps` and returns its JSON-RPC answer, whether it comes as JSON or on a
+/// stream.
+#[track_caller]
+fn call_as(http: &Http, id: u64, tool: &str, caps: &Value, more: Value) -> Value {
     let headers = [
         ("MCP-Protocol-Version", MODERN),
         ("Mcp-Method", "tools/call"),
         ("Mcp-Name", tool),
     ];
-    let mut exchange = Exchange::send(http, "POST", &headers, &modern_call(id, tool, more));
+    let mut exchange = Exchange::send(http, "POST", &headers, &modern_call(id, tool, caps, more));
     let streamed = exchange
         .header("content-type")
         .is_some_and(|t| t.starts_with("text/event-stream"));
@@ -203,8 +211,10 @@ fn serve_with(fleet: &TestFleet, env: &[(&str, &str)]) -> Http {
 /// wrote it and a `requestState`; that state sent for another tool, or one
 /// the gateway never handed out, is refused with -32602 and leaves the parked
 /// call where it is; the retry with it and the client's answer gets the
-/// server's result, which echoes the answer as the client wrote it; the same
-/// state again is refused, its call taken up already.
+/// server's result, which echoes the client's answer; the same state again
+/// is refused, its call taken up already. A client that does not declare
+/// sampling is not asked: the server's request is refused as before, and the
+/// server answers the call with that refusal.
 #[test]
 fn a_request_state_is_taken_up_once_and_only_for_its_own_request() {
     let fleet = fleet_of("gw-continue-wire", &[asking("fx", &["sampling"])]);
@@ -240,6 +250,13 @@ fn a_request_state_is_taken_up_once_and_only_for_its_own_request() {
 
     let again = call(&http, 6, "fx__echo", retry(&first, &state));
     assert_invalid_state(&again, "a state taken up already", "holds no call it names");
+
+    let unasked = call_as(&http, 7, "fx__echo", &json!({}), json!({}));
+    let message = unasked["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("did not declare `sampling`"),
+        "a client that cannot sample is not asked: {unasked}"
+    );
     down_and_no_leftovers(&fleet);
 }
 
