@@ -503,7 +503,7 @@ mod tests {
         assert!(!Inputs::ours("mcpfleet1.xyz") && !Inputs::ours("another's"));
 
         let (second, mut refused, _) = parked(1);
-        let (back, why) = inputs.park(second).err().expect("at the bound");
+        let (back, why) = inputs.park(second).expect_err("at the bound");
         assert!(why.contains("MCPFLEET_INPUT_MAX"), "{why}");
         drop(back);
         assert!(refused.try_recv().is_err(), "dropped unanswered");

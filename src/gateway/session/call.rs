@@ -287,7 +287,7 @@ impl ClientSession {
                     progress.flushed().await;
                 }
                 meter.outcome = CallOutcome::Failed;
-                return match response.map_err(|e| failed(&server, generation, e))? {
+                return match (*response).map_err(|e| failed(&server, generation, e))? {
                     ServerResult::CallToolResult(result) => Ok(self.complete(result, meter, generation)),
                     ServerResult::EmptyResult(_) => Ok(self.complete(CallToolResult::default(), meter, generation)),
                     _ => Err(failed(&server, generation, ServiceError::UnexpectedResponse)),
@@ -402,14 +402,14 @@ pub(super) struct Flight {
 
 /// What a call waits for next.
 enum Next {
-    Answered(Result<ServerResult, ServiceError>),
+    Answered(Box<Result<ServerResult, ServiceError>>),
     Asked(Question),
 }
 
 impl Flight {
     async fn next(&mut self) -> Next {
         tokio::select! {
-            answer = &mut self.response => Next::Answered(answer),
+            answer = &mut self.response => Next::Answered(Box::new(answer)),
             Some(question) = self.asks.recv() => Next::Asked(question),
         }
     }
