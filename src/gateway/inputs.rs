@@ -326,18 +326,34 @@ impl Inputs {
     /// requests as its server wrote it: rmcp's types would write a request's
     /// numbers as they read them (`temperature` 0.7 as a 32-bit float).
     pub(super) fn written(&self, result: &rmcp::model::InputRequiredResult) -> Option<Value> {
-        let state = result.request_state.as_deref().filter(|s| Inputs::ours(s))?;
-        let table = self.state();
-        let parked = table.parked.get(state)?;
-        let requests: serde_json::Map<String, Value> = parked
-            .questions
-            .iter()
-            .filter(|(key, _)| result.input_requests.as_ref().is_some_and(|r| r.contains_key(key)))
-            .map(|(key, question)| (key.clone(), question.request.clone()))
-            .collect();
         let mut written = serde_json::to_value(result).ok()?;
-        written["inputRequests"] = Value::Object(requests);
-        Some(written)
+        self.rewrite(&mut written).then_some(written)
+    }
+
+    /// Puts back into `result` (an input-required result, as JSON) each of
+    /// its requests as its server wrote it, when the gateway parked the call
+    /// it names: whether it did.
+    pub(super) fn rewrite(&self, result: &mut Value) -> bool {
+        let Some(state) = result
+            .get("requestState")
+            .and_then(Value::as_str)
+            .filter(|s| Inputs::ours(s))
+        else {
+            return false;
+        };
+        let table = self.state();
+        let Some(parked) = table.parked.get(state) else {
+            return false;
+        };
+        let Some(requests) = result.get_mut("inputRequests").and_then(Value::as_object_mut) else {
+            return false;
+        };
+        for (key, question) in &parked.questions {
+            if let Some(request) = requests.get_mut(key) {
+                *request = question.request.clone();
+            }
+        }
+        true
     }
 
     /// Takes the call parked under `state` for `binding`.
