@@ -27,18 +27,7 @@ impl ClientSession {
         // A 2026-07-28 client's retry of a call the gateway parked while it
         // asked the client for a legacy server's input (docs/design.md §14,
         // "Continuations").
-        let modern_client = modern_request(&context);
         let binding = self.binding("tools/call", &request.name);
-        if modern_client
-            && let Some(state) = request.request_state.as_deref()
-            && Inputs::ours(state)
-        {
-            match self.gateway.inputs().take(state, &binding) {
-                Taken::Parked(parked) => return self.resume(*parked, request, &context, binding, span).await,
-                Taken::Foreign => return Err(foreign_state(state)),
-                Taken::Unknown => {}
-            }
-        }
         // Counted when it ends, however it ends (dropped: cancelled).
         let mut meter = CallMeter {
             gateway: &self.gateway,
@@ -46,6 +35,17 @@ impl ClientSession {
             started: std::time::Instant::now(),
             outcome: CallOutcome::Cancelled,
         };
+        let state = request.request_state.as_deref();
+        let answers = request.input_responses.clone();
+        let taken = self
+            .take_up(state, answers, &context, binding.clone(), &mut meter.outcome)
+            .await;
+        if let Some(landed) = taken {
+            if let Ok(Landed::Answered(_, generation)) = &landed {
+                span.generation(*generation);
+            }
+            return self.call_landed(landed?, &mut meter);
+        }
         let (generation, peer) = self.running(route.server).await.inspect_err(|_| {
             meter.outcome = CallOutcome::Failed;
         })?;
@@ -53,10 +53,7 @@ impl ClientSession {
         // A legacy server asks a 2026-07-28 client for input through the
         // gateway alone: a `requestState` the gateway does not hold (never
         // handed out, or expired) means nothing to it.
-        let legacy_server = peer
-            .peer_info()
-            .is_none_or(|info| info.protocol_version.has_initialize());
-        let continued = modern_client && legacy_server;
+        let continued = Self::continues(&context, &peer);
         if continued && let Some(state) = request.request_state.as_deref() {
             meter.outcome = CallOutcome::Failed;
             return Err(unknown_state(state, &server));
@@ -121,6 +118,7 @@ impl ClientSession {
         if let Some(asks) = asks {
             let flight = Flight {
                 server: route.server,
+                name: server.clone(),
                 generation,
                 progress: call.progress_token.clone(),
                 response: Box::pin(call.await_response()),
@@ -129,9 +127,10 @@ impl ClientSession {
                 _asking,
                 asked: 0,
             };
-            return self
-                .fly(flight, &context, log, progress_route, &mut meter, binding)
-                .await;
+            let landed = self
+                .fly(flight, &context, log, progress_route, &mut meter.outcome, binding)
+                .await?;
+            return self.call_landed(landed, &mut meter);
         }
         let response = tokio::select! {
             r = crate::gateway::call_log::CallLog::during(&mut log, call.await_response()) => r,
@@ -258,27 +257,29 @@ impl ClientSession {
         }
     }
 
-    /// Waits for a legacy server's answer to a 2026-07-28 client's call, or its
-    /// next request of the client: the answer is the call's; a request parks
-    /// the call, and the client gets an input-required result that carries it
-    /// (with any others the server asked meanwhile) and the `requestState`
-    /// that takes the call up again.
+    /// Waits for a legacy server's answer to a 2026-07-28 client's request, or
+    /// its next request of the client: the answer is the request's; a request
+    /// parks the call, and the client gets an input-required result that
+    /// carries it (with any others the server asked meanwhile) and the
+    /// `requestState` that takes the call up again. `outcome` is the call's
+    /// for the metrics, as far as this can tell.
     async fn fly(
         &self,
         mut flight: Flight,
         context: &RequestContext<RoleServer>,
         mut log: Option<crate::gateway::call_log::CallLog>,
         progress: Option<crate::gateway::desk::ProgressGuard>,
-        meter: &mut CallMeter<'_>,
+        outcome: &mut CallOutcome,
         binding: Binding,
-    ) -> Result<CallToolResponse, ErrorData> {
+    ) -> Result<Landed, ErrorData> {
+        let server = flight.name.clone();
+        let server = server.as_str();
         let next = tokio::select! {
             next = crate::gateway::call_log::CallLog::during(&mut log, flight.next()) => next,
             _ = context.ct.cancelled() => {
                 return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
             }
         };
-        let server = meter.server.to_owned();
         let generation = flight.generation;
         let first = match next {
             Next::Answered(response) => {
@@ -286,12 +287,9 @@ impl ClientSession {
                 if let Some(progress) = &progress {
                     progress.flushed().await;
                 }
-                meter.outcome = CallOutcome::Failed;
-                return match (*response).map_err(|e| failed(&server, generation, e))? {
-                    ServerResult::CallToolResult(result) => Ok(self.complete(result, meter, generation)),
-                    ServerResult::EmptyResult(_) => Ok(self.complete(CallToolResult::default(), meter, generation)),
-                    _ => Err(failed(&server, generation, ServiceError::UnexpectedResponse)),
-                };
+                *outcome = CallOutcome::Failed;
+                let response = (*response).map_err(|e| failed(server, generation, e))?;
+                return Ok(Landed::Answered(Box::new(response), generation));
             }
             Next::Asked(first) => first,
         };
@@ -312,21 +310,18 @@ impl ClientSession {
                 (format!("mcpfleet-{}", flight.asked), question)
             })
             .collect();
-        let mut parked = Parked::new(binding, server.clone(), keyed, Box::new(flight));
+        let mut parked = Parked::new(binding, server.to_owned(), keyed, Box::new(flight));
         let requests = parked.input_requests();
         match self.gateway.inputs().park(parked) {
             Ok(state) => {
-                meter.outcome = CallOutcome::Ok;
-                Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
-                    Some(requests),
-                    Some(state),
-                )))
+                *outcome = CallOutcome::Ok;
+                Ok(Landed::Parked(InputRequiredResult::new(Some(requests), Some(state))))
             }
             Err((parked, why)) => {
                 // Dropped: the server's requests are answered with an error,
                 // and its call is cancelled.
                 drop(parked);
-                meter.outcome = CallOutcome::Failed;
+                *outcome = CallOutcome::Failed;
                 self.gateway.note(format_args!(
                     "server {server} asked a 2026-07-28 client for input during a call, which the gateway did not park: {why}; the call is cancelled"
                 ));
@@ -339,35 +334,58 @@ impl ClientSession {
         }
     }
 
+    /// A `tools/call` that landed, as its client gets it.
+    fn call_landed(&self, landed: Landed, meter: &mut CallMeter<'_>) -> Result<CallToolResponse, ErrorData> {
+        let (result, generation) = match landed {
+            Landed::Parked(asked) => return Ok(CallToolResponse::InputRequired(asked)),
+            Landed::Answered(result, generation) => (*result, generation),
+        };
+        match result {
+            ServerResult::CallToolResult(result) => Ok(self.complete(result, meter, generation)),
+            ServerResult::EmptyResult(_) => Ok(self.complete(CallToolResult::default(), meter, generation)),
+            _ => Err(failed(meter.server, generation, ServiceError::UnexpectedResponse)),
+        }
+    }
+
+    /// The call parked under `state` that this 2026-07-28 request (`binding`)
+    /// takes up with `answers`, if `state` is one of the gateway's and it
+    /// holds it: what the call came to, or the refusal of a state handed out
+    /// for another client or request. `None`: not a state the gateway holds.
+    async fn take_up(
+        &self,
+        state: Option<&str>,
+        answers: Option<InputResponses>,
+        context: &RequestContext<RoleServer>,
+        binding: Binding,
+        outcome: &mut CallOutcome,
+    ) -> Option<Result<Landed, ErrorData>> {
+        let state = state.filter(|s| Inputs::ours(s) && modern_request(context))?;
+        match self.gateway.inputs().take(state, &binding) {
+            Taken::Parked(parked) => Some(self.resume(*parked, answers, context, binding, outcome).await),
+            Taken::Foreign => Some(Err(foreign_state(state))),
+            Taken::Unknown => None,
+        }
+    }
+
     /// A 2026-07-28 client's retry of a call parked for its input: the
     /// client's answers answer the server's requests, and the call goes on.
     async fn resume(
         &self,
         parked: Parked,
-        request: CallToolRequestParams,
+        answers: Option<InputResponses>,
         context: &RequestContext<RoleServer>,
         binding: Binding,
-        span: &mut crate::trace::Call,
-    ) -> Result<CallToolResponse, ErrorData> {
+        outcome: &mut CallOutcome,
+    ) -> Result<Landed, ErrorData> {
         let Parked {
-            questions,
-            flight,
-            server,
-            ..
+            questions, flight, ..
         } = parked;
         let Ok(flight) = flight.downcast::<Flight>() else {
             return Err(ErrorData::internal_error("a parked call of another kind", None));
         };
         let flight = *flight;
-        span.generation(flight.generation);
-        let mut meter = CallMeter {
-            gateway: &self.gateway,
-            server: &server,
-            started: std::time::Instant::now(),
-            outcome: CallOutcome::Cancelled,
-        };
         // Each answer as the client wrote it.
-        let answers = request.input_responses.unwrap_or_default();
+        let answers = answers.unwrap_or_default();
         for (key, question) in questions {
             question.answer_with(&key, answers.get(&key));
         }
@@ -378,14 +396,127 @@ impl ClientSession {
                 .route_progress(flight.server, &flight.progress, session, client, token)
         });
         let log = crate::gateway::call_log::CallLog::open(&self.gateway, flight.server, context);
-        self.fly(flight, context, log, progress, &mut meter, binding).await
+        self.fly(flight, context, log, progress, outcome, binding).await
     }
+
+    /// A 2026-07-28 client's `request` (`prompts/get` or `resources/read`,
+    /// as `binding` names it) to server `index`, a legacy server: what the
+    /// server asks of the client meanwhile parks the call.
+    #[expect(clippy::too_many_arguments, reason = "one request to one server, each argument a part of it")]
+    async fn continued(
+        &self,
+        index: usize,
+        server: &str,
+        generation: Generation,
+        peer: Peer<RoleClient>,
+        request: ClientRequest,
+        context: &RequestContext<RoleServer>,
+        binding: Binding,
+    ) -> Result<Landed, ErrorData> {
+        let caps = context.meta.client_capabilities().unwrap_or_default();
+        let (inlet, asks) = Inlet::new(caps);
+        let sending = self.gateway.sending(index);
+        let call = peer
+            .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| failed(server, generation, e))?;
+        let _asking = self.gateway.asking(
+            index,
+            call.id.clone(),
+            context.peer.clone(),
+            context.id.clone(),
+            self.id().unwrap_or_default(),
+            Some(inlet),
+        );
+        drop(sending);
+        let flight = Flight {
+            server: index,
+            name: server.to_owned(),
+            generation,
+            progress: call.progress_token.clone(),
+            abandoned: Abandoned {
+                peer,
+                id: Some(call.id.clone()),
+                tasks: self.gateway.tasks().clone(),
+            },
+            response: Box::pin(call.await_response()),
+            asks,
+            _asking,
+            asked: 0,
+        };
+        let mut outcome = CallOutcome::Ok;
+        self.fly(flight, context, None, None, &mut outcome, binding).await
+    }
+
+    /// A 2026-07-28 client's `method` (`prompts/get` or `resources/read`) of
+    /// `name` (a prompt as the client names it, or a URI) to server `index`,
+    /// with `state` and `answers` from its params: the call it takes up
+    /// again, or `request` sent to a legacy server, where what the server asks
+    /// of the client parks the call; `None` when it goes the usual way.
+    #[expect(clippy::too_many_arguments, reason = "one request to one server, each argument a part of it")]
+    pub(super) async fn input_request(
+        &self,
+        method: &'static str,
+        name: &str,
+        state: Option<&str>,
+        answers: Option<InputResponses>,
+        index: usize,
+        context: &RequestContext<RoleServer>,
+        request: impl FnOnce() -> ClientRequest,
+    ) -> Option<Result<Landed, ErrorData>> {
+        let binding = self.binding(method, name);
+        let mut outcome = CallOutcome::Ok;
+        if let Some(landed) = self
+            .take_up(state, answers, context, binding.clone(), &mut outcome)
+            .await
+        {
+            return Some(landed);
+        }
+        if !modern_request(context) {
+            return None;
+        }
+        let server = self.server_name(index);
+        let (generation, peer) = match self.running(index).await {
+            Ok(running) => running,
+            Err(e) => return Some(Err(e)),
+        };
+        if !Self::continues(context, &peer) {
+            return None;
+        }
+        if let Some(state) = state {
+            return Some(Err(unknown_state(state, &server)));
+        }
+        Some(
+            self.continued(index, &server, generation, peer, request(), context, binding)
+                .await,
+        )
+    }
+
+    /// Whether the server of `peer` asks a client of `context`'s request for
+    /// input through the gateway alone: a legacy server, for a 2026-07-28
+    /// client.
+    fn continues(context: &RequestContext<RoleServer>, peer: &Peer<RoleClient>) -> bool {
+        modern_request(context)
+            && peer
+                .peer_info()
+                .is_none_or(|info| info.protocol_version.has_initialize())
+    }
+}
+
+/// What a request continued through the gateway came to: the server's answer
+/// (from the generation that gave it), or the call parked for the client's
+/// input.
+pub(super) enum Landed {
+    Answered(Box<ServerResult>, Generation),
+    Parked(InputRequiredResult),
 }
 
 /// A legacy server's call for a 2026-07-28 client, in flight or parked while
 /// the client answers the server's requests (`inputs.rs`).
 pub(super) struct Flight {
     server: usize,
+    /// The server's name, for what the client and the gateway's log are told.
+    name: String,
     generation: Generation,
     /// The progress token of our request to the server.
     progress: rmcp::model::ProgressToken,

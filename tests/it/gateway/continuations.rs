@@ -45,12 +45,16 @@ fn asking(name: &str, asks: &[&str]) -> String {
 /// it for roots, a sampling and an elicitation, one after the other: the
 /// client's callbacks get each request (the sampling's numbers as the server
 /// wrote them), the server gets each answer (it echoes them), and the gateway
-/// says in its log that it put them to the client's call.
+/// says in its log that it put them to the client's call. The same for roots
+/// asked during a `resources/read`.
 #[test]
 fn a_legacy_servers_requests_reach_a_modern_clients_callbacks_and_their_answers_reach_it() {
     let fleet = fleet_of(
         "gw-continue",
-        &[asking("fx", &["roots", "sampling", "elicitation"])],
+        &[
+            asking("fx", &["roots", "sampling", "elicitation"]),
+            fixture_server("fr", &["--log-and-subscribe", "--ask", "roots"], ""),
+        ],
     );
     let http = serve(&fleet, &[]);
     for door in [Door::Stdio(&[]), Door::Http(&http)] {
@@ -72,10 +76,20 @@ fn a_legacy_servers_requests_reach_a_modern_clients_callbacks_and_their_answers_
             answers[2]["action"], "accept",
             "{label}: the client's elicitation: {answers}"
         );
+        let read = client.op(json!({"op": "read_resource", "uri": "fixture://r"}));
+        assert_eq!(read["ok"], true, "{label}: {read}");
+        let text = read["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert_eq!(
+            serde_json::from_str::<Value>(text).ok(),
+            Some(json!({"roots": [{"uri": "file:///tmp", "name": "tmp"}]})),
+            "{label}: the roots the client gave during resources/read: {read}"
+        );
         let counts = client.op(json!({"op": "requests"}));
         assert_eq!(
             counts["counts"],
-            json!({"roots/list": 1, "sampling/createMessage": 1, "elicitation/create": 1}),
+            json!({"roots/list": 2, "sampling/createMessage": 1, "elicitation/create": 1}),
             "{label}: {counts}"
         );
         let sampled = client.op(json!({"op": "sampled"}));
@@ -90,8 +104,13 @@ fn a_legacy_servers_requests_reach_a_modern_clients_callbacks_and_their_answers_
     let out = fleet.run(&["logs", "--gateway"]);
     assert_code(&out, 0);
     let log = stdout(&out);
-    for method in ["roots/list", "sampling/createMessage", "elicitation/create"] {
-        let line = format!("server fx asked {method}: put to session");
+    for (server, method) in [
+        ("fx", "roots/list"),
+        ("fx", "sampling/createMessage"),
+        ("fx", "elicitation/create"),
+        ("fr", "roots/list"),
+    ] {
+        let line = format!("server {server} asked {method}: put to session");
         assert_eq!(
             log.matches(&line).count(),
             2,
