@@ -4,7 +4,10 @@
 //! each tool as its server wrote it, under its exposed name (docs/design.md
 //! §14, "Values as written"). The stdio door serves [`AsWritten`]; the HTTP
 //! door's session manager (`resume.rs`) applies [`message_as_written`] to
-//! what it streams.
+//! what it streams. The input-required results that carry a legacy server's
+//! requests to a 2026-07-28 client (`inputs.rs`) get those requests back as
+//! the server wrote them: [`AsWritten`] at the stdio door, [`http_as_written`]
+//! on the HTTP door's answers of that era.
 
 use std::borrow::Cow;
 
