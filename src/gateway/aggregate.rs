@@ -81,6 +81,9 @@ pub(crate) struct Gateway {
     /// The gateway's own tasks: its task, the client sessions' queues of
     /// notifications, the notices of abandoned calls.
     tasks: TaskTracker,
+    /// The 2026-07-28 clients' calls to legacy servers parked while the
+    /// clients answer those servers' requests (`inputs.rs`).
+    inputs: Arc<super::inputs::Inputs>,
 }
 
 impl Gateway {
@@ -104,6 +107,7 @@ impl Gateway {
         let tasks = TaskTracker::new();
         let (upkeep, mut upkept) = tokio::sync::mpsc::unbounded_channel();
         let desk = Desk::spawn(servers, sessions, journal.clone(), upkeep, &tasks);
+        let inputs = super::inputs::Inputs::new(journal.clone(), tasks.clone());
         let gateway = Arc::new(Gateway {
             shown: watch::Sender::new(shown),
             desk,
@@ -111,6 +115,7 @@ impl Gateway {
             journal,
             metrics,
             tasks,
+            inputs,
         });
         // What ended sessions leave to do at servers, in the order it came.
         let weak = Arc::downgrade(&gateway);
@@ -344,11 +349,13 @@ impl Gateway {
         client: Peer<RoleServer>,
         theirs: rmcp::model::RequestId,
         session: u64,
+        inlet: Option<super::inputs::Inlet>,
     ) -> Asking {
         let caller = Caller {
             client,
             theirs,
             session,
+            inlet,
         };
         self.desk.asking(index, ours, caller)
     }
@@ -374,6 +381,12 @@ impl Gateway {
         // being sent, the desk holds the question until that call is noted.
         let caller = self.desk.caller(index, asked.origin.clone()).await;
         super::relay::relay(&self.journal, caller, &server, asked).await
+    }
+
+    /// The calls parked while their 2026-07-28 clients answer their servers'
+    /// requests.
+    pub(crate) fn inputs(&self) -> &Arc<super::inputs::Inputs> {
+        &self.inputs
     }
 
     /// The gateway's own tasks (the clients' queues, the notices of abandoned

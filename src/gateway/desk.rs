@@ -76,6 +76,9 @@ pub(super) struct Caller {
     pub(super) theirs: RequestId,
     /// The client's session, for the gateway's log.
     pub(super) session: u64,
+    /// Of a 2026-07-28 client's call to a legacy server, which the server's
+    /// requests are put to (`inputs.rs`) rather than sent to the client.
+    pub(super) inlet: Option<super::inputs::Inlet>,
 }
 
 /// What the gateway is to do at a server when a client session ends: ask for

@@ -225,6 +225,10 @@ impl Sessions {
             return self.at_cap();
         }
         let request = Request::from_parts(parts, Full::new(body));
+        if modern {
+            let response = self.service.handle(request).await;
+            return super::written::http_as_written(&self.gateway, response);
+        }
         if !new {
             return self.service.handle(request).await;
         }

@@ -32,7 +32,9 @@
 //! owned by the gateway's task (`desk.rs`), which publishes what readers need;
 //! what it knows of each server's lists is in `catalog.rs`; what it sends each
 //! client goes through that client's one queue (`clients.rs`); servers'
-//! requests of their client are relayed by `relay.rs`; the sessions' log levels
+//! requests of their client are relayed by `relay.rs` (to a 2026-07-28
+//! client in input-required results, its call parked in `inputs.rs`); the
+//! sessions' log levels
 //! and resource subscriptions are kept in `logging.rs` and `subscriptions.rs`
 //! (owned by the gateway's task). This file only declares
 //! and re-exports.
@@ -44,6 +46,7 @@ mod catalog;
 mod clients;
 mod desk;
 mod era;
+pub(crate) mod inputs;
 pub(crate) mod http;
 mod journal;
 mod listen;

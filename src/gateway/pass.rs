@@ -174,6 +174,7 @@ impl PassThrough {
                 client,
                 call.client_id.clone(),
                 session,
+                None,
             ));
             // Written straight into the line to the server: the arguments are
             // copied once, as they came.
@@ -373,9 +374,16 @@ const RESERVED: &str = "io.modelcontextprotocol/";
 /// through; if so, the era's own keys are taken out of it, as the long way
 /// takes them (the server behind speaks the legacy era). A 2026-07-28 session
 /// passes only calls that name a version the gateway speaks and carry the
-/// client's capabilities, and no `logLevel` (its server's log messages go
-/// to it the long way); a legacy session only calls that name no version.
+/// client's capabilities, declaring none of [`INPUT`] (a server's requests of
+/// such a client become input-required results the long way), and no
+/// `logLevel` (its server's log messages go to it the long way); a legacy
+/// session only calls that name no version.
 /// Anything else goes to rmcp, which answers it as the era says.
+/// What a 2026-07-28 client declares it can give a server that asks it: a
+/// call of such a client goes the long way, where the server's requests become
+/// input-required results (docs/design.md §14, "Continuations").
+const INPUT: [&str; 3] = ["sampling", "elicitation", "roots"];
+
 fn era_fits(modern: bool, meta: Option<&mut serde_json::Map<String, serde_json::Value>>) -> bool {
     let Some(meta) = meta else {
         return !modern;
@@ -386,7 +394,8 @@ fn era_fits(modern: bool, meta: Option<&mut serde_json::Map<String, serde_json::
             version.and_then(|v| v.as_str()) == Some(rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
                 && meta
                     .get("io.modelcontextprotocol/clientCapabilities")
-                    .is_some_and(serde_json::Value::is_object)
+                    .and_then(serde_json::Value::as_object)
+                    .is_some_and(|caps| !INPUT.iter().any(|kind| caps.contains_key(*kind)))
                 && !meta.contains_key("io.modelcontextprotocol/logLevel")
         }
         false => version.is_none(),

@@ -75,6 +75,7 @@ pub(super) async fn relay(
         client,
         theirs,
         session,
+        inlet,
     }) = caller
     else {
         if roots {
@@ -90,10 +91,14 @@ pub(super) async fn relay(
             "no client's call to it is in flight".into(),
         ));
     };
-    let caps = client
-        .peer_info()
-        .map(|i| i.capabilities.clone())
-        .unwrap_or_default();
+    // A 2026-07-28 client declares its capabilities in each request's `_meta`.
+    let caps = match &inlet {
+        Some(inlet) => inlet.caps.clone(),
+        None => client
+            .peer_info()
+            .map(|i| i.capabilities.clone())
+            .unwrap_or_default(),
+    };
     if let Some(capability) = missing(&caps, &asked.request) {
         if roots {
             journal.line(format_args!(
@@ -107,6 +112,21 @@ pub(super) async fn relay(
             method,
             format!("the client whose call it serves did not declare `{capability}`"),
         ));
+    }
+    // A 2026-07-28 client cannot be sent requests: its call is answered with
+    // an input-required result that carries this one (docs/design.md §14,
+    // "Continuations").
+    if let Some(inlet) = inlet {
+        journal.line(format_args!(
+            "server {server} asked {method}: put to session {session}'s call as an input-required result"
+        ));
+        let params = match asked.written {
+            Some(params) => Some(serde_json::Value::Object(params)),
+            None => serde_json::to_value(&asked.request)
+                .ok()
+                .and_then(|mut r| r.get_mut("params").map(serde_json::Value::take)),
+        };
+        return inlet.ask(server, method, params, &asked.cancelled).await;
     }
     journal.line(format_args!(
         "server {server} asked {method}: relayed to session {session}"

@@ -492,6 +492,29 @@ impl ServerHandler for ClientSession {
             ));
         };
         let server = self.server_name(route.server);
+        // A legacy server's requests of a 2026-07-28 client meanwhile park the
+        // call (docs/design.md §14, "Continuations").
+        let theirs = request.name.clone();
+        let mut ours = request.clone();
+        ours.name = route.name.clone();
+        let state = request.request_state.as_deref();
+        let answers = request.input_responses.clone();
+        let parked = self
+            .input_request("prompts/get", &theirs, state, answers, route.server, &context, || {
+                ClientRequest::GetPromptRequest(GetPromptRequest::new(ours))
+            })
+            .await;
+        if let Some(landed) = parked {
+            let (result, generation) = match landed? {
+                call::Landed::Parked(asked) => return Ok(GetPromptResponse::InputRequired(asked)),
+                call::Landed::Answered(result, generation) => (*result, generation),
+            };
+            let ServerResult::GetPromptResult(mut result) = result else {
+                return Err(failed(&server, generation, ServiceError::UnexpectedResponse));
+            };
+            result.result_type = Some(ResultType::COMPLETE);
+            return Ok(GetPromptResponse::Complete(result));
+        }
         let (generation, peer) = self.running(route.server).await?;
         request.name = route.name;
         let answer = async {
@@ -609,6 +632,28 @@ impl ServerHandler for ClientSession {
             ));
         };
         let server = self.server_name(index);
+        // A legacy server's requests of a 2026-07-28 client meanwhile park the
+        // call (docs/design.md §14, "Continuations").
+        let uri = request.uri.clone();
+        let state = request.request_state.as_deref();
+        let answers = request.input_responses.clone();
+        let ours = request.clone();
+        let parked = self
+            .input_request("resources/read", &uri, state, answers, index, &context, || {
+                ClientRequest::ReadResourceRequest(rmcp::model::ReadResourceRequest::new(ours))
+            })
+            .await;
+        if let Some(landed) = parked {
+            let (result, generation) = match landed? {
+                call::Landed::Parked(asked) => return Ok(ReadResourceResponse::InputRequired(asked)),
+                call::Landed::Answered(result, generation) => (*result, generation),
+            };
+            let ServerResult::ReadResourceResult(mut result) = result else {
+                return Err(failed(&server, generation, ServiceError::UnexpectedResponse));
+            };
+            result.result_type = Some(ResultType::COMPLETE);
+            return Ok(ReadResourceResponse::Complete(result));
+        }
         let (generation, peer) = self.running(index).await?;
         let mut result = peer
             .read_resource(request)

@@ -4,7 +4,10 @@
 //! each tool as its server wrote it, under its exposed name (docs/design.md
 //! §14, "Values as written"). The stdio door serves [`AsWritten`]; the HTTP
 //! door's session manager (`resume.rs`) applies [`message_as_written`] to
-//! what it streams.
+//! what it streams. The input-required results that carry a legacy server's
+//! requests to a 2026-07-28 client (`inputs.rs`) get those requests back as
+//! the server wrote them: [`AsWritten`] at the stdio door, [`http_as_written`]
+//! on the HTTP door's answers of that era.
 
 use std::borrow::Cow;
 
@@ -158,6 +161,14 @@ impl Service<RoleServer> for AsWritten {
             ServerResult::ListToolsResult(listed) => {
                 Ok(written(&self.0.gateway(), listed).unwrap_or(result))
             }
+            // A legacy server's requests put to a 2026-07-28 client, as the
+            // server wrote them (`inputs.rs`).
+            ServerResult::InputRequiredResult(asked) => Ok(self
+                .0
+                .gateway()
+                .inputs()
+                .written(asked)
+                .map_or(result, |written| ServerResult::CustomResult(CustomResult(written)))),
             _ => Ok(result),
         }
     }
@@ -177,4 +188,73 @@ impl Service<RoleServer> for AsWritten {
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Service::supported_protocol_versions(&self.0)
     }
+}
+
+/// A 2026-07-28 answer of the HTTP door, its input-required results made by
+/// `inputs.rs` with each request as its server wrote it: rmcp writes the
+/// result from its types, which read a float such as `temperature` as 32 bits.
+/// Only an event (or a JSON body) that holds `"input_required"` and a state of
+/// the gateway's form is read; everything else passes as it is.
+pub(crate) fn http_as_written(
+    gateway: &std::sync::Arc<Gateway>,
+    response: http::Response<http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>>,
+) -> http::Response<http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>> {
+    use http_body_util::BodyExt;
+    let gateway = std::sync::Arc::downgrade(gateway);
+    response.map(|body| {
+        body.map_frame(move |frame| match frame.into_data() {
+            Ok(data) => match gateway.upgrade() {
+                Some(gateway) => hyper::body::Frame::data(frame_as_written(&gateway, data)),
+                None => hyper::body::Frame::data(data),
+            },
+            Err(frame) => frame,
+        })
+        .boxed()
+    })
+}
+
+/// One frame of an answer (a JSON body, or one server-sent event) as written.
+fn frame_as_written(gateway: &Gateway, data: bytes::Bytes) -> bytes::Bytes {
+    let finder = |needle: &[u8]| memchr::memmem::find(&data, needle).is_some();
+    if !finder(b"\"input_required\"") || !finder(b"mcpfleet1.") {
+        return data;
+    }
+    let Ok(text) = std::str::from_utf8(&data) else {
+        return data;
+    };
+    if text.trim_start().starts_with('{') {
+        return message_written(gateway, text.trim()).map_or(data, bytes::Bytes::from);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut changed = false;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\r', '\n']);
+        let written = body
+            .strip_prefix("data:")
+            .and_then(|json| message_written(gateway, json.trim_start()));
+        match written {
+            Some(json) => {
+                out.push_str("data: ");
+                out.push_str(&json);
+                out.push_str(&line[body.len()..]);
+                changed = true;
+            }
+            None => out.push_str(line),
+        }
+    }
+    if changed { bytes::Bytes::from(out) } else { data }
+}
+
+/// A JSON-RPC message whose result is an input-required result of
+/// `inputs.rs`, with its requests as written.
+fn message_written(gateway: &Gateway, json: &str) -> Option<String> {
+    let mut message: Value = serde_json::from_str(json).ok()?;
+    let result = message.get_mut("result")?;
+    if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+        return None;
+    }
+    if !gateway.inputs().rewrite(result) {
+        return None;
+    }
+    serde_json::to_string(&message).ok()
 }

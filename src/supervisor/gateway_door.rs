@@ -50,6 +50,13 @@ pub(super) fn new(fleet: &Fleet, events: Arc<EventLog>, journal: Journal) -> Arc
         metrics,
     );
     gateway.set_meta(fleet.gateway.meta);
+    match crate::gateway::inputs::Bounds::from_env() {
+        Ok(bounds) => gateway.inputs().set_bounds(bounds),
+        Err(why) => {
+            tracing::warn!("{why}; the default is kept");
+            gateway.note(format_args!("{why}; the default is kept"));
+        }
+    }
     gateway
 }
 

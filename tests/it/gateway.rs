@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 use serde_json::{Value, json};
 
+mod continuations;
 mod eras;
 mod listen;
 mod tasks;

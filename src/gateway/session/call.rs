@@ -3,6 +3,8 @@
 //! 2026-07-28 era asks for, and the metrics and cancellation of the call.
 
 use super::*;
+use crate::gateway::inputs::{Binding, Inlet, Inputs, Parked, Question, Taken};
+use rmcp::model::InputRequiredResult;
 
 impl ClientSession {
     /// A `tools/call`: routed to the server that offers the tool, sent to its
@@ -22,6 +24,10 @@ impl ClientSession {
         };
         let server = self.server_name(route.server);
         span.server(&server);
+        // A 2026-07-28 client's retry of a call the gateway parked while it
+        // asked the client for a legacy server's input (docs/design.md §14,
+        // "Continuations").
+        let binding = self.binding("tools/call", &request.name);
         // Counted when it ends, however it ends (dropped: cancelled).
         let mut meter = CallMeter {
             gateway: &self.gateway,
@@ -29,10 +35,37 @@ impl ClientSession {
             started: std::time::Instant::now(),
             outcome: CallOutcome::Cancelled,
         };
+        let state = request.request_state.as_deref();
+        let answers = request.input_responses.clone();
+        let taken = self
+            .take_up(state, answers, &context, binding.clone(), &mut meter.outcome)
+            .await;
+        if let Some(landed) = taken {
+            if let Ok(Landed::Answered(_, generation)) = &landed {
+                span.generation(*generation);
+            }
+            return self.call_landed(landed?, &mut meter);
+        }
         let (generation, peer) = self.running(route.server).await.inspect_err(|_| {
             meter.outcome = CallOutcome::Failed;
         })?;
         span.generation(generation);
+        // A legacy server asks a 2026-07-28 client for input through the
+        // gateway alone: a `requestState` the gateway does not hold (never
+        // handed out, or expired) means nothing to it.
+        let continued = Self::continues(&context, &peer);
+        if continued && let Some(state) = request.request_state.as_deref() {
+            meter.outcome = CallOutcome::Failed;
+            return Err(unknown_state(state, &server));
+        }
+        let (inlet, asks) = match continued {
+            true => {
+                let caps = context.meta.client_capabilities().unwrap_or_default();
+                let (inlet, asks) = Inlet::new(caps);
+                (Some(inlet), Some(asks))
+            }
+            false => (None, None),
+        };
         request.name = route.name.into();
         // rmcp gives every request a progress token of its own, in place of any
         // the request carries: the server's progress comes back under that one,
@@ -64,6 +97,7 @@ impl ClientSession {
             context.peer.clone(),
             context.id.clone(),
             self.id().unwrap_or_default(),
+            inlet,
         );
         let progress_route = context.meta.get_progress_token().map(|token| {
             let client = (context.peer.clone(), self.door == STDIO);
@@ -79,6 +113,25 @@ impl ClientSession {
             id: Some(call.id.clone()),
             tasks: self.gateway.tasks().clone(),
         };
+        // A legacy server's call for a 2026-07-28 client: what the server asks
+        // of the client meanwhile parks it.
+        if let Some(asks) = asks {
+            let flight = Flight {
+                server: route.server,
+                name: server.clone(),
+                generation,
+                progress: call.progress_token.clone(),
+                response: Box::pin(call.await_response()),
+                asks,
+                abandoned,
+                _asking,
+                asked: 0,
+            };
+            let landed = self
+                .fly(flight, &context, log, progress_route, &mut meter.outcome, binding)
+                .await?;
+            return self.call_landed(landed, &mut meter);
+        }
         let response = tokio::select! {
             r = crate::gateway::call_log::CallLog::during(&mut log, call.await_response()) => r,
             _ = context.ct.cancelled() => {
@@ -98,7 +151,7 @@ impl ClientSession {
         // as the server's requests, and sends the call again with the answers.
         let modern_client = modern_request(&context);
         let mut rounds = 0;
-        let mut result = loop {
+        let result = loop {
             match response {
                 ServerResult::CallToolResult(result) => break result,
                 ServerResult::EmptyResult(_) => break CallToolResult::default(),
@@ -163,6 +216,16 @@ impl ClientSession {
                 }
             }
         };
+        Ok(self.complete(result, &mut meter, generation))
+    }
+
+    /// A server's result of a call, as the client gets it.
+    fn complete(
+        &self,
+        mut result: CallToolResult,
+        meter: &mut CallMeter<'_>,
+        generation: Generation,
+    ) -> CallToolResponse {
         meter.outcome = if result.is_error == Some(true) {
             CallOutcome::Error
         } else {
@@ -171,11 +234,336 @@ impl ClientSession {
         result.result_type = Some(ResultType::COMPLETE);
         if self.gateway.meta() {
             let meta = result.meta.get_or_insert_with(Default::default);
-            meta.insert("mcpfleet/server".into(), json!(server));
+            meta.insert("mcpfleet/server".into(), json!(meter.server));
             meta.insert("mcpfleet/generation".into(), json!(generation));
         }
-        Ok(CallToolResponse::Complete(result))
+        CallToolResponse::Complete(result)
     }
+
+    /// Who may take up a call of this session's parked for its client's input:
+    /// a request of `method` for `name` (as the client named it), through the
+    /// same door, seeing the same servers, and over stdio from the same
+    /// session.
+    fn binding(&self, method: &'static str, name: &str) -> Binding {
+        Binding {
+            door: self.door,
+            session: match self.door {
+                STDIO => self.id().unwrap_or_default(),
+                _ => 0,
+            },
+            scope: self.scope.clone(),
+            method,
+            name: name.to_owned(),
+        }
+    }
+
+    /// Waits for a legacy server's answer to a 2026-07-28 client's request, or
+    /// its next request of the client: the answer is the request's; a request
+    /// parks the call, and the client gets an input-required result that
+    /// carries it (with any others the server asked meanwhile) and the
+    /// `requestState` that takes the call up again. `outcome` is the call's
+    /// for the metrics, as far as this can tell.
+    async fn fly(
+        &self,
+        mut flight: Flight,
+        context: &RequestContext<RoleServer>,
+        mut log: Option<crate::gateway::call_log::CallLog>,
+        progress: Option<crate::gateway::desk::ProgressGuard>,
+        outcome: &mut CallOutcome,
+        binding: Binding,
+    ) -> Result<Landed, ErrorData> {
+        let server = flight.name.clone();
+        let server = server.as_str();
+        let next = tokio::select! {
+            next = crate::gateway::call_log::CallLog::during(&mut log, flight.next()) => next,
+            _ = context.ct.cancelled() => {
+                return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
+            }
+        };
+        let generation = flight.generation;
+        let first = match next {
+            Next::Answered(response) => {
+                flight.abandoned.id = None;
+                if let Some(progress) = &progress {
+                    progress.flushed().await;
+                }
+                *outcome = CallOutcome::Failed;
+                let response = (*response).map_err(|e| failed(server, generation, e))?;
+                return Ok(Landed::Answered(Box::new(response), generation));
+            }
+            Next::Asked(first) => first,
+        };
+        // What the server's progress said so far reaches the client before
+        // the input-required result.
+        if let Some(progress) = &progress {
+            progress.flushed().await;
+        }
+        drop(progress);
+        let mut questions = vec![first];
+        while let Ok(question) = flight.asks.try_recv() {
+            questions.push(question);
+        }
+        let keyed = questions
+            .into_iter()
+            .map(|question| {
+                flight.asked += 1;
+                (format!("mcpfleet-{}", flight.asked), question)
+            })
+            .collect();
+        let mut parked = Parked::new(binding, server.to_owned(), keyed, Box::new(flight));
+        let requests = parked.input_requests();
+        match self.gateway.inputs().park(parked) {
+            Ok(state) => {
+                *outcome = CallOutcome::Ok;
+                Ok(Landed::Parked(InputRequiredResult::new(Some(requests), Some(state))))
+            }
+            Err((parked, why)) => {
+                // Dropped: the server's requests are answered with an error,
+                // and its call is cancelled.
+                drop(parked);
+                *outcome = CallOutcome::Failed;
+                self.gateway.note(format_args!(
+                    "server {server} asked a 2026-07-28 client for input during a call, which the gateway did not park: {why}; the call is cancelled"
+                ));
+                Err(ErrorData::new(
+                    ErrorCode(SERVER_UNAVAILABLE),
+                    format!("server `{server}` asked for the client's input, which the gateway cannot hold now: {why}"),
+                    Some(json!({ "server": server, "generation": generation, "kind": "busy" })),
+                ))
+            }
+        }
+    }
+
+    /// A `tools/call` that landed, as its client gets it.
+    fn call_landed(&self, landed: Landed, meter: &mut CallMeter<'_>) -> Result<CallToolResponse, ErrorData> {
+        let (result, generation) = match landed {
+            Landed::Parked(asked) => return Ok(CallToolResponse::InputRequired(asked)),
+            Landed::Answered(result, generation) => (*result, generation),
+        };
+        match result {
+            ServerResult::CallToolResult(result) => Ok(self.complete(result, meter, generation)),
+            ServerResult::EmptyResult(_) => Ok(self.complete(CallToolResult::default(), meter, generation)),
+            _ => Err(failed(meter.server, generation, ServiceError::UnexpectedResponse)),
+        }
+    }
+
+    /// The call parked under `state` that this 2026-07-28 request (`binding`)
+    /// takes up with `answers`, if `state` is one of the gateway's and it
+    /// holds it: what the call came to, or the refusal of a state handed out
+    /// for another client or request. `None`: not a state the gateway holds.
+    async fn take_up(
+        &self,
+        state: Option<&str>,
+        answers: Option<InputResponses>,
+        context: &RequestContext<RoleServer>,
+        binding: Binding,
+        outcome: &mut CallOutcome,
+    ) -> Option<Result<Landed, ErrorData>> {
+        let state = state.filter(|s| Inputs::ours(s) && modern_request(context))?;
+        match self.gateway.inputs().take(state, &binding) {
+            Taken::Parked(parked) => Some(self.resume(*parked, answers, context, binding, outcome).await),
+            Taken::Foreign => Some(Err(foreign_state(state))),
+            Taken::Unknown => None,
+        }
+    }
+
+    /// A 2026-07-28 client's retry of a call parked for its input: the
+    /// client's answers answer the server's requests, and the call goes on.
+    async fn resume(
+        &self,
+        parked: Parked,
+        answers: Option<InputResponses>,
+        context: &RequestContext<RoleServer>,
+        binding: Binding,
+        outcome: &mut CallOutcome,
+    ) -> Result<Landed, ErrorData> {
+        let Parked {
+            questions, flight, ..
+        } = parked;
+        let Ok(flight) = flight.downcast::<Flight>() else {
+            return Err(ErrorData::internal_error("a parked call of another kind", None));
+        };
+        let flight = *flight;
+        // Each answer as the client wrote it.
+        let answers = answers.unwrap_or_default();
+        for (key, question) in questions {
+            question.answer_with(&key, answers.get(&key));
+        }
+        let progress = context.meta.get_progress_token().map(|token| {
+            let client = (context.peer.clone(), self.door == STDIO);
+            let session = self.id().unwrap_or_default();
+            self.gateway
+                .route_progress(flight.server, &flight.progress, session, client, token)
+        });
+        let log = crate::gateway::call_log::CallLog::open(&self.gateway, flight.server, context);
+        self.fly(flight, context, log, progress, outcome, binding).await
+    }
+
+    /// A 2026-07-28 client's `request` (`prompts/get` or `resources/read`,
+    /// as `binding` names it) to server `index`, a legacy server: what the
+    /// server asks of the client meanwhile parks the call.
+    #[expect(clippy::too_many_arguments, reason = "one request to one server, each argument a part of it")]
+    async fn continued(
+        &self,
+        index: usize,
+        server: &str,
+        generation: Generation,
+        peer: Peer<RoleClient>,
+        request: ClientRequest,
+        context: &RequestContext<RoleServer>,
+        binding: Binding,
+    ) -> Result<Landed, ErrorData> {
+        let caps = context.meta.client_capabilities().unwrap_or_default();
+        let (inlet, asks) = Inlet::new(caps);
+        let sending = self.gateway.sending(index);
+        let call = peer
+            .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| failed(server, generation, e))?;
+        let _asking = self.gateway.asking(
+            index,
+            call.id.clone(),
+            context.peer.clone(),
+            context.id.clone(),
+            self.id().unwrap_or_default(),
+            Some(inlet),
+        );
+        drop(sending);
+        let flight = Flight {
+            server: index,
+            name: server.to_owned(),
+            generation,
+            progress: call.progress_token.clone(),
+            abandoned: Abandoned {
+                peer,
+                id: Some(call.id.clone()),
+                tasks: self.gateway.tasks().clone(),
+            },
+            response: Box::pin(call.await_response()),
+            asks,
+            _asking,
+            asked: 0,
+        };
+        let mut outcome = CallOutcome::Ok;
+        self.fly(flight, context, None, None, &mut outcome, binding).await
+    }
+
+    /// A 2026-07-28 client's `method` (`prompts/get` or `resources/read`) of
+    /// `name` (a prompt as the client names it, or a URI) to server `index`,
+    /// with `state` and `answers` from its params: the call it takes up
+    /// again, or `request` sent to a legacy server, where what the server asks
+    /// of the client parks the call; `None` when it goes the usual way.
+    #[expect(clippy::too_many_arguments, reason = "one request to one server, each argument a part of it")]
+    pub(super) async fn input_request(
+        &self,
+        method: &'static str,
+        name: &str,
+        state: Option<&str>,
+        answers: Option<InputResponses>,
+        index: usize,
+        context: &RequestContext<RoleServer>,
+        request: impl FnOnce() -> ClientRequest,
+    ) -> Option<Result<Landed, ErrorData>> {
+        let binding = self.binding(method, name);
+        let mut outcome = CallOutcome::Ok;
+        if let Some(landed) = self
+            .take_up(state, answers, context, binding.clone(), &mut outcome)
+            .await
+        {
+            return Some(landed);
+        }
+        if !modern_request(context) {
+            return None;
+        }
+        let server = self.server_name(index);
+        let (generation, peer) = match self.running(index).await {
+            Ok(running) => running,
+            Err(e) => return Some(Err(e)),
+        };
+        if !Self::continues(context, &peer) {
+            return None;
+        }
+        if let Some(state) = state {
+            return Some(Err(unknown_state(state, &server)));
+        }
+        Some(
+            self.continued(index, &server, generation, peer, request(), context, binding)
+                .await,
+        )
+    }
+
+    /// Whether the server of `peer` asks a client of `context`'s request for
+    /// input through the gateway alone: a legacy server, for a 2026-07-28
+    /// client.
+    fn continues(context: &RequestContext<RoleServer>, peer: &Peer<RoleClient>) -> bool {
+        modern_request(context)
+            && peer
+                .peer_info()
+                .is_none_or(|info| info.protocol_version.has_initialize())
+    }
+}
+
+/// What a request continued through the gateway came to: the server's answer
+/// (from the generation that gave it), or the call parked for the client's
+/// input.
+pub(super) enum Landed {
+    Answered(Box<ServerResult>, Generation),
+    Parked(InputRequiredResult),
+}
+
+/// A legacy server's call for a 2026-07-28 client, in flight or parked while
+/// the client answers the server's requests (`inputs.rs`).
+pub(super) struct Flight {
+    server: usize,
+    /// The server's name, for what the client and the gateway's log are told.
+    name: String,
+    generation: Generation,
+    /// The progress token of our request to the server.
+    progress: rmcp::model::ProgressToken,
+    response: futures::future::BoxFuture<'static, Result<ServerResult, ServiceError>>,
+    /// The server's requests of the client.
+    asks: tokio::sync::mpsc::Receiver<Question>,
+    /// Dropped before the answer, it cancels the call at the server.
+    abandoned: Abandoned,
+    /// The call in flight, as the desk knows it: the server's requests find it.
+    _asking: crate::gateway::desk::Asking,
+    /// How many of the server's requests the client was asked.
+    asked: u64,
+}
+
+/// What a call waits for next.
+enum Next {
+    Answered(Box<Result<ServerResult, ServiceError>>),
+    Asked(Question),
+}
+
+impl Flight {
+    async fn next(&mut self) -> Next {
+        tokio::select! {
+            answer = &mut self.response => Next::Answered(Box::new(answer)),
+            Some(question) = self.asks.recv() => Next::Asked(question),
+        }
+    }
+}
+
+/// The error of a `requestState` the gateway handed out to another client, or
+/// for another request.
+fn foreign_state(state: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        "requestState: this gateway handed it out for another client's request; send the request it was handed out for, from that client",
+        Some(json!({ "requestState": state })),
+    )
+}
+
+/// The error of a `requestState` for a legacy server's tool that the gateway
+/// does not hold.
+fn unknown_state(state: &str, server: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!(
+            "requestState: the gateway holds no call it names (it expired, or was never handed out), and server `{server}` asks for input only through the gateway; call the tool again without it"
+        ),
+        Some(json!({ "requestState": state, "server": server })),
+    )
 }
 
 /// How many times a call is sent again with a legacy client's answers before
