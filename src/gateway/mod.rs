@@ -47,6 +47,7 @@ mod era;
 pub(crate) mod http;
 mod journal;
 mod listen;
+mod listen_at;
 mod logging;
 pub(crate) mod member;
 pub(crate) mod names;

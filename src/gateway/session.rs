@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
-    CancelledNotificationParam, ClientRequest, GetPromptRequest, CompleteRequestParams, CompleteResult, ErrorCode, ErrorData, GetPromptRequestParams,
+    CancelledNotificationParam, ClientRequest, GetPromptRequest, ReadResourceRequest, CompleteRequestParams, CompleteResult, ErrorCode, ErrorData, GetPromptRequestParams,
     GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     InputRequest, InputRequests, InputResponses, ProtocolVersion, ReadResourceRequestParams,
@@ -472,6 +472,8 @@ impl ServerHandler for ClientSession {
         let server = self.server_name(route.server);
         let (generation, peer) = self.running(route.server).await?;
         request.name = route.name;
+        // A 2026-07-28 client's `logLevel`: the server's messages meanwhile.
+        let mut log = super::call_log::CallLog::open(&self.gateway, route.server, &context);
         let answer = async {
             peer.send_request_with_option(
                 ClientRequest::GetPromptRequest(GetPromptRequest::new(request)),
@@ -481,7 +483,8 @@ impl ServerHandler for ClientSession {
             .await_response()
             .await
         };
-        let mut result = match answer.await.map_err(|e| failed(&server, generation, e))? {
+        let answer = super::call_log::CallLog::during(&mut log, answer).await;
+        let mut result = match answer.map_err(|e| failed(&server, generation, e))? {
             ServerResult::GetPromptResult(result) => result,
             // A server of the 2026-07-28 era asks a client of that era for
             // input as it is; the client sends `prompts/get` again itself.
@@ -588,10 +591,22 @@ impl ServerHandler for ClientSession {
         };
         let server = self.server_name(index);
         let (generation, peer) = self.running(index).await?;
-        let mut result = peer
-            .read_resource(request)
+        // A 2026-07-28 client's `logLevel`: the server's messages meanwhile.
+        let mut log = super::call_log::CallLog::open(&self.gateway, index, &context);
+        let answer = async {
+            peer.send_request_with_option(
+                ClientRequest::ReadResourceRequest(ReadResourceRequest::new(request)),
+                super::tasks::options(&context, &peer),
+            )
+            .await?
+            .await_response()
             .await
-            .map_err(|e| failed(&server, generation, e))?;
+        };
+        let answer = super::call_log::CallLog::during(&mut log, answer).await;
+        let mut result = match answer.map_err(|e| failed(&server, generation, e))? {
+            ServerResult::ReadResourceResult(result) => result,
+            _ => return Err(failed(&server, generation, ServiceError::UnexpectedResponse)),
+        };
         result.result_type = Some(ResultType::COMPLETE);
         Ok(ReadResourceResponse::Complete(result))
     }
@@ -713,7 +728,7 @@ impl ServerHandler for ClientSession {
             ));
         }
         if self.gateway.subscribed(id, index, &uri).await
-            && let Err(e) = super::subscriptions::subscribe_at(&peer, &uri).await
+            && let Err(e) = self.gateway.subscribe_server(index, &peer, &uri).await
         {
             self.gateway.unsubscribe(id, &uri).await;
             return Err(failed(&server, generation, e));
