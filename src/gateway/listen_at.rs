@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rmcp::model::{ServerNotification, SubscriptionFilter};
+use rmcp::model::{GetMeta, ServerNotification, SubscriptionFilter};
 use rmcp::service::{Peer, RoleClient, ServiceError, Subscription};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -296,18 +296,20 @@ async fn next(open: &mut Option<(Subscription, Vec<String>)>) -> Result<Option<S
 /// What a notification on a server's listen stream is to the gateway: its
 /// subscription id, which names our stream, taken out.
 fn notice(notification: ServerNotification) -> Option<Notice> {
+    // rmcp keeps the `_meta` it read beside the params.
+    let mut meta = notification.get_meta().clone();
     match notification {
         ServerNotification::ToolListChangedNotification(_) => Some(Notice::ToolsChanged),
         ServerNotification::PromptListChangedNotification(_) => Some(Notice::PromptsChanged),
         ServerNotification::ResourceListChangedNotification(_) => Some(Notice::ResourcesChanged),
         ServerNotification::ResourceUpdatedNotification(updated) => {
+            meta.0.0.remove(SUBSCRIPTION_ID);
             let mut params = updated.params;
-            if let Some(meta) = params.meta.as_mut() {
+            if let Some(written) = params.meta.take() {
+                meta.extend(written);
                 meta.0.0.remove(SUBSCRIPTION_ID);
-                if meta.0.0.is_empty() {
-                    params.meta = None;
-                }
             }
+            params.meta = (!meta.0.0.is_empty()).then_some(meta);
             Some(Notice::ResourceUpdated(params))
         }
         _ => None,
@@ -316,7 +318,127 @@ fn notice(notification: ServerNotification) -> Option<Notice> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use rmcp::ServerHandler;
+    use rmcp::model::{InitializeResult, ProtocolVersion, ServerCapabilities};
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt, SubscriptionContext, SubscriptionSink};
+
     use super::*;
+
+    /// A server of the 2026-07-28 era that keeps what its listen streams asked
+    /// for, and the sink of the newest, until each is cancelled.
+    #[derive(Clone, Default)]
+    struct Watched {
+        asked: Arc<Mutex<Vec<SubscriptionFilter>>>,
+        open: Arc<Mutex<Vec<SubscriptionSink>>>,
+    }
+
+    impl ServerHandler for Watched {
+        fn get_info(&self) -> InitializeResult {
+            let capabilities = ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .build();
+            InitializeResult::new(capabilities)
+        }
+
+        fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+            Some(requested.clone())
+        }
+
+        async fn listen(&self, context: SubscriptionContext) -> Result<(), rmcp::ErrorData> {
+            self.asked.lock().unwrap().push(context.accepted().clone());
+            self.open.lock().unwrap().push(context.sink().clone());
+            context.cancelled().await;
+            let id = context.sink().id().clone();
+            self.open.lock().unwrap().retain(|s| *s.id() != id);
+            Ok(())
+        }
+    }
+
+    /// Polls `done` for 5 s at most.
+    async fn until(why: &str, done: impl Fn() -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !done() {
+            assert!(tokio::time::Instant::now() < deadline, "{why}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// A stream held at a modern server asks for its list changes and the
+    /// URIs wanted, hands on what it hears, is opened again (new before old)
+    /// when the URIs change, and once ended leaves no stream at the server and
+    /// no task behind.
+    #[tokio::test]
+    async fn a_stream_at_a_server_follows_the_uris_wanted_and_ends_leaving_nothing() {
+        let (server_io, client_io) = tokio::io::duplex(1 << 16);
+        let watched = Watched::default();
+        let server = tokio::spawn(rmcp::serve_server(watched.clone(), server_io));
+        let mode = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        let bound = Duration::from_secs(5);
+        let client = tokio::time::timeout(bound, ().serve_with_lifecycle(client_io, mode))
+            .await
+            .expect("the client starts")
+            .unwrap();
+        let peer = client.peer().clone();
+        let tells = Tells::of(&peer).expect("a modern server that tells");
+
+        let wanted = Arc::new(Mutex::new(Vec::<String>::new()));
+        let (heard_tx, mut heard) = mpsc::unbounded_channel();
+        let ends = Ends {
+            heard: Box::new(move |notice| {
+                let _ = heard_tx.send(notice);
+            }),
+            wanted: {
+                let wanted = wanted.clone();
+                Box::new(move || -> BoxFuture<'static, Vec<String>> {
+                    let now = wanted.lock().unwrap().clone();
+                    Box::pin(async move { now })
+                })
+            },
+            note: Box::new(|_| {}),
+        };
+        let tasks = TaskTracker::new();
+        let at = AtServers::default();
+        at.open(0, 1, peer, tells, ends, &tasks);
+        until("a stream is opened", || watched.open.lock().unwrap().len() == 1).await;
+        assert_eq!(
+            watched.asked.lock().unwrap()[0],
+            SubscriptionFilter::builder().tools_list_changed().build()
+        );
+        let sink = watched.open.lock().unwrap()[0].clone();
+        sink.notify_tool_list_changed().await.unwrap();
+        let notice = tokio::time::timeout(Duration::from_secs(5), heard.recv()).await.unwrap();
+        assert!(matches!(notice, Some(Notice::ToolsChanged)), "{notice:?}");
+
+        *wanted.lock().unwrap() = vec!["a://x".to_owned()];
+        tokio::time::timeout(bound, at.renewed(0)).await.unwrap();
+        assert_eq!(watched.asked.lock().unwrap().len(), 2, "opened again once acknowledged");
+        assert_eq!(
+            watched.asked.lock().unwrap()[1].resource_subscriptions,
+            Some(vec!["a://x".to_owned()])
+        );
+        until("the stream before is cancelled", || watched.open.lock().unwrap().len() == 1).await;
+        at.renewed(0).await;
+        assert_eq!(watched.asked.lock().unwrap().len(), 2, "the same URIs: the same stream");
+
+        // Ended with its generation: nothing left at the server, no task.
+        at.end(0, Some(1));
+        assert_eq!(watched.open.lock().unwrap().len(), 1, "the running generation's stays");
+        at.end(0, None);
+        until("the stream is cancelled", || watched.open.lock().unwrap().is_empty()).await;
+        tasks.close();
+        tokio::time::timeout(Duration::from_secs(5), tasks.wait())
+            .await
+            .expect("the stream's task ends");
+        drop(client);
+        server.abort();
+    }
 
     #[test]
     fn a_filter_asks_for_what_the_server_declares_and_the_uris_only_where_it_takes_subscriptions() {
