@@ -603,9 +603,9 @@ impl ServerHandler for ClientSession {
             .await
         };
         let answer = super::call_log::CallLog::during(&mut log, answer).await;
-        let mut result = match answer.map_err(|e| failed(&server, generation, e))? {
-            ServerResult::ReadResourceResult(result) => result,
-            _ => return Err(failed(&server, generation, ServiceError::UnexpectedResponse)),
+        let answer = answer.map_err(|e| failed(&server, generation, e))?;
+        let ServerResult::ReadResourceResult(mut result) = answer else {
+            return Err(failed(&server, generation, ServiceError::UnexpectedResponse));
         };
         result.result_type = Some(ResultType::COMPLETE);
         Ok(ReadResourceResponse::Complete(result))
