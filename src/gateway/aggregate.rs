@@ -79,11 +79,14 @@ pub(crate) struct Gateway {
     /// Where calls are counted.
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
     /// The gateway's own tasks: its task, the client sessions' queues of
-    /// notifications, the notices of abandoned calls.
+    /// notifications, the notices of abandoned calls, the listen streams at
+    /// servers.
     tasks: TaskTracker,
     /// The 2026-07-28 clients' calls to legacy servers parked while the
     /// clients answer those servers' requests (`inputs.rs`).
     inputs: Arc<super::inputs::Inputs>,
+    /// The listen streams held at servers of the 2026-07-28 era.
+    at_servers: super::listen_at::AtServers,
 }
 
 impl Gateway {
@@ -116,6 +119,7 @@ impl Gateway {
             metrics,
             tasks,
             inputs,
+            at_servers: Default::default(),
         });
         // What ended sessions leave to do at servers, in the order it came.
         let weak = Arc::downgrade(&gateway);
@@ -193,6 +197,7 @@ impl Gateway {
         }
         self.set(index, Some(member));
         self.announce(index);
+        self.listen_at(index);
     }
 
     /// Stops offering the server at `index` (gone from the fleet file); clients
@@ -202,6 +207,7 @@ impl Gateway {
             return;
         }
         self.set(index, None);
+        self.at_servers.end(index, None);
         self.desk.forget(index);
         self.announce(index);
     }
@@ -289,12 +295,15 @@ impl Gateway {
                 let Some(gateway) = gateway.upgrade() else {
                     break;
                 };
+                // The listen stream of a generation that ended ends with it.
+                gateway.at_servers.end(index, now);
                 if gateway.member(index).is_none() {
                     continue;
                 }
                 gateway.announce(index);
                 if now.is_some() {
                     gateway.renew(index).await;
+                    gateway.listen_at(index);
                     gateway.prefetch(index).await;
                 }
             }

@@ -1,9 +1,10 @@
-//! The log messages of a 2026-07-28 client's call (docs/design.md §14, "Both
-//! eras at both doors"): a request whose `_meta` carries
-//! `io.modelcontextprotocol/logLevel` gets, on its own response stream, the
-//! `notifications/message` its server sends while the call is in flight, at
-//! that level and above, named by server; a request without one gets none. A
-//! server of that era is sent the level in the request's `_meta`.
+//! The log messages of a 2026-07-28 client's request (docs/design.md §14, "Both
+//! eras at both doors"): a `tools/call`, `prompts/get` or `resources/read` whose
+//! `_meta` carries `io.modelcontextprotocol/logLevel` gets, on its own response
+//! stream, the `notifications/message` its server sends while the request is in
+//! flight, at that level and above, named by server, and every one the server
+//! sent before its answer comes before the answer; a request without one gets
+//! none. A server of that era is sent the level in the request's `_meta`.
 
 #![expect(deprecated, reason = "logging is deprecated by the 2026 protocol but spoken by every version we serve")]
 
@@ -15,10 +16,6 @@ use tokio::sync::mpsc;
 
 use super::aggregate::Gateway;
 use super::desk::CallLogging;
-
-/// How many turns of the runtime, each ended by a round trip through the
-/// gateway's task, the answer waits for messages the server sent before it.
-const SETTLING_TURNS: usize = 3;
 
 /// A call's log messages on their way to its client, while it is in flight.
 pub(super) struct CallLog {
@@ -42,7 +39,7 @@ impl CallLog {
     }
 
     /// Runs `call`, sending the client each message heard meanwhile; then
-    /// those heard and not yet sent, before the answer.
+    /// those the server sent before its answer and not yet sent.
     pub(super) async fn during<F: Future>(log: &mut Option<CallLog>, call: F) -> F::Output {
         let Some(log) = log.as_mut() else {
             return call.await;
@@ -56,17 +53,14 @@ impl CallLog {
                 }
             }
         };
-        // rmcp hands the server's notifications to mcpfleet on tasks of their
-        // own, and the answer straight to the call: those sent before the
-        // answer are let through to the gateway's task, then taken.
-        // Those tasks were spawned before the answer came; a few turns of the
-        // runtime let them run (a bound, not a proof: see docs/design.md §14).
-        for _ in 0..SETTLING_TURNS {
-            tokio::task::yield_now().await;
-            log.route.settled().await;
-            while let Ok(message) = log.heard.try_recv() {
-                let _ = log.client.notify_logging_message(message).await;
-            }
+        // The server's log messages reach the gateway's task as they are read
+        // off its stream (stdio or HTTP), before rmcp reads the answer that
+        // follows them (`notice::WrittenAsks`, the stdio hook): once the task
+        // has handled what it was sent until now, every message the server
+        // sent before its answer is on this call's queue.
+        log.route.flushed().await;
+        while let Ok(message) = log.heard.try_recv() {
+            let _ = log.client.notify_logging_message(message).await;
         }
         output
     }

@@ -517,8 +517,9 @@ pub(super) struct CallLogging {
 
 impl CallLogging {
     /// Returns once the gateway's task has handled what it was sent before:
-    /// the server's messages it heard until now are on the call's queue.
-    pub(super) async fn settled(&self) {
+    /// the server's messages it heard until now are on the call's queue (the
+    /// counterpart of [`ProgressGuard::flushed`]).
+    pub(super) async fn flushed(&self) {
         let (reply, answer) = oneshot::channel();
         let _ = self.tx.send(Message::Barrier { reply });
         let _ = answer.await;

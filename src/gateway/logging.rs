@@ -107,11 +107,12 @@ fn sees(scope: &Scope, server: usize) -> bool {
 }
 
 /// Asks the server at `peer` for messages at `level` and above, if it declares
-/// `logging`; nothing otherwise.
+/// `logging` and is of the legacy era (the 2026-07-28 era has no
+/// `logging/setLevel`: a request carries its level); nothing otherwise.
 pub(super) async fn set_at(peer: &Peer<RoleClient>, level: LoggingLevel) -> Result<(), ServiceError> {
-    let declares = peer
-        .peer_info()
-        .is_some_and(|info| info.capabilities.logging.is_some());
+    let declares = peer.peer_info().is_some_and(|info| {
+        info.capabilities.logging.is_some() && info.protocol_version.has_initialize()
+    });
     if !declares {
         return Ok(());
     }

@@ -50,6 +50,7 @@ pub(crate) mod inputs;
 pub(crate) mod http;
 mod journal;
 mod listen;
+mod listen_at;
 mod logging;
 pub(crate) mod member;
 pub(crate) mod names;

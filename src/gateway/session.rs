@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
-    CancelledNotificationParam, ClientRequest, GetPromptRequest, CompleteRequestParams, CompleteResult, ErrorCode, ErrorData, GetPromptRequestParams,
+    CancelledNotificationParam, ClientRequest, GetPromptRequest, ReadResourceRequest, CompleteRequestParams, CompleteResult, ErrorCode, ErrorData, GetPromptRequestParams,
     GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     InputRequest, InputRequests, InputResponses, ProtocolVersion, ReadResourceRequestParams,
@@ -517,6 +517,8 @@ impl ServerHandler for ClientSession {
         }
         let (generation, peer) = self.running(route.server).await?;
         request.name = route.name;
+        // A 2026-07-28 client's `logLevel`: the server's messages meanwhile.
+        let mut log = super::call_log::CallLog::open(&self.gateway, route.server, &context);
         let answer = async {
             peer.send_request_with_option(
                 ClientRequest::GetPromptRequest(GetPromptRequest::new(request)),
@@ -526,7 +528,8 @@ impl ServerHandler for ClientSession {
             .await_response()
             .await
         };
-        let mut result = match answer.await.map_err(|e| failed(&server, generation, e))? {
+        let answer = super::call_log::CallLog::during(&mut log, answer).await;
+        let mut result = match answer.map_err(|e| failed(&server, generation, e))? {
             ServerResult::GetPromptResult(result) => result,
             // A server of the 2026-07-28 era asks a client of that era for
             // input as it is; the client sends `prompts/get` again itself.
@@ -655,10 +658,22 @@ impl ServerHandler for ClientSession {
             return Ok(ReadResourceResponse::Complete(result));
         }
         let (generation, peer) = self.running(index).await?;
-        let mut result = peer
-            .read_resource(request)
+        // A 2026-07-28 client's `logLevel`: the server's messages meanwhile.
+        let mut log = super::call_log::CallLog::open(&self.gateway, index, &context);
+        let answer = async {
+            peer.send_request_with_option(
+                ClientRequest::ReadResourceRequest(ReadResourceRequest::new(request)),
+                super::tasks::options(&context, &peer),
+            )
+            .await?
+            .await_response()
             .await
-            .map_err(|e| failed(&server, generation, e))?;
+        };
+        let answer = super::call_log::CallLog::during(&mut log, answer).await;
+        let answer = answer.map_err(|e| failed(&server, generation, e))?;
+        let ServerResult::ReadResourceResult(mut result) = answer else {
+            return Err(failed(&server, generation, ServiceError::UnexpectedResponse));
+        };
         result.result_type = Some(ResultType::COMPLETE);
         // The client is told what the gateway promises of the read, not what
         // the server does (docs/design.md §14): rmcp then says `ttlMs: 0`,
@@ -786,7 +801,7 @@ impl ServerHandler for ClientSession {
             ));
         }
         if self.gateway.subscribed(id, index, &uri).await
-            && let Err(e) = super::subscriptions::subscribe_at(&peer, &uri).await
+            && let Err(e) = self.gateway.subscribe_server(index, &peer, &uri).await
         {
             self.gateway.unsubscribe(id, &uri).await;
             return Err(failed(&server, generation, e));

@@ -2,6 +2,7 @@
 //! for the gateway's clients.
 
 use super::*;
+use crate::gateway::listen_at::Tells;
 
 /// Log levels and resource subscriptions, kept at the servers for the client
 /// sessions (docs/design.md §14, "Logging", "Subscriptions").
@@ -49,6 +50,11 @@ impl Gateway {
         };
         let peer = reach.session.into_peer();
         if !crate::gateway::subscriptions::declares(&peer) {
+            return;
+        }
+        if Tells::of(&peer).is_some() {
+            // Of the 2026-07-28 era: its listen stream is opened again without it.
+            self.at_servers.renewed(index).await;
             return;
         }
         if let Err(e) = crate::gateway::subscriptions::unsubscribe_at(&peer, uri).await {
@@ -111,14 +117,79 @@ impl Gateway {
             return;
         };
         let peer = reach.session.into_peer();
-        if let Err(e) = crate::gateway::subscriptions::subscribe_at(&peer, uri).await {
+        if let Err(e) = self.subscribe_server(index, &peer, uri).await {
             self.note(format_args!("server {server}: resources/subscribe of {uri} failed: {e}"));
         }
     }
 
+    /// Subscribes server `index`, reached at `peer`, to `uri`, whose first
+    /// subscriber has just been counted: a server of the 2026-07-28 era by its
+    /// listen stream, which the gateway opens again with the URI (this returns
+    /// once it is acknowledged), any other by `resources/subscribe`.
+    pub(in crate::gateway) async fn subscribe_server(
+        &self,
+        index: usize,
+        peer: &rmcp::service::Peer<rmcp::service::RoleClient>,
+        uri: &str,
+    ) -> Result<(), rmcp::service::ServiceError> {
+        if Tells::of(peer).is_some() {
+            self.at_servers.renewed(index).await;
+            return Ok(());
+        }
+        crate::gateway::subscriptions::subscribe_at(peer, uri).await
+    }
+
+    /// Holds a listen stream at server `index`'s running generation if it is
+    /// of the 2026-07-28 era and declares a list's changes or resource
+    /// subscriptions (see `listen_at.rs`); it asks for the URIs the gateway's
+    /// clients subscribed to there, as the gateway's task counts them.
+    pub(super) fn listen_at(self: &Arc<Gateway>, index: usize) {
+        let Some((server, reach)) = self.reach_now(index) else {
+            return;
+        };
+        let peer = reach.session.into_peer();
+        let Some(tells) = Tells::of(&peer) else {
+            return;
+        };
+        let weak = Arc::downgrade(self);
+        let heard = {
+            let weak = weak.clone();
+            move |notice| {
+                if let Some(gateway) = weak.upgrade() {
+                    gateway.desk.heard(index, notice);
+                }
+            }
+        };
+        let wanted = {
+            let weak = weak.clone();
+            move || -> futures::future::BoxFuture<'static, Vec<String>> {
+                let weak = weak.clone();
+                Box::pin(async move {
+                    let Some(gateway) = weak.upgrade() else {
+                        return Vec::new();
+                    };
+                    gateway.desk.wanted(index).await.map(|w| w.uris).unwrap_or_default()
+                })
+            }
+        };
+        let note = move |text: String| {
+            if let Some(gateway) = weak.upgrade() {
+                gateway.note(format_args!("server {server}: {text}"));
+            }
+        };
+        let ends = crate::gateway::listen_at::Ends {
+            heard: Box::new(heard),
+            wanted: Box::new(wanted),
+            note: Box::new(note),
+        };
+        self.at_servers
+            .open(index, reach.generation, peer, tells, ends, &self.tasks);
+    }
+
     /// A new generation of server `index` runs: it is asked for the level the
     /// sessions that see it want, and subscribed to the URIs that still have
-    /// subscribers.
+    /// subscribers (a server of the 2026-07-28 era by the listen stream the
+    /// gateway holds there, `listen_at`).
     pub(super) async fn renew(&self, index: usize) {
         let Some(wanted) = self.desk.wanted(index).await else {
             return;
@@ -127,6 +198,9 @@ impl Gateway {
             return;
         };
         let peer = reach.session.into_peer();
+        if Tells::of(&peer).is_some() {
+            return;
+        }
         if let Some(level) = wanted.level
             && let Err(e) = crate::gateway::logging::set_at(&peer, level).await
         {
