@@ -128,34 +128,48 @@ impl Listing for MemberTool {
     fn learnt(known: Known<Self>) -> Learnt {
         Learnt::Tools(known)
     }
-    /// Every page, as written: through the session's link over stdio; through
-    /// rmcp otherwise, which keeps only the fields it models.
+    /// Every page, as written: through the session's link over stdio, through
+    /// a side request of its own over HTTP; through rmcp otherwise (a stdio
+    /// server of the 2026-07-28 era), which keeps only the fields it models.
+    /// A remote server of that era is asked through rmcp too, first: rmcp's
+    /// client learns each tool's `inputSchema` from the lists it reads, for
+    /// the `Mcp-Param-*` headers of its calls.
     fn fetch(
         session: &Reachable,
     ) -> impl Future<Output = Result<Vec<Self>, ServiceError>> + Send {
         let peer = session.peer().clone();
         let link = session.link().cloned();
+        let side = session.sideband().cloned();
         async move {
-            let Some(link) = link else {
-                let tools = peer.list_all_tools().await?;
-                return Ok(tools
-                    .into_iter()
-                    .map(|tool| {
-                        let raw = match serde_json::to_value(&tool) {
-                            Ok(serde_json::Value::Object(raw)) => raw,
-                            _ => JsonObject::new(),
-                        };
-                        MemberTool {
-                            tool,
-                            raw: Arc::new(raw),
-                        }
-                    })
-                    .collect());
+            let lane = match (link, side) {
+                (Some(link), _) => Lane::Link(link),
+                (None, Some(side)) => {
+                    if side.modern() {
+                        peer.list_all_tools().await?;
+                    }
+                    Lane::Side(side)
+                }
+                (None, None) => {
+                    let tools = peer.list_all_tools().await?;
+                    return Ok(tools
+                        .into_iter()
+                        .map(|tool| {
+                            let raw = match serde_json::to_value(&tool) {
+                                Ok(serde_json::Value::Object(raw)) => raw,
+                                _ => JsonObject::new(),
+                            };
+                            MemberTool {
+                                tool,
+                                raw: Arc::new(raw),
+                            }
+                        })
+                        .collect());
+                }
             };
             let mut tools = Vec::new();
             let mut cursor: Option<String> = None;
             loop {
-                let page = raw_request(&link, "tools/list", cursor.take()).await?;
+                let page = lane.page("tools/list", cursor.take()).await?;
                 let serde_json::Value::Object(mut page) = page else {
                     return Err(ServiceError::UnexpectedResponse);
                 };
@@ -176,6 +190,29 @@ impl Listing for MemberTool {
                     }
                     _ => return Ok(tools),
                 }
+            }
+        }
+    }
+}
+
+/// Where a list is asked for beside rmcp: a stdio session's link, or a
+/// remote session's side requests.
+enum Lane {
+    Link(Link),
+    Side(crate::process::remote::Sideband),
+}
+
+impl Lane {
+    /// One page of `method`'s list, as the server wrote it.
+    async fn page(&self, method: &str, cursor: Option<String>) -> Result<serde_json::Value, ServiceError> {
+        match self {
+            Lane::Link(link) => raw_request(link, method, cursor).await,
+            Lane::Side(side) => {
+                let mut params = serde_json::Map::new();
+                if let Some(cursor) = cursor {
+                    params.insert("cursor".into(), cursor.into());
+                }
+                side.request(method, params).await
             }
         }
     }

@@ -103,7 +103,9 @@ function toolList() {
   // tools may answer with a task.
   const task = (support) => ({ execution: { taskSupport: support } });
   tools.push(
-    tool('greet', 'Greets, at once', { type: 'object', properties: { name: { type: 'string' } } }, task('forbidden')),
+    // A field no specification names, which a gateway passes on as written.
+    tool('greet', 'Greets, at once', { type: 'object', properties: { name: { type: 'string' } } },
+      { ...task('forbidden'), 'x-vendor': { tier: 'gold', weight: 0.7 } }),
     tool('slow_compute', 'Computes for `seconds`, as a task', { type: 'object', properties: { seconds: { type: 'number' }, label: { type: 'string' } } }, task('optional')),
     tool('failing_job', 'Fails as a tool after 1 s, as a task', noArgs, task('required')),
     tool('protocol_error_job', 'Fails with a protocol error, as a task', noArgs, task('optional')),

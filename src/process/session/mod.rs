@@ -270,6 +270,8 @@ pub(crate) struct Session {
     loss: Option<crate::process::remote::SessionLoss>,
     /// Requests beside rmcp's, as bytes (stdio only).
     link: Option<Link>,
+    /// Requests beside rmcp's, each a POST of its own (HTTP only).
+    sideband: Option<crate::process::remote::Sideband>,
     /// The era the probe found.
     era: Era,
 }
@@ -415,9 +417,12 @@ impl Session {
             .reinit_on_expired_session(false);
         let loss = SessionLoss::default();
         let asks = listener.clone().map(WrittenAsks::telling);
+        let seen = crate::process::remote::Seen::default();
         let transport = || {
             StreamableHttpClientTransport::with_client(
-                ObservedClient::new(remote, probe.clone(), loss.clone()).hearing(asks.clone()),
+                ObservedClient::new(remote, probe.clone(), loss.clone())
+                    .hearing(asks.clone())
+                    .seeing(seen.clone()),
                 config.clone(),
             )
         };
@@ -426,7 +431,7 @@ impl Session {
             listener,
             asks: asks.clone(),
         };
-        let params = era::discover_params(&client.get_info());
+        let mut params = era::discover_params(&client.get_info());
         let reply = match crate::process::remote::discover(&remote.url, &remote.headers, &params, bound).await {
             Some(crate::process::remote::Discovered::Result(r)) => era::Reply::Result(r),
             Some(crate::process::remote::Discovered::Error(e)) => era::Reply::Error(e),
@@ -459,15 +464,35 @@ impl Session {
         match result {
             // Over HTTP there is no stream to lose: the session ends when the
             // server no longer knows it (`loss`).
-            Ok(service) => Ok(Session::new(
-                service,
-                Violation::default(),
-                CancellationToken::new(),
-                Some(loss),
-                None,
-                era,
-            )
-            .await),
+            Ok(service) => {
+                // Requests beside rmcp's carry what rmcp's would: to a modern
+                // server, the `_meta` of the probe, naming the era's version.
+                let modern = match &era {
+                    Era::Modern(version) => {
+                        let mut meta = match params["_meta"].take() {
+                            serde_json::Value::Object(meta) => meta,
+                            _ => serde_json::Map::new(),
+                        };
+                        meta.insert(
+                            "io.modelcontextprotocol/protocolVersion".into(),
+                            version.as_str().into(),
+                        );
+                        Some(meta)
+                    }
+                    Era::Legacy => None,
+                };
+                let mut session = Session::new(
+                    service,
+                    Violation::default(),
+                    CancellationToken::new(),
+                    Some(loss),
+                    None,
+                    era,
+                )
+                .await;
+                session.sideband = Some(crate::process::remote::Sideband::new(&remote.url, seen, modern));
+                Ok(session)
+            }
             Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
                 Err(SessionError::Closed(Detail::cause(e)))
             }
@@ -496,6 +521,7 @@ impl Session {
             ended,
             loss,
             link,
+            sideband: None,
             era,
         }
     }
@@ -580,6 +606,7 @@ impl Session {
                 Era::Legacy => self.link.clone(),
                 Era::Modern(_) => None,
             },
+            sideband: self.sideband.clone(),
         }
     }
 }
@@ -592,6 +619,7 @@ impl Session {
 pub struct Reachable {
     peer: Peer<RoleClient>,
     link: Option<Link>,
+    sideband: Option<crate::process::remote::Sideband>,
 }
 
 impl Reachable {
@@ -608,6 +636,12 @@ impl Reachable {
     /// Where requests beside rmcp's go, as bytes: stdio sessions only.
     pub fn link(&self) -> Option<&Link> {
         self.link.as_ref()
+    }
+
+    /// Where requests beside rmcp's go, each a POST of its own: remote
+    /// sessions only.
+    pub(crate) fn sideband(&self) -> Option<&crate::process::remote::Sideband> {
+        self.sideband.as_ref()
     }
 }
 
