@@ -195,42 +195,57 @@ impl Listing for MemberTool {
     }
 }
 
-/// Where a list is asked for beside rmcp: a stdio session's link, or a
-/// remote session's side requests.
-enum Lane {
+/// Where a request goes beside rmcp, its answer as the server wrote it: a
+/// stdio session's link, or a remote session's side requests.
+pub(super) enum Lane {
     Link(Link),
     Side(crate::process::remote::Sideband),
 }
 
 impl Lane {
+    /// The lane of a session of the legacy era, if it has one.
+    pub(super) fn legacy(session: &Reachable) -> Option<Lane> {
+        match (session.link(), session.sideband()) {
+            (Some(link), _) => Some(Lane::Link(link.clone())),
+            (None, Some(side)) if !side.modern() => Some(Lane::Side(side.clone())),
+            _ => None,
+        }
+    }
+
     /// One page of `method`'s list, as the server wrote it.
     async fn page(&self, method: &str, cursor: Option<String>) -> Result<serde_json::Value, ServiceError> {
+        let mut params = serde_json::Map::new();
+        if let Some(cursor) = cursor {
+            params.insert("cursor".into(), cursor.into());
+        }
+        self.request(method, params).await
+    }
+
+    /// `method` with `params`: the server's `result` as written, or its error.
+    pub(super) async fn request(
+        &self,
+        method: &str,
+        params: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Value, ServiceError> {
         match self {
-            Lane::Link(link) => raw_request(link, method, cursor).await,
-            Lane::Side(side) => {
-                let mut params = serde_json::Map::new();
-                if let Some(cursor) = cursor {
-                    params.insert("cursor".into(), cursor.into());
-                }
-                side.request(method, params).await
+            Lane::Link(link) => {
+                let params = serde_json::Value::Object(params).to_string();
+                raw_request(link, method, params).await
             }
+            Lane::Side(side) => side.request(method, params).await,
         }
     }
 }
 
-/// A request sent through `link` beside rmcp's session, with `cursor` as its
-/// only parameter: the server's `result` as it wrote it (numbers as written),
-/// or its error. Dropped before the answer, the server is told.
+/// A request sent through `link` beside rmcp's session, with `params` (JSON
+/// text): the server's `result` as it wrote it (numbers as written), or its
+/// error. Dropped before the answer, the server is told.
 async fn raw_request(
     link: &Link,
     method: &str,
-    cursor: Option<String>,
+    params: String,
 ) -> Result<serde_json::Value, ServiceError> {
     let (tx, rx) = tokio::sync::oneshot::channel();
-    let params = match cursor {
-        Some(cursor) => serde_json::json!({ "cursor": cursor }).to_string(),
-        None => "{}".to_owned(),
-    };
     let sent = link.request(method, |_| {
         let write = move |q: &mut Vec<u8>| q.extend_from_slice(params.as_bytes());
         (write, Box::new(Once(Some(tx))) as crate::process::session::Waiter)
@@ -242,7 +257,7 @@ async fn raw_request(
     impl Drop for Unanswered<'_> {
         fn drop(&mut self) {
             if !self.2 {
-                self.0.abandon(self.1, "the gateway no longer waits for the list");
+                self.0.abandon(self.1, "the gateway no longer waits for the answer");
             }
         }
     }

@@ -46,6 +46,7 @@ mod desk;
 mod era;
 pub(crate) mod http;
 mod journal;
+mod legacy_tasks;
 mod listen;
 mod logging;
 pub(crate) mod member;

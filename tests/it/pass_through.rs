@@ -21,6 +21,8 @@ pub(crate) struct Wire {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<Value>,
+    /// The gateway's answer to `initialize`.
+    pub(crate) initialized: Value,
 }
 
 impl Wire {
@@ -55,6 +57,7 @@ impl Wire {
             child,
             stdin,
             lines,
+            initialized: Value::Null,
         };
         wire.send(
             json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -63,6 +66,7 @@ impl Wire {
         );
         let init = wire.answer(0);
         assert_eq!(init["result"]["serverInfo"]["name"], "mcpfleet", "{init}");
+        wire.initialized = init.clone();
         wire.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         wire
     }

@@ -161,6 +161,20 @@ impl ClientHandler for FleetClient {
         self.tell(Notice::ResourceUpdated(params));
     }
 
+    /// A task's status of protocol 2025-11-25 (rmcp knows only the tasks
+    /// extension's `notifications/tasks`).
+    async fn on_custom_notification(
+        &self,
+        notification: rmcp::model::CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if notification.method == "notifications/tasks/status"
+            && let Some(serde_json::Value::Object(params)) = notification.params
+        {
+            self.tell(Notice::TaskStatus(params));
+        }
+    }
+
     async fn list_roots(
         &self,
         context: RequestContext<RoleClient>,
