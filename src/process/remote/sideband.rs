@@ -235,6 +235,6 @@ mod tests {
         let (session, kept) = seen.now();
         assert_eq!(session.as_deref(), Some("abc"));
         assert_eq!(kept.len(), 1);
-        assert!(kept.contains_key("mcp-protocol-version"));
+        assert!(kept.contains_key(&HeaderName::from_static("mcp-protocol-version")));
     }
 }
