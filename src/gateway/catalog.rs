@@ -133,7 +133,8 @@ impl Listing for MemberTool {
     /// server of the 2026-07-28 era), which keeps only the fields it models.
     /// A remote server of that era is asked through rmcp too, first: rmcp's
     /// client learns each tool's `inputSchema` from the lists it reads, for
-    /// the `Mcp-Param-*` headers of its calls.
+    /// the `Mcp-Param-*` headers of its calls, and drops the tools it will not
+    /// call (invalid `x-mcp-header`s), which are left out here too.
     fn fetch(
         session: &Reachable,
     ) -> impl Future<Output = Result<Vec<Self>, ServiceError>> + Send {
@@ -141,11 +142,16 @@ impl Listing for MemberTool {
         let link = session.link().cloned();
         let side = session.sideband().cloned();
         async move {
+            // The tools rmcp keeps of a remote server of the 2026-07-28 era
+            // (it drops those whose `x-mcp-header`s are invalid): only these
+            // are listed, as written.
+            let mut kept: Option<std::collections::HashSet<String>> = None;
             let lane = match (link, side) {
                 (Some(link), _) => Lane::Link(link),
                 (None, Some(side)) => {
                     if side.modern() {
-                        peer.list_all_tools().await?;
+                        let read = peer.list_all_tools().await?;
+                        kept = Some(read.into_iter().map(|t| t.name.into_owned()).collect());
                     }
                     Lane::Side(side)
                 }
@@ -180,6 +186,11 @@ impl Listing for MemberTool {
                     let serde_json::Value::Object(raw) = tool else {
                         return Err(ServiceError::UnexpectedResponse);
                     };
+                    if let Some(kept) = &kept
+                        && !raw.get("name").and_then(|n| n.as_str()).is_some_and(|n| kept.contains(n))
+                    {
+                        continue;
+                    }
                     tools.push(
                         MemberTool::written(raw).map_err(|_| ServiceError::UnexpectedResponse)?,
                     );
