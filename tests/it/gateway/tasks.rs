@@ -430,3 +430,62 @@ fn legacy_tasks_pass_through_both_doors_with_the_gateways_ids() {
     drop(wire);
     down_and_no_leftovers(&fleet);
 }
+
+/// The same with a server reached over HTTP (the conformance member with
+/// `--legacy-tasks`, spoken to in the legacy era): the call and the task
+/// requests go to it as side requests of the gateway's, and the status it
+/// sends on its session's GET stream reaches the client's.
+#[test]
+fn legacy_tasks_of_an_http_server_pass_through_with_the_gateways_ids() {
+    let fleet = TestFleet::raw("gw-legacy-tasks-http", "version: 1\nservers: {}\n");
+    let (mut member, url) = crate::conformance::http_member_with(&fleet, &["--legacy-tasks"]);
+    std::fs::write(
+        &fleet.path,
+        format!("version: 1\nservers:\n  m:\n    url: {url}\n"),
+    )
+    .unwrap();
+    let http = serve(&fleet, &[]);
+    let (session, _) = legacy_session(&http);
+    let mut stream = Exchange::send(&http, "GET", &legacy_headers(&session), "");
+    assert_eq!(stream.status, 200);
+    let made = legacy_ask(
+        &http,
+        &session,
+        2,
+        "tools/call",
+        json!({"name": "m__greet", "arguments": {"name": "tasks"}, "task": {"ttl": 60000}}),
+    );
+    let made = made["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {made}"))
+        .to_owned();
+    assert!(made.starts_with("0."), "{made}");
+    let status = loop {
+        if let (_, Some(data)) = stream.event()
+            && data["method"] == "notifications/tasks/status"
+        {
+            break data;
+        }
+    };
+    assert_eq!(status["params"]["taskId"], made, "{status}");
+    drop(stream);
+    let got = legacy_ask(&http, &session, 3, "tasks/get", json!({"taskId": made}));
+    assert_eq!(got["result"]["status"], "completed", "{got}");
+    assert_eq!(got["result"]["taskId"], made, "{got}");
+    let result = legacy_ask(&http, &session, 4, "tasks/result", json!({"taskId": made}));
+    assert_eq!(
+        result["result"]["content"][0]["text"], "Hello, tasks!",
+        "{result}"
+    );
+    assert_eq!(
+        result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], made,
+        "{result}"
+    );
+    let listed = legacy_ask(&http, &session, 5, "tasks/list", json!({}));
+    assert_eq!(listed["result"]["tasks"][0]["taskId"], made, "{listed}");
+    let down = fleet.run(&["down"]);
+    let _ = member.kill();
+    let _ = member.wait();
+    assert_code(&down, 0);
+    fleet.assert_no_leftovers();
+}
