@@ -209,6 +209,7 @@ impl PassThrough {
     /// A task request of protocol 2025-11-25 from a legacy session
     /// (`legacy_tasks.rs`): answered by a task of the gateway's, on the
     /// client's stream.
+    ///
     /// A request that comes right after `notifications/initialized` may come
     /// before rmcp has opened the session: one that names no version of the
     /// 2026-07-28 era is a legacy session's, and waits for the opening.

@@ -68,6 +68,9 @@ pub(crate) struct Sideband {
     /// (version, the gateway's capabilities and name).
     modern: Option<Arc<Map<String, Value>>>,
     next: Arc<AtomicU64>,
+    /// Cancelled when the session ends (closed, or lost): what is in flight
+    /// fails at once, as rmcp's requests do.
+    ended: tokio_util::sync::CancellationToken,
 }
 
 impl Sideband {
@@ -80,7 +83,18 @@ impl Sideband {
             seen,
             modern: modern.map(Arc::new),
             next: Arc::default(),
+            ended: tokio_util::sync::CancellationToken::new(),
         }
+    }
+
+    /// The session ended: side requests in flight fail, and later ones at once.
+    pub(crate) fn end(&self) {
+        self.ended.cancel();
+    }
+
+    /// Resolves once the session ended.
+    pub(crate) async fn ended(&self) {
+        self.ended.cancelled().await;
     }
 
     /// Whether the session speaks the 2026-07-28 era.
@@ -90,7 +104,14 @@ impl Sideband {
 
     /// Sends `method` with `params`; the server's `result` as written, or its
     /// error. Unbounded in time: callers bound it.
-    pub(crate) async fn request(&self, method: &str, mut params: Map<String, Value>) -> Result<Value, ServiceError> {
+    pub(crate) async fn request(&self, method: &str, params: Map<String, Value>) -> Result<Value, ServiceError> {
+        tokio::select! {
+            answer = self.exchange(method, params) => answer,
+            () = self.ended.cancelled() => Err(ServiceError::TransportClosed),
+        }
+    }
+
+    async fn exchange(&self, method: &str, mut params: Map<String, Value>) -> Result<Value, ServiceError> {
         let id = format!("mcpfleet-side-{}", self.next.fetch_add(1, Ordering::Relaxed));
         let (session, headers) = self.seen.now();
         let mut request = self

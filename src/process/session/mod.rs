@@ -504,7 +504,18 @@ impl Session {
                     era,
                 )
                 .await;
-                session.sideband = Some(crate::process::remote::Sideband::new(&remote.url, seen, modern));
+                let side = crate::process::remote::Sideband::new(&remote.url, seen, modern);
+                // A session the server no longer knows ends its side requests.
+                if let Some(loss) = session.loss.clone() {
+                    let side = side.clone();
+                    tokio::spawn(async move {
+                        tokio::select! {
+                            () = loss.lost() => side.end(),
+                            () = side.ended() => {}
+                        }
+                    });
+                }
+                session.sideband = Some(side);
                 Ok(session)
             }
             Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
@@ -621,6 +632,15 @@ impl Session {
                 Era::Modern(_) => None,
             },
             sideband: self.sideband.clone(),
+        }
+    }
+}
+
+impl Drop for Session {
+    /// Side requests end with the session (closed, or dropped).
+    fn drop(&mut self) {
+        if let Some(side) = &self.sideband {
+            side.end();
         }
     }
 }
