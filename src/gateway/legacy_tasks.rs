@@ -26,6 +26,7 @@ use super::aggregate::Gateway;
 use super::catalog::Lane;
 use super::member::Scope;
 use super::tasks::{Handle, ended, unknown};
+use crate::metrics::CallOutcome;
 
 /// The methods of 2025-11-25 tasks.
 const METHODS: [&str; 4] = ["tasks/get", "tasks/result", "tasks/cancel", "tasks/list"];
@@ -64,22 +65,50 @@ pub(crate) fn claims(method: &str, params: Option<&RawValue>) -> bool {
 
 /// The answer to a legacy client's task request (one [`claims`]) from
 /// session `session`, which sees the servers of `scope`.
+///
+/// A task the answer hands out is [`Made`]: the door tells the gateway once
+/// the answer is on its way ([`Made::tell`]), so that the task's status
+/// notifications follow the answer.
 pub(crate) async fn answer(
     gateway: &Arc<Gateway>,
     scope: &Scope,
     session: u64,
     method: &str,
     params: Option<&RawValue>,
-) -> Result<Value, ErrorData> {
+) -> (Result<Value, ErrorData>, Option<Made>) {
     let params: JsonObject = match params {
-        Some(params) => serde_json::from_str(params.get())
-            .map_err(|e| ErrorData::invalid_params(format!("{method}: params must be an object: {e}"), None))?,
+        Some(params) => match serde_json::from_str(params.get()) {
+            Ok(params) => params,
+            Err(e) => {
+                let error = ErrorData::invalid_params(format!("{method}: params must be an object: {e}"), None);
+                return (Err(error), None);
+            }
+        },
         None => JsonObject::new(),
     };
     match method {
-        "tools/call" => call(gateway, scope, session, params).await,
-        "tasks/list" => list(gateway, scope, params).await,
-        _ => routed(gateway, scope, method, params).await,
+        "tools/call" => match call(gateway, scope, session, params).await {
+            Ok((result, made)) => (Ok(result), made),
+            Err(e) => (Err(e), None),
+        },
+        "tasks/list" => (list(gateway, scope, params).await, None),
+        _ => (routed(gateway, scope, method, params).await, None),
+    }
+}
+
+/// A task a server made for a session, under the handle the session was given.
+pub(crate) struct Made {
+    server: usize,
+    task: String,
+    handle: String,
+    session: u64,
+}
+
+impl Made {
+    /// Tells the gateway's task, which sends the task's status notifications
+    /// to the session from now on (and those heard before).
+    pub(crate) fn tell(self, gateway: &Gateway) {
+        gateway.task_made(self.server, self.task, self.handle, self.session);
     }
 }
 
@@ -141,7 +170,13 @@ fn rename(result: &mut Value, of: &Handle, handle: &str) {
 /// A `tools/call` with a `task`: to the server that offers the tool, as the
 /// client wrote it but for the tool's name; a task it makes is named for the
 /// client, and its status notifications go to this session.
-async fn call(gateway: &Arc<Gateway>, scope: &Scope, session: u64, mut params: JsonObject) -> Result<Value, ErrorData> {
+/// Counted as a call of the tool's server (`mcpfleet_gateway_calls_total`).
+async fn call(
+    gateway: &Arc<Gateway>,
+    scope: &Scope,
+    session: u64,
+    mut params: JsonObject,
+) -> Result<(Value, Option<Made>), ErrorData> {
     let Some(Value::String(name)) = params.get("name").cloned() else {
         return Err(ErrorData::invalid_params("tools/call needs a string name", None));
     };
@@ -170,10 +205,16 @@ async fn call(gateway: &Arc<Gateway>, scope: &Scope, session: u64, mut params: J
             )
         })?;
     params.insert("name".into(), route.name.clone().into());
-    let mut result = lane
-        .request("tools/call", params)
-        .await
-        .map_err(|e| super::session::failed(&server, generation, e))?;
+    let started = std::time::Instant::now();
+    let answered = lane.request("tools/call", params).await;
+    let outcome = match &answered {
+        Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => CallOutcome::Error,
+        Ok(_) => CallOutcome::Ok,
+        Err(_) => CallOutcome::Failed,
+    };
+    gateway.metrics.called(&server, outcome, started.elapsed());
+    let mut result = answered.map_err(|e| super::session::failed(&server, generation, e))?;
+    let mut made = None;
     if let Some(Value::String(task)) = result.pointer("/task/taskId").cloned() {
         let of = Handle {
             server: route.server,
@@ -182,9 +223,14 @@ async fn call(gateway: &Arc<Gateway>, scope: &Scope, session: u64, mut params: J
         };
         let handle = of.encode();
         result["task"]["taskId"] = handle.clone().into();
-        gateway.task_made(route.server, of.task, handle, session);
+        made = Some(Made {
+            server: route.server,
+            task: of.task,
+            handle,
+            session,
+        });
     }
-    Ok(result)
+    Ok((result, made))
 }
 
 /// `tasks/list`: every task of the session's running servers of the legacy
@@ -340,8 +386,12 @@ pub(crate) async fn message(gateway: &Arc<Gateway>, scope: &Scope, session: u64,
     if !claims(&incoming.method, incoming.params) {
         return None;
     }
-    let answer = answer(gateway, scope, session, &incoming.method, incoming.params).await;
-    Some(reply(&id, &answer))
+    let (answer, made) = answer(gateway, scope, session, &incoming.method, incoming.params).await;
+    let reply = reply(&id, &answer);
+    if let Some(made) = made {
+        made.tell(gateway);
+    }
+    Some(reply)
 }
 
 /// The JSON-RPC answer to request `id`.

@@ -241,18 +241,25 @@ impl PassThrough {
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(5)).await;
             };
-            let answer = match session {
+            let (answer, made) = match session {
                 Some(session) => {
                     super::legacy_tasks::answer(&gateway, &scope, session, &method, params.as_deref()).await
                 }
-                None => Err(ErrorData::invalid_request(
-                    format!("{method} before the session was initialized"),
+                None => (
+                    Err(ErrorData::invalid_request(
+                        format!("{method} before the session was initialized"),
+                        None,
+                    )),
                     None,
-                )),
+                ),
             };
             let mut line = super::legacy_tasks::reply(&id, &answer);
             line.push(b'\n');
             out.send_with(|q| q.extend_from_slice(&line));
+            // The task's status notifications come after its answer.
+            if let Some(made) = made {
+                made.tell(&gateway);
+            }
         });
         true
     }
