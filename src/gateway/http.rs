@@ -267,6 +267,9 @@ impl Sessions {
     /// legacy session (`legacy_tasks.rs`), as one JSON body; `None` for any
     /// other request, which rmcp answers.
     async fn legacy_task(&self, parts: &http::request::Parts, body: &Bytes) -> Option<Response<Body>> {
+        if !super::legacy_tasks::may_claim(body) {
+            return None;
+        }
         let id = parts.headers.get(SESSION_ID)?.to_str().ok()?;
         let opened = lock(&self.opened).get(&SessionId::from(id.to_owned()))?.clone();
         let (session, modern) = opened.get().map(|o| (o.id, o.modern))?;

@@ -378,7 +378,7 @@ struct Incoming<'a> {
 /// `session`, when it is a task request (one [`claims`]): the answer's bytes.
 /// The HTTP door's way in; the stdio door's is its pass-through hook.
 pub(crate) async fn message(gateway: &Arc<Gateway>, scope: &Scope, session: u64, body: &[u8]) -> Option<Vec<u8>> {
-    if memchr::memmem::find(body, b"\"tasks/").is_none() && memchr::memmem::find(body, b"\"task\"").is_none() {
+    if !may_claim(body) {
         return None;
     }
     let incoming = serde_json::from_slice::<Incoming>(body).ok()?;
@@ -392,6 +392,12 @@ pub(crate) async fn message(gateway: &Arc<Gateway>, scope: &Scope, session: u64,
         made.tell(gateway);
     }
     Some(reply)
+}
+
+/// Whether `body` may be a task request at all: one scan or two, nothing
+/// parsed.
+pub(crate) fn may_claim(body: &[u8]) -> bool {
+    memchr::memmem::find(body, b"\"tasks/").is_some() || memchr::memmem::find(body, b"\"task\"").is_some()
 }
 
 /// The JSON-RPC answer to request `id`.
