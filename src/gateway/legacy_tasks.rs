@@ -234,7 +234,8 @@ async fn call(
 }
 
 /// `tasks/list`: every task of the session's running servers of the legacy
-/// era that list theirs (a server that answers with an error is left out),
+/// era that list theirs (a stdio server that declared no tasks is not asked;
+/// a server that answers with an error is left out),
 /// named for the client, paged by the gateway's page size.
 async fn list(gateway: &Gateway, scope: &Scope, params: JsonObject) -> Result<Value, ErrorData> {
     let start = match params.get("cursor") {
@@ -253,6 +254,10 @@ async fn list(gateway: &Gateway, scope: &Scope, params: JsonObject) -> Result<Va
             continue;
         }
         let Some(reach) = member.handle.reach() else { continue };
+        // A stdio server that declared no tasks is not asked.
+        if reach.session.link().is_some_and(|link| link.tasks_capability().is_none()) {
+            continue;
+        }
         let Some(lane) = Lane::legacy(&reach.session) else { continue };
         match server_tasks(&lane).await {
             Ok(listed) => tasks.extend(listed.into_iter().filter_map(|mut task| {
