@@ -371,6 +371,12 @@ impl Gateway {
 
     /// Notes that a client's call to server `index` is being sent, until the
     /// guard drops (see [`Desk::sending`]).
+    /// Server `index`'s task `task` (2025-11-25) was made for `session`,
+    /// which knows it as `handle`: its status notifications go there.
+    pub(super) fn task_made(&self, index: usize, task: String, handle: String, session: u64) {
+        self.desk.task_made(index, task, handle, session);
+    }
+
     pub(super) fn sending(&self, index: usize) -> super::desk::Sending {
         self.desk.sending(index)
     }

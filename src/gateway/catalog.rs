@@ -128,34 +128,54 @@ impl Listing for MemberTool {
     fn learnt(known: Known<Self>) -> Learnt {
         Learnt::Tools(known)
     }
-    /// Every page, as written: through the session's link over stdio; through
-    /// rmcp otherwise, which keeps only the fields it models.
+    /// Every page, as written: through the session's link over stdio, through
+    /// a side request of its own over HTTP; through rmcp otherwise (a stdio
+    /// server of the 2026-07-28 era), which keeps only the fields it models.
+    /// A remote server of that era is asked through rmcp too, first: rmcp's
+    /// client learns each tool's `inputSchema` from the lists it reads, for
+    /// the `Mcp-Param-*` headers of its calls, and drops the tools it will not
+    /// call (invalid `x-mcp-header`s), which are left out here too.
     fn fetch(
         session: &Reachable,
     ) -> impl Future<Output = Result<Vec<Self>, ServiceError>> + Send {
         let peer = session.peer().clone();
         let link = session.link().cloned();
+        let side = session.sideband().cloned();
         async move {
-            let Some(link) = link else {
-                let tools = peer.list_all_tools().await?;
-                return Ok(tools
-                    .into_iter()
-                    .map(|tool| {
-                        let raw = match serde_json::to_value(&tool) {
-                            Ok(serde_json::Value::Object(raw)) => raw,
-                            _ => JsonObject::new(),
-                        };
-                        MemberTool {
-                            tool,
-                            raw: Arc::new(raw),
-                        }
-                    })
-                    .collect());
+            // The tools rmcp keeps of a remote server of the 2026-07-28 era
+            // (it drops those whose `x-mcp-header`s are invalid): only these
+            // are listed, as written.
+            let mut kept: Option<std::collections::HashSet<String>> = None;
+            let lane = match (link, side) {
+                (Some(link), _) => Lane::Link(link),
+                (None, Some(side)) => {
+                    if side.modern() {
+                        let read = peer.list_all_tools().await?;
+                        kept = Some(read.into_iter().map(|t| t.name.into_owned()).collect());
+                    }
+                    Lane::Side(side)
+                }
+                (None, None) => {
+                    let tools = peer.list_all_tools().await?;
+                    return Ok(tools
+                        .into_iter()
+                        .map(|tool| {
+                            let raw = match serde_json::to_value(&tool) {
+                                Ok(serde_json::Value::Object(raw)) => raw,
+                                _ => JsonObject::new(),
+                            };
+                            MemberTool {
+                                tool,
+                                raw: Arc::new(raw),
+                            }
+                        })
+                        .collect());
+                }
             };
             let mut tools = Vec::new();
             let mut cursor: Option<String> = None;
             loop {
-                let page = raw_request(&link, "tools/list", cursor.take()).await?;
+                let page = lane.page("tools/list", cursor.take()).await?;
                 let serde_json::Value::Object(mut page) = page else {
                     return Err(ServiceError::UnexpectedResponse);
                 };
@@ -166,6 +186,11 @@ impl Listing for MemberTool {
                     let serde_json::Value::Object(raw) = tool else {
                         return Err(ServiceError::UnexpectedResponse);
                     };
+                    if let Some(kept) = &kept
+                        && !raw.get("name").and_then(|n| n.as_str()).is_some_and(|n| kept.contains(n))
+                    {
+                        continue;
+                    }
                     tools.push(
                         MemberTool::written(raw).map_err(|_| ServiceError::UnexpectedResponse)?,
                     );
@@ -181,19 +206,57 @@ impl Listing for MemberTool {
     }
 }
 
-/// A request sent through `link` beside rmcp's session, with `cursor` as its
-/// only parameter: the server's `result` as it wrote it (numbers as written),
-/// or its error. Dropped before the answer, the server is told.
+/// Where a request goes beside rmcp, its answer as the server wrote it: a
+/// stdio session's link, or a remote session's side requests.
+pub(super) enum Lane {
+    Link(Link),
+    Side(crate::process::remote::Sideband),
+}
+
+impl Lane {
+    /// The lane of a session of the legacy era, if it has one.
+    pub(super) fn legacy(session: &Reachable) -> Option<Lane> {
+        match (session.link(), session.sideband()) {
+            (Some(link), _) => Some(Lane::Link(link.clone())),
+            (None, Some(side)) if !side.modern() => Some(Lane::Side(side.clone())),
+            _ => None,
+        }
+    }
+
+    /// One page of `method`'s list, as the server wrote it.
+    async fn page(&self, method: &str, cursor: Option<String>) -> Result<serde_json::Value, ServiceError> {
+        let mut params = serde_json::Map::new();
+        if let Some(cursor) = cursor {
+            params.insert("cursor".into(), cursor.into());
+        }
+        self.request(method, params).await
+    }
+
+    /// `method` with `params`: the server's `result` as written, or its error.
+    pub(super) async fn request(
+        &self,
+        method: &str,
+        params: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Value, ServiceError> {
+        match self {
+            Lane::Link(link) => {
+                let params = serde_json::Value::Object(params).to_string();
+                raw_request(link, method, params).await
+            }
+            Lane::Side(side) => side.request(method, params).await,
+        }
+    }
+}
+
+/// A request sent through `link` beside rmcp's session, with `params` (JSON
+/// text): the server's `result` as it wrote it (numbers as written), or its
+/// error. Dropped before the answer, the server is told.
 async fn raw_request(
     link: &Link,
     method: &str,
-    cursor: Option<String>,
+    params: String,
 ) -> Result<serde_json::Value, ServiceError> {
     let (tx, rx) = tokio::sync::oneshot::channel();
-    let params = match cursor {
-        Some(cursor) => serde_json::json!({ "cursor": cursor }).to_string(),
-        None => "{}".to_owned(),
-    };
     let sent = link.request(method, |_| {
         let write = move |q: &mut Vec<u8>| q.extend_from_slice(params.as_bytes());
         (write, Box::new(Once(Some(tx))) as crate::process::session::Waiter)
@@ -205,7 +268,7 @@ async fn raw_request(
     impl Drop for Unanswered<'_> {
         fn drop(&mut self) {
             if !self.2 {
-                self.0.abandon(self.1, "the gateway no longer waits for the list");
+                self.0.abandon(self.1, "the gateway no longer waits for the answer");
             }
         }
     }

@@ -28,6 +28,8 @@ pub(super) enum Note {
     Log(LoggingMessageNotificationParam),
     /// A resource the client subscribed to changed.
     ResourceUpdated(ResourceUpdatedNotificationParam),
+    /// A task's status (2025-11-25), its id the client's.
+    TaskStatus(JsonObject),
 }
 
 /// A progress notification's params as its server wrote them, beside rmcp's
@@ -100,6 +102,11 @@ impl ClientQueue {
                     }
                     Note::ResourceUpdated(param) => {
                         let _ = peer.notify_resource_updated(param).await;
+                        continue;
+                    }
+                    Note::TaskStatus(params) => {
+                        let status = CustomNotification::new("notifications/tasks/status", Some(Value::Object(params)));
+                        let _ = peer.send_notification(ServerNotification::CustomNotification(status)).await;
                         continue;
                     }
                 };

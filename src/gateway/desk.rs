@@ -205,6 +205,14 @@ enum Message {
     },
     /// That call ended.
     EndCallLog { key: u64 },
+    /// Server `server` made task `task` (2025-11-25) for `session`, which
+    /// knows it as `handle`: its status notifications go there.
+    TaskMade {
+        server: usize,
+        task: String,
+        handle: String,
+        session: u64,
+    },
     /// Answered once every message sent before it is handled.
     Barrier { reply: oneshot::Sender<()> },
     /// What a new generation of `server` is to be asked: the level, and the
@@ -299,6 +307,17 @@ impl Desk {
 
     pub(super) fn heard(&self, index: usize, notice: Notice) {
         self.send(Message::Heard { index, notice });
+    }
+
+    /// Server `server`'s task `task` (2025-11-25) was made for `session`,
+    /// which knows it as `handle`.
+    pub(super) fn task_made(&self, server: usize, task: String, handle: String, session: u64) {
+        self.send(Message::TaskMade {
+            server,
+            task,
+            handle,
+            session,
+        });
     }
 
     /// Routes server `index`'s progress under `ours` to `session`'s client

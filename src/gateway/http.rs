@@ -98,6 +98,7 @@ pub(crate) fn serve(
         cap: caps.sessions,
         refused: Mutex::new(Tally::default()),
         ends: Mutex::default(),
+        opened: Mutex::default(),
         gateway: gateway.clone(),
         tracker: tracker.clone(),
         shutdown: shutdown.clone(),
@@ -171,6 +172,9 @@ struct Sessions {
     refused: Mutex<Tally>,
     /// What ends the calls in flight of each session, by id.
     ends: Mutex<std::collections::HashMap<SessionId, CancellationToken>>,
+    /// Each session once its client finished its handshake, by id: where its
+    /// task requests of protocol 2025-11-25 are answered (`legacy_tasks.rs`).
+    opened: Mutex<std::collections::HashMap<SessionId, Arc<std::sync::OnceLock<super::Opened>>>>,
     gateway: Arc<Gateway>,
     tracker: TaskTracker,
     shutdown: CancellationToken,
@@ -224,6 +228,9 @@ impl Sessions {
         if new && era::may_open(&body) && self.open().await >= self.cap {
             return self.at_cap();
         }
+        if !new && !modern && let Some(answer) = self.legacy_task(&parts, &body).await {
+            return answer;
+        }
         let request = Request::from_parts(parts, Full::new(body));
         if modern {
             let response = self.service.handle(request).await;
@@ -251,9 +258,35 @@ impl Sessions {
             ends.retain(|id, _| open.contains(id));
             ends.insert(id.clone(), created.ended);
             drop(ends);
+            let mut opened = lock(&self.opened);
+            opened.retain(|id, _| open.contains(id));
+            opened.insert(id.clone(), created.opened.clone());
+            drop(opened);
             self.expect_initialized(id, created.opened);
         }
         response
+    }
+
+    /// The answer to a task request of protocol 2025-11-25 from an open
+    /// legacy session (`legacy_tasks.rs`), as one JSON body; `None` for any
+    /// other request, which rmcp answers.
+    async fn legacy_task(&self, parts: &http::request::Parts, body: &Bytes) -> Option<Response<Body>> {
+        if !super::legacy_tasks::may_claim(body) {
+            return None;
+        }
+        let id = parts.headers.get(SESSION_ID)?.to_str().ok()?;
+        let opened = lock(&self.opened).get(&SessionId::from(id.to_owned()))?.clone();
+        let (session, modern) = opened.get().map(|o| (o.id, o.modern))?;
+        if modern {
+            return None;
+        }
+        let answer = super::legacy_tasks::message(&self.gateway, &None, session, body).await?;
+        let mut response = Response::new(Full::new(Bytes::from(answer)).boxed());
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        Some(response)
     }
 
     /// Ends session `id` and, first, its calls in flight.
@@ -261,6 +294,7 @@ impl Sessions {
         if let Some(ended) = lock(&self.ends).remove(id) {
             ended.cancel();
         }
+        lock(&self.opened).remove(id);
         self.manager
             .close_session(id)
             .await

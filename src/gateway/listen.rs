@@ -86,7 +86,7 @@ pub(super) async fn listen(gateway: &Gateway, scope: &Scope, context: Subscripti
                 ))
                 .await
             }
-            Some(Note::Progress(_) | Note::Log(_)) => Ok(()),
+            Some(Note::Progress(_) | Note::Log(_) | Note::TaskStatus(_)) => Ok(()),
         };
         match sent {
             Err(SubscriptionSendError::SubscriptionClosed | SubscriptionSendError::Service(_)) => break,

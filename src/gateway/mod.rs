@@ -49,6 +49,7 @@ mod era;
 pub(crate) mod inputs;
 pub(crate) mod http;
 mod journal;
+mod legacy_tasks;
 mod listen;
 mod listen_at;
 mod logging;

@@ -207,6 +207,64 @@ impl PassThrough {
         true
     }
 
+    /// A task request of protocol 2025-11-25 from a legacy session
+    /// (`legacy_tasks.rs`): answered by a task of the gateway's, on the
+    /// client's stream.
+    ///
+    /// A request that comes right after `notifications/initialized` may come
+    /// before rmcp has opened the session: one that names no version of the
+    /// 2026-07-28 era is a legacy session's, and waits for the opening.
+    fn legacy_task(&mut self, id: &RequestId, method: &str, params: Option<&RawValue>) -> bool {
+        let modern = match self.opened.get() {
+            Some(opened) => opened.modern,
+            None => params.is_some_and(|p| {
+                memchr::memmem::find(p.get().as_bytes(), b"io.modelcontextprotocol/protocolVersion").is_some()
+            }),
+        };
+        if modern || !super::legacy_tasks::claims(method, params) {
+            return false;
+        }
+        let gateway = self.gateway.clone();
+        let scope = self.scope.clone();
+        let out = self.out.clone();
+        let opened = self.opened.clone();
+        let id = id.clone();
+        let method = method.to_owned();
+        let params = params.map(|p| p.to_owned());
+        self.gateway.tasks().spawn(async move {
+            let deadline = tokio::time::Instant::now() + super::bounds::INITIALIZED_TIMEOUT;
+            let session = loop {
+                if let Some(opened) = opened.get() {
+                    break Some(opened.id);
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    break None;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            };
+            let (answer, made) = match session {
+                Some(session) => {
+                    super::legacy_tasks::answer(&gateway, &scope, session, &method, params.as_deref()).await
+                }
+                None => (
+                    Err(ErrorData::invalid_request(
+                        format!("{method} before the session was initialized"),
+                        None,
+                    )),
+                    None,
+                ),
+            };
+            let mut line = super::legacy_tasks::reply(&id, &answer);
+            line.push(b'\n');
+            out.send_with(|q| q.extend_from_slice(&line));
+            // The task's status notifications come after its answer.
+            if let Some(made) = made {
+                made.tell(&gateway);
+            }
+        });
+        true
+    }
+
     /// The client went away: nobody waits for its calls.
     fn abandon_all(&mut self) {
         let calls = std::mem::take(&mut *lock(&self.calls));
@@ -220,12 +278,18 @@ impl Hook for PassThrough {
     fn take(&mut self, line: &[u8]) -> bool {
         let call = memchr::memmem::find(line, b"\"tools/call\"").is_some();
         let cancel = !call && memchr::memmem::find(line, b"\"notifications/cancelled\"").is_some();
-        if !call && !cancel {
+        let task = !call && !cancel && memchr::memmem::find(line, b"\"tasks/").is_some();
+        if !call && !cancel && !task {
             return false;
         }
         let Ok(message) = serde_json::from_slice::<Incoming>(line) else {
             return false;
         };
+        if let Some(id) = &message.id
+            && self.legacy_task(id, &message.method, message.params)
+        {
+            return true;
+        }
         match (&*message.method, message.id, message.params) {
             ("tools/call", Some(id), Some(params)) => self.call(id, params),
             ("notifications/cancelled", None, Some(params)) => self.cancel(params),

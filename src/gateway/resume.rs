@@ -90,7 +90,13 @@ impl SessionManager for Resuming {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        self.0.initialize_session(id, message).await
+        let answer = self.0.initialize_session(id, message).await?;
+        // With the `tasks` of protocol 2025-11-25 its servers declare.
+        let tasks = self
+            .1
+            .upgrade()
+            .and_then(|g| super::legacy_tasks::initialized(&g, &None, &answer));
+        Ok(tasks.unwrap_or(answer))
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {

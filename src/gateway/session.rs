@@ -327,7 +327,7 @@ fn page<T: Clone>(
 
 /// A server's error as a JSON-RPC error that names the server, its generation and
 /// the error kind (G4).
-fn unavailable(server: &str, generation: Option<Generation>, error: &ServerError) -> ErrorData {
+pub(super) fn unavailable(server: &str, generation: Option<Generation>, error: &ServerError) -> ErrorData {
     ErrorData::new(
         ErrorCode(SERVER_UNAVAILABLE),
         format!("server `{server}`: {}", error.message),

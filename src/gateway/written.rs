@@ -83,6 +83,9 @@ pub(super) fn message_as_written(
         untokened(&mut message);
         return Some(message);
     }
+    if let Some(initialized) = super::legacy_tasks::initialized(gateway, &None, message) {
+        return Some(initialized);
+    }
     let JsonRpcMessage::Response(JsonRpcResponse {
         jsonrpc,
         id,
@@ -120,8 +123,10 @@ pub(crate) fn untokened(message: &mut ServerJsonRpcMessage) {
     }
 }
 
-/// The stdio door's transport: [`untokened`] applied to what it writes.
-pub(crate) struct UntokenedTransport<T>(pub(crate) T);
+/// The stdio door's transport: [`untokened`] applied to what it writes, and
+/// the answer to `initialize` given the `tasks` capability of protocol
+/// 2025-11-25 that the servers of the session's scope declare.
+pub(crate) struct UntokenedTransport<T>(pub(crate) T, pub(crate) Option<(std::sync::Arc<Gateway>, super::member::Scope)>);
 
 impl<T: rmcp::transport::Transport<RoleServer>> rmcp::transport::Transport<RoleServer>
     for UntokenedTransport<T>
@@ -133,6 +138,11 @@ impl<T: rmcp::transport::Transport<RoleServer>> rmcp::transport::Transport<RoleS
         mut item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         untokened(&mut item);
+        if let Some((gateway, scope)) = &self.1
+            && let Some(initialized) = super::legacy_tasks::initialized(gateway, scope, &item)
+        {
+            item = initialized;
+        }
         self.0.send(item)
     }
 

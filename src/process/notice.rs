@@ -34,6 +34,8 @@ pub enum Notice {
     Log(LoggingMessageNotificationParam),
     /// `notifications/resources/updated`, as the server wrote it.
     ResourceUpdated(ResourceUpdatedNotificationParam),
+    /// `notifications/tasks/status` of protocol 2025-11-25: its `params`.
+    TaskStatus(JsonObject),
 }
 
 /// A request a server made of its client.

@@ -198,11 +198,13 @@ async fn run(
     reader: Intercepted<super::handover::Input>,
     writer: OutboxWriter,
 ) {
+    let of = Some((session.gateway(), session.scope()));
     let running = match rmcp::serve_server(
         crate::gateway::AsWritten(session),
-        crate::gateway::UntokenedTransport(rmcp::transport::async_rw::AsyncRwTransport::new_server(
-            reader, writer,
-        )),
+        crate::gateway::UntokenedTransport(
+            rmcp::transport::async_rw::AsyncRwTransport::new_server(reader, writer),
+            of,
+        ),
     ).await {
         Ok(r) => r,
         Err(e) => {

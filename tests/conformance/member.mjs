@@ -9,6 +9,11 @@
 //                                port); it prints the port once it listens
 //   ... --modern-only            serves the 2026-07-28 era alone: `server/discover`
 //                                names only it, and `initialize` is refused with -32022
+//   ... --legacy-tasks           legacy sessions have the tasks of 2025-11-25: `tasks`
+//                                declared, a `tools/call` with a `task` answered
+//                                `{"task": ...}` and completed at once (its status sent
+//                                as `notifications/tasks/status` outside the request),
+//                                `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`
 //
 // Both transports serve both eras (unless --modern-only): an `initialize` opens a legacy session (over HTTP
 // with an Mcp-Session-Id, resumable SSE streams, a GET stream and DELETE), and a
@@ -23,6 +28,7 @@ const MODERN = '2026-07-28';
 const LEGACY = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
 const ARGS = process.argv.slice(2);
 const MODERN_ONLY = ARGS.includes('--modern-only');
+const LEGACY_TASKS = ARGS.includes('--legacy-tasks');
 const SUPPORTED = MODERN_ONLY ? [MODERN] : [MODERN, ...LEGACY];
 const refuseLegacy = (params) => new RpcError(-32022, `Unsupported protocol version: ${params?.protocolVersion} (this server speaks ${MODERN} alone)`, { supported: [MODERN], requested: params?.protocolVersion }, 400);
 const INFO = { name: 'mcpfleet-conformance-member', version: '1.0.0' };
@@ -103,7 +109,9 @@ function toolList() {
   // tools may answer with a task.
   const task = (support) => ({ execution: { taskSupport: support } });
   tools.push(
-    tool('greet', 'Greets, at once', { type: 'object', properties: { name: { type: 'string' } } }, task('forbidden')),
+    // A field no specification names, which a gateway passes on as written.
+    tool('greet', 'Greets, at once', { type: 'object', properties: { name: { type: 'string' } } },
+      { ...task('forbidden'), 'x-vendor': { tier: 'gold', weight: 0.7 } }),
     tool('slow_compute', 'Computes for `seconds`, as a task', { type: 'object', properties: { seconds: { type: 'number' }, label: { type: 'string' } } }, task('optional')),
     tool('failing_job', 'Fails as a tool after 1 s, as a task', noArgs, task('required')),
     tool('protocol_error_job', 'Fails with a protocol error, as a task', noArgs, task('optional')),
@@ -482,7 +490,35 @@ function taskMethod(method, params, ctx) {
 
 const cacheHints = (r) => ({ ...r, ttlMs: 0, cacheScope: 'public' });
 
+// ---------------------------------------------------------------- tasks of 2025-11-25 (--legacy-tasks)
+const legacyTasks = new Map();
+const legacyWire = (t) => ({ taskId: t.taskId, status: t.status, createdAt: t.createdAt, lastUpdatedAt: t.createdAt, ttl: 60000, pollInterval: 100 });
+async function legacyTask(method, params, ctx) {
+  if (method === 'tools/call') {
+    const { task: _asked, ...call } = params;
+    const result = await callTool(call, ctx);
+    const t = { taskId: crypto.randomUUID(), status: 'working', createdAt: new Date().toISOString(), result };
+    legacyTasks.set(t.taskId, t);
+    const created = { task: legacyWire(t) };
+    t.status = 'completed';
+    // After the answer, outside the request (over HTTP on the session's GET stream).
+    setTimeout(() => ctx.session.push({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyWire(t) }), 50);
+    return created;
+  }
+  if (method === 'tasks/list') return { tasks: [...legacyTasks.values()].map(legacyWire) };
+  const t = legacyTasks.get(params.taskId);
+  if (!t) throw new RpcError(-32602, `Unknown task: ${params.taskId}`);
+  if (method === 'tasks/get') return legacyWire(t);
+  if (method === 'tasks/result') return { ...t.result, _meta: { [K('related-task')]: { taskId: t.taskId } } };
+  if (t.status !== 'working') throw new RpcError(-32602, `Task ${t.taskId} is ${t.status}`);
+  t.status = 'cancelled';
+  return legacyWire(t);
+}
+
 async function dispatch(method, params, ctx) {
+  if (LEGACY_TASKS && !ctx.modern && ((method === 'tools/call' && params.task) || ['tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel'].includes(method))) {
+    return legacyTask(method, params, ctx);
+  }
   switch (method) {
     case 'ping': return {};
     case 'logging/setLevel':
@@ -519,7 +555,8 @@ function discoverResult() {
 }
 function initializeResult(params) {
   const v = LEGACY.includes(params?.protocolVersion) ? params.protocolVersion : LEGACY[0];
-  return { protocolVersion: v, capabilities: CAPABILITIES, serverInfo: INFO, instructions: 'The member server of mcpfleet\'s conformance tests.' };
+  const capabilities = LEGACY_TASKS ? { ...CAPABILITIES, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : CAPABILITIES;
+  return { protocolVersion: v, capabilities, serverInfo: INFO, instructions: 'The member server of mcpfleet\'s conformance tests.' };
 }
 
 // Modern request checks: what is wrong with a request's `_meta` (and, over HTTP, its
@@ -835,7 +872,7 @@ function serveHttp(port) {
   server.listen(port, '127.0.0.1', () => process.stdout.write(`${server.address().port}\n`));
 }
 
-const [mode, port] = ARGS.filter((a) => a !== '--modern-only');
+const [mode, port] = ARGS.filter((a) => !a.startsWith('--'));
 if (mode === 'stdio') serveStdio();
 else if (mode === 'http' && /^\d+$/.test(port ?? '')) serveHttp(Number(port));
 else { process.stderr.write('usage: member.mjs stdio | member.mjs http PORT [--modern-only]\n'); process.exit(2); }

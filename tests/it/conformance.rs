@@ -114,10 +114,15 @@ fn member_script() -> PathBuf {
 /// The member over HTTP, tagged with `fleet`'s test id (of the 2026-07-28 era
 /// alone when `modern_only`); its URL.
 pub(crate) fn http_member(fleet: &TestFleet, modern_only: bool) -> (Child, String) {
+    http_member_with(fleet, if modern_only { &["--modern-only"] } else { &[] })
+}
+
+/// The member over HTTP with `flags`, tagged with `fleet`'s test id; its URL.
+pub(crate) fn http_member_with(fleet: &TestFleet, flags: &[&str]) -> (Child, String) {
     let mut child = Command::new(node())
         .arg(member_script())
         .args(["http", "0"])
-        .args(modern_only.then_some("--modern-only"))
+        .args(flags)
         .env(TEST_ID_VAR, &fleet.test_id)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

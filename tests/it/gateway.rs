@@ -1782,6 +1782,109 @@ fn tools_reach_clients_with_every_field_their_server_wrote() {
     down_and_no_leftovers(&fleet);
 }
 
+/// The conformance member's tool `greet`, as it writes it: `execution` and a
+/// vendor field that no specification names, `x-vendor`, among its fields.
+fn greet_as_written(server: &str) -> Value {
+    json!({"name": format!("{server}__greet"), "description": "Greets, at once",
+        "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+        "execution": {"taskSupport": "forbidden"},
+        "x-vendor": {"tier": "gold", "weight": 0.7}})
+}
+
+/// Every tool of `pages`, a `tools/list` answer per page, by name.
+fn tool_named(pages: &[Value], name: &str) -> Option<Value> {
+    pages
+        .iter()
+        .flat_map(|page| {
+            page["result"]["tools"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .find(|t| t["name"] == name)
+}
+
+/// A tool of a server reached over streamable HTTP reaches clients with every
+/// field its server wrote, through both doors, from a server spoken to in
+/// either era (the conformance member, once in the legacy era, once of the
+/// 2026-07-28 era alone); and a call of a tool whose argument the server of
+/// that era wants in an `Mcp-Param-*` header still gets through.
+#[test]
+fn an_http_servers_tools_reach_clients_with_every_field_it_wrote() {
+    let fleet = TestFleet::raw("gw-http-tool-fields", "version: 1\nservers: {}\n");
+    let (mut legacy, legacy_url) = crate::conformance::http_member(&fleet, false);
+    let (mut modern, modern_url) = crate::conformance::http_member(&fleet, true);
+    std::fs::write(
+        &fleet.path,
+        format!(
+            "version: 1\nservers:\n  old:\n    url: {legacy_url}\n  new:\n    url: {modern_url}\n"
+        ),
+    )
+    .unwrap();
+    let http = serve(&fleet, &[]);
+
+    // `serve`, a raw client: every page of the list.
+    let session = raw_session(&http, "raw-http", "1", true);
+    let mut pages = Vec::new();
+    let mut cursor: Option<String> = None;
+    for id in 2.. {
+        let mut params = json!({});
+        if let Some(cursor) = cursor.take() {
+            params["cursor"] = json!(cursor);
+        }
+        let list = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params});
+        let mut listed = Exchange::send(&http, "POST", &of(&session), &list.to_string());
+        let page = listed.answer_to(id);
+        cursor = page["result"]["nextCursor"].as_str().map(str::to_owned);
+        pages.push(page);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    // `connect`, a raw client on its stdio.
+    let mut wire = crate::pass_through::Wire::connect(&fleet);
+    let mut wired = Vec::new();
+    for id in 2.. {
+        let mut params = json!({});
+        if let Some(cursor) = cursor.take() {
+            params["cursor"] = json!(cursor);
+        }
+        wire.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params}));
+        let page = wire.answer(id);
+        cursor = page["result"]["nextCursor"].as_str().map(str::to_owned);
+        wired.push(page);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    for (door, pages) in [("serve", &pages), ("connect", &wired)] {
+        for server in ["old", "new"] {
+            let name = format!("{server}__greet");
+            assert_eq!(
+                tool_named(pages, &name),
+                Some(greet_as_written(server)),
+                "{door}: {name} as its server wrote it"
+            );
+        }
+    }
+    // The modern server's tool that wants its argument in a header.
+    wire.send(json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+        "params": {"name": "new__test_custom_header", "arguments": {"region": "eu-west", "query": "q"}}}));
+    let called = wire.answer(99);
+    assert!(
+        called["result"]["isError"] != true && called.get("error").is_none(),
+        "a call whose argument goes in an Mcp-Param header: {called}"
+    );
+    drop(wire);
+    let down = fleet.run(&["down"]);
+    for member in [&mut legacy, &mut modern] {
+        let _ = member.kill();
+        let _ = member.wait();
+    }
+    assert_code(&down, 0);
+    fleet.assert_no_leftovers();
+}
+
 /// The sampling request of the fixture's `--ask-sampling`, as it writes it.
 pub(crate) fn sampling_as_written() -> Value {
     json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hello"}}],

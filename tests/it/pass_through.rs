@@ -17,19 +17,21 @@ use serde_json::{Value, json};
 const ANSWER: Duration = Duration::from_secs(45);
 
 /// `mcpfleet connect`, spoken to line by line.
-struct Wire {
+pub(crate) struct Wire {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<Value>,
+    /// The gateway's answer to `initialize`.
+    pub(crate) initialized: Value,
 }
 
 impl Wire {
-    fn connect(fleet: &TestFleet) -> Wire {
+    pub(crate) fn connect(fleet: &TestFleet) -> Wire {
         Wire::connect_with(fleet, json!({}))
     }
 
     /// A session whose client declares `capabilities`.
-    fn connect_with(fleet: &TestFleet, capabilities: Value) -> Wire {
+    pub(crate) fn connect_with(fleet: &TestFleet, capabilities: Value) -> Wire {
         let mut child = fleet
             .command(&["connect"])
             .stdin(Stdio::piped())
@@ -55,6 +57,7 @@ impl Wire {
             child,
             stdin,
             lines,
+            initialized: Value::Null,
         };
         wire.send(
             json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -63,29 +66,30 @@ impl Wire {
         );
         let init = wire.answer(0);
         assert_eq!(init["result"]["serverInfo"]["name"], "mcpfleet", "{init}");
+        wire.initialized = init.clone();
         wire.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         wire
     }
 
-    fn send(&mut self, message: Value) {
+    pub(crate) fn send(&mut self, message: Value) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         writeln!(stdin, "{message}").unwrap();
         stdin.flush().unwrap();
     }
 
-    fn next(&self) -> Value {
+    pub(crate) fn next(&self) -> Value {
         self.lines
             .recv_timeout(ANSWER)
             .expect("connect said nothing within the bound")
     }
 
     /// Reads up to the answer to `id`; what came before it is dropped.
-    fn answer(&self, id: u64) -> Value {
+    pub(crate) fn answer(&self, id: u64) -> Value {
         self.until(id).1
     }
 
     /// Reads up to the answer to `id`: the lines before it, and it.
-    fn until(&self, id: u64) -> (Vec<Value>, Value) {
+    pub(crate) fn until(&self, id: u64) -> (Vec<Value>, Value) {
         let mut before = Vec::new();
         loop {
             let line = self.next();

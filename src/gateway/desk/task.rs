@@ -95,6 +95,8 @@ pub(super) struct DeskTask {
     upkeep: mpsc::UnboundedSender<Upkeep>,
     /// Where the clients' queues run.
     tasks: TaskTracker,
+    /// Which session made each server's task of protocol 2025-11-25.
+    task_statuses: crate::gateway::legacy_tasks::Statuses,
 }
 
 impl Held {
@@ -131,6 +133,7 @@ impl DeskTask {
                 subscriptions: Subscriptions::default(),
                 upkeep,
                 tasks: tasks.clone(),
+                task_statuses: Default::default(),
             }
     }
 
@@ -171,6 +174,7 @@ impl DeskTask {
             }
             Message::Close { id, door } => {
                 self.modern.remove(&id);
+                self.task_statuses.forget(id);
                 let servers = self.board.borrow().lists.len();
                 for (server, level) in self.levels.forget(id, servers) {
                     let _ = self.upkeep.send(Upkeep::Level(server, level));
@@ -372,6 +376,18 @@ impl DeskTask {
                 queue,
             }),
             Message::EndCallLog { key } => self.call_logs.retain(|c| c.key != key),
+            Message::TaskMade {
+                server,
+                task,
+                handle,
+                session,
+            } => {
+                for params in self.task_statuses.made(server, task, handle, session) {
+                    if let Some(client) = self.clients.get(&session) {
+                        client.send(Note::TaskStatus(params));
+                    }
+                }
+            }
             Message::Barrier { reply } => {
                 let _ = reply.send(());
             }
@@ -474,6 +490,14 @@ impl DeskTask {
                     } else if let Some(listen) = self.listens.get(&session) {
                         let _ = listen.queue.send(Note::ResourceUpdated(param.clone()));
                     }
+                }
+                return;
+            }
+            Notice::TaskStatus(params) => {
+                if let Some((session, params)) = self.task_statuses.heard(index, params)
+                    && let Some(client) = self.clients.get(&session)
+                {
+                    client.send(Note::TaskStatus(params));
                 }
                 return;
             }

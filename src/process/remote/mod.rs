@@ -37,11 +37,13 @@ use tokio_util::sync::CancellationToken;
 
 mod describe;
 mod probe;
+mod sideband;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use describe::names_unknown_session;
 pub(crate) use probe::{Discovered, discover};
+pub(crate) use sideband::{Seen, Sideband};
 use describe::*;
 
 /// Where a remote server is and what to send with every request.
@@ -184,6 +186,9 @@ pub(crate) struct ObservedClient {
     /// Where what the server's messages carry is kept as written, for the
     /// session's handler (docs/design.md §14, "Values as written").
     heard: Option<crate::process::notice::WrittenAsks>,
+    /// Where the session id and headers of each POST are kept, for the
+    /// session's [`Sideband`].
+    seen: Option<Seen>,
 }
 
 impl ObservedClient {
@@ -198,7 +203,14 @@ impl ObservedClient {
                 .iter()
                 .any(|(name, _)| name.eq_ignore_ascii_case("authorization")),
             heard: None,
+            seen: None,
         }
+    }
+
+    /// The client that keeps in `seen` the session id and headers of each POST.
+    pub(crate) fn seeing(mut self, seen: Seen) -> Self {
+        self.seen = Some(seen);
+        self
     }
 
     /// The client that keeps in `heard` what the server's messages carry, as
@@ -552,6 +564,9 @@ impl StreamableHttpClient for ObservedClient {
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, Error> {
         let sent = Sent::of(&message, &session_id);
+        if let Some(seen) = &self.seen {
+            seen.post(&session_id, &custom_headers);
+        }
         let result = self
             .inner
             .post_message_with_response_limits(

@@ -62,6 +62,9 @@ struct Calls {
     waiting: HashMap<u64, Waiter>,
     /// Set once the session's stdout ended: no request is taken any more.
     ended: bool,
+    /// The server's answer to `initialize`, once read: the `tasks` of its
+    /// capabilities (protocol 2025-11-25), which rmcp does not model.
+    initialized: Option<Option<serde_json::Map<String, serde_json::Value>>>,
 }
 
 const ID_PREFIX: &str = "mcpfleet-";
@@ -74,8 +77,15 @@ impl Link {
         let answers = Answers {
             calls: calls.clone(),
             heard: None,
+            initialized: false,
         };
         (Link { out, calls }, answers)
+    }
+
+    /// The `tasks` capability of protocol 2025-11-25 the server declared in
+    /// its answer to `initialize`, as it wrote it.
+    pub fn tasks_capability(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        lock(&self.calls).initialized.clone().flatten()
     }
 
     /// Sends the request `method`. `make` is given the request's id (and the
@@ -186,6 +196,8 @@ pub(super) struct Answers {
     /// of its requests of its client are kept, as written (docs/design.md §14,
     /// "Values as written"); `None` without a listener.
     heard: Option<(Arc<dyn Listener>, WrittenAsks)>,
+    /// The server's answer to `initialize` was read.
+    initialized: bool,
 }
 
 /// What the hook reads of a line that may answer one of ours.
@@ -296,8 +308,35 @@ impl Answers {
     }
 }
 
+impl Answers {
+    /// Keeps what rmcp does not model of the server's answer to `initialize`
+    /// (the first line that answers with `capabilities`).
+    fn initialized(&mut self, line: &[u8]) {
+        if self.initialized || memchr::memmem::find(line, b"\"capabilities\"").is_none() {
+            return;
+        }
+        #[derive(Deserialize)]
+        struct Answer {
+            result: Initialized,
+        }
+        #[derive(Deserialize)]
+        struct Initialized {
+            capabilities: serde_json::Map<String, serde_json::Value>,
+        }
+        if let Ok(Answer { result }) = serde_json::from_slice::<Answer>(line) {
+            let tasks = match result.capabilities.get("tasks") {
+                Some(serde_json::Value::Object(tasks)) => Some(tasks.clone()),
+                _ => None,
+            };
+            lock(&self.calls).initialized = Some(tasks);
+            self.initialized = true;
+        }
+    }
+}
+
 impl Hook for Answers {
     fn take(&mut self, line: &[u8]) -> bool {
+        self.initialized(line);
         if self.heard(line) {
             return true;
         }

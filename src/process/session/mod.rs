@@ -161,6 +161,20 @@ impl ClientHandler for FleetClient {
         self.tell(Notice::ResourceUpdated(params));
     }
 
+    /// A task's status of protocol 2025-11-25 (rmcp knows only the tasks
+    /// extension's `notifications/tasks`).
+    async fn on_custom_notification(
+        &self,
+        notification: rmcp::model::CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if notification.method == "notifications/tasks/status"
+            && let Some(serde_json::Value::Object(params)) = notification.params
+        {
+            self.tell(Notice::TaskStatus(params));
+        }
+    }
+
     async fn list_roots(
         &self,
         context: RequestContext<RoleClient>,
@@ -270,6 +284,8 @@ pub(crate) struct Session {
     loss: Option<crate::process::remote::SessionLoss>,
     /// Requests beside rmcp's, as bytes (stdio only).
     link: Option<Link>,
+    /// Requests beside rmcp's, each a POST of its own (HTTP only).
+    sideband: Option<crate::process::remote::Sideband>,
     /// The era the probe found.
     era: Era,
 }
@@ -415,9 +431,12 @@ impl Session {
             .reinit_on_expired_session(false);
         let loss = SessionLoss::default();
         let asks = listener.clone().map(WrittenAsks::telling);
+        let seen = crate::process::remote::Seen::default();
         let transport = || {
             StreamableHttpClientTransport::with_client(
-                ObservedClient::new(remote, probe.clone(), loss.clone()).hearing(asks.clone()),
+                ObservedClient::new(remote, probe.clone(), loss.clone())
+                    .hearing(asks.clone())
+                    .seeing(seen.clone()),
                 config.clone(),
             )
         };
@@ -426,7 +445,7 @@ impl Session {
             listener,
             asks: asks.clone(),
         };
-        let params = era::discover_params(&client.get_info());
+        let mut params = era::discover_params(&client.get_info());
         let reply = match crate::process::remote::discover(&remote.url, &remote.headers, &params, bound).await {
             Some(crate::process::remote::Discovered::Result(r)) => era::Reply::Result(r),
             Some(crate::process::remote::Discovered::Error(e)) => era::Reply::Error(e),
@@ -459,15 +478,46 @@ impl Session {
         match result {
             // Over HTTP there is no stream to lose: the session ends when the
             // server no longer knows it (`loss`).
-            Ok(service) => Ok(Session::new(
-                service,
-                Violation::default(),
-                CancellationToken::new(),
-                Some(loss),
-                None,
-                era,
-            )
-            .await),
+            Ok(service) => {
+                // Requests beside rmcp's carry what rmcp's would: to a modern
+                // server, the `_meta` of the probe, naming the era's version.
+                let modern = match &era {
+                    Era::Modern(version) => {
+                        let mut meta = match params["_meta"].take() {
+                            serde_json::Value::Object(meta) => meta,
+                            _ => serde_json::Map::new(),
+                        };
+                        meta.insert(
+                            "io.modelcontextprotocol/protocolVersion".into(),
+                            version.as_str().into(),
+                        );
+                        Some(meta)
+                    }
+                    Era::Legacy => None,
+                };
+                let mut session = Session::new(
+                    service,
+                    Violation::default(),
+                    CancellationToken::new(),
+                    Some(loss),
+                    None,
+                    era,
+                )
+                .await;
+                let side = crate::process::remote::Sideband::new(&remote.url, seen, modern);
+                // A session the server no longer knows ends its side requests.
+                if let Some(loss) = session.loss.clone() {
+                    let side = side.clone();
+                    tokio::spawn(async move {
+                        tokio::select! {
+                            () = loss.lost() => side.end(),
+                            () = side.ended() => {}
+                        }
+                    });
+                }
+                session.sideband = Some(side);
+                Ok(session)
+            }
             Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
                 Err(SessionError::Closed(Detail::cause(e)))
             }
@@ -496,6 +546,7 @@ impl Session {
             ended,
             loss,
             link,
+            sideband: None,
             era,
         }
     }
@@ -580,6 +631,16 @@ impl Session {
                 Era::Legacy => self.link.clone(),
                 Era::Modern(_) => None,
             },
+            sideband: self.sideband.clone(),
+        }
+    }
+}
+
+impl Drop for Session {
+    /// Side requests end with the session (closed, or dropped).
+    fn drop(&mut self) {
+        if let Some(side) = &self.sideband {
+            side.end();
         }
     }
 }
@@ -592,6 +653,7 @@ impl Session {
 pub struct Reachable {
     peer: Peer<RoleClient>,
     link: Option<Link>,
+    sideband: Option<crate::process::remote::Sideband>,
 }
 
 impl Reachable {
@@ -608,6 +670,12 @@ impl Reachable {
     /// Where requests beside rmcp's go, as bytes: stdio sessions only.
     pub fn link(&self) -> Option<&Link> {
         self.link.as_ref()
+    }
+
+    /// Where requests beside rmcp's go, each a POST of its own: remote
+    /// sessions only.
+    pub(crate) fn sideband(&self) -> Option<&crate::process::remote::Sideband> {
+        self.sideband.as_ref()
     }
 }
 

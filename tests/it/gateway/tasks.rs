@@ -209,3 +209,283 @@ fn stdio_door(fleet: &TestFleet) {
     let status = child.wait().expect("connect ends with its stdin");
     assert!(status.success(), "connect: {status}");
 }
+
+// ---------------------------------------------------------------------------------
+// Tasks of protocol 2025-11-25, for clients of the legacy era
+
+const LEGACY: &str = "2025-11-25";
+
+/// The `tasks` capability of the fixture's `--legacy-tasks`.
+fn legacy_capability() -> Value {
+    json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
+}
+
+/// The headers of a request in legacy session `id`.
+fn legacy_headers(id: &str) -> [(&str, &str); 2] {
+    [("Mcp-Session-Id", id), ("MCP-Protocol-Version", LEGACY)]
+}
+
+/// Opens a legacy session at the HTTP door: its id and the gateway's answer
+/// to `initialize`.
+#[track_caller]
+fn legacy_session(http: &Http) -> (String, Value) {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {},
+        "clientInfo": {"name": "raw-legacy", "version": "1"}}});
+    let mut init = Exchange::send(http, "POST", &[], &initialize.to_string());
+    assert_eq!(init.status, 200);
+    let session = init
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned();
+    let answer = init.answer_to(1);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let sent = Exchange::send(
+        http,
+        "POST",
+        &legacy_headers(&session),
+        &initialized.to_string(),
+    );
+    assert_eq!(sent.status, 202);
+    (session, answer)
+}
+
+/// A request in legacy session `session`: its answer, as one JSON body or on
+/// a stream.
+#[track_caller]
+fn legacy_ask(http: &Http, session: &str, id: u64, method: &str, params: Value) -> Value {
+    let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let mut exchange = Exchange::send(http, "POST", &legacy_headers(session), &request.to_string());
+    if exchange
+        .header("content-type")
+        .is_some_and(|t| t.starts_with("text/event-stream"))
+    {
+        return exchange.answer_to(id);
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut exchange.body, &mut text).expect("read the body");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// What a door is asked, whichever it is: `ask(id, method, params)`.
+type Ask<'a> = dyn FnMut(u64, &str, Value) -> Value + 'a;
+
+/// What both doors must do with 2025-11-25 tasks, once a task `made` was
+/// created and its status `completed` came: `tasks/get`, `tasks/result`,
+/// `tasks/cancel` and `tasks/list` with the gateway's ids, and -32602 for ids
+/// the gateway never gave or of a generation that ended.
+#[track_caller]
+fn legacy_tasks_answer(door: &str, ask: &mut Ask, made: &str) {
+    let got = ask(10, "tasks/get", json!({"taskId": made}));
+    assert_eq!(got["result"]["taskId"], made, "{door}: {got}");
+    assert_eq!(got["result"]["status"], "completed", "{door}: {got}");
+    let result = ask(11, "tasks/result", json!({"taskId": made}));
+    assert_eq!(
+        result["result"]["content"][0]["text"], r#"{"a":1}"#,
+        "{door}: {result}"
+    );
+    assert_eq!(
+        result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], made,
+        "{door}: {result}"
+    );
+    // A task held working, cancelled at its server.
+    let held = ask(
+        12,
+        "tools/call",
+        json!({"name": "fx__echo", "arguments": {"hold": true}, "task": {"ttl": 60000}}),
+    );
+    let held = held["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{door}: {held}"))
+        .to_owned();
+    let cancelled = ask(13, "tasks/cancel", json!({"taskId": held}));
+    assert_eq!(
+        cancelled["result"]["status"], "cancelled",
+        "{door}: {cancelled}"
+    );
+    assert_eq!(cancelled["result"]["taskId"], held, "{door}: {cancelled}");
+    // Every task of the server, the fixture's pages of one followed.
+    let listed = ask(14, "tasks/list", json!({}));
+    let ids: Vec<&str> = listed["result"]["tasks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{door}: {listed}"))
+        .iter()
+        .filter_map(|t| t["taskId"].as_str())
+        .collect();
+    assert!(
+        ids.contains(&made) && ids.contains(&held.as_str()),
+        "{door}: {listed}"
+    );
+    assert!(
+        ids.iter().all(|id| id.starts_with("0.")),
+        "{door}: {listed}"
+    );
+    // Ids never given, and one of a generation after the task's.
+    let parts: Vec<&str> = made.splitn(3, '.').collect();
+    let later = format!("0.{}.{}", parts[1].parse::<u64>().unwrap() + 1, parts[2]);
+    let elsewhere = format!("1.{}.{}", parts[1], parts[2]);
+    for forged in [
+        "forged",
+        "0.x.task-1",
+        "9.1.task-1",
+        later.as_str(),
+        elsewhere.as_str(),
+    ] {
+        for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
+            let refused = ask(15, method, json!({"taskId": forged}));
+            assert_eq!(
+                refused["error"]["code"], -32602,
+                "{door}: {method} {forged}: {refused}"
+            );
+        }
+    }
+}
+
+/// A client of the legacy era gets the tasks of protocol 2025-11-25 through
+/// both doors: the `tasks` capability as its servers declare it, a
+/// `tools/call` with a `task` answered with a task id of the gateway's
+/// (server, generation, the server's id), the task's status notification
+/// on its session with that id, `tasks/get|result|cancel` routed to the
+/// server, `tasks/list` merged and paged, forged ids refused.
+#[test]
+fn legacy_tasks_pass_through_both_doors_with_the_gateways_ids() {
+    let fleet = fleet_of(
+        "gw-legacy-tasks",
+        &[
+            fixture_server("fx", &["--legacy-tasks", "--page-size", "1"], ""),
+            fixture_server("plain", &[], ""),
+        ],
+    );
+    let http = serve(&fleet, &[]);
+
+    // `serve`.
+    let (session, init) = legacy_session(&http);
+    assert_eq!(
+        init["result"]["capabilities"]["tasks"],
+        legacy_capability(),
+        "the gateway declares the tasks its server declares: {init}"
+    );
+    let mut stream = Exchange::send(&http, "GET", &legacy_headers(&session), "");
+    assert_eq!(stream.status, 200);
+    let made = legacy_ask(
+        &http,
+        &session,
+        2,
+        "tools/call",
+        json!({"name": "fx__echo", "arguments": {"a": 1}, "task": {"ttl": 60000}}),
+    );
+    let made = made["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {made}"))
+        .to_owned();
+    assert!(
+        made.starts_with("0.") && made.ends_with(".task-1"),
+        "{made}"
+    );
+    let status = loop {
+        if let (_, Some(data)) = stream.event()
+            && data["method"] == "notifications/tasks/status"
+        {
+            break data;
+        }
+    };
+    assert_eq!(status["params"]["taskId"], made, "{status}");
+    assert_eq!(status["params"]["status"], "completed", "{status}");
+    drop(stream);
+    let mut ask =
+        |id: u64, method: &str, params: Value| legacy_ask(&http, &session, id, method, params);
+    legacy_tasks_answer("serve", &mut ask, &made);
+
+    // `connect`.
+    let mut wire = crate::pass_through::Wire::connect(&fleet);
+    assert_eq!(
+        wire.initialized["result"]["capabilities"]["tasks"],
+        legacy_capability(),
+        "{}",
+        wire.initialized
+    );
+    wire.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "fx__echo", "arguments": {"a": 1}, "task": {"ttl": 60000}}}));
+    let made = wire.answer(2);
+    let made = made["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {made}"))
+        .to_owned();
+    assert!(
+        made.starts_with("0.") && made.ends_with(".task-3"),
+        "{made}"
+    );
+    let status = loop {
+        let line = wire.next();
+        if line["method"] == "notifications/tasks/status" {
+            break line;
+        }
+    };
+    assert_eq!(status["params"]["taskId"], made, "{status}");
+    let mut ask = |id: u64, method: &str, params: Value| {
+        wire.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        wire.answer(id)
+    };
+    legacy_tasks_answer("connect", &mut ask, &made);
+    drop(wire);
+    down_and_no_leftovers(&fleet);
+}
+
+/// The same with a server reached over HTTP (the conformance member with
+/// `--legacy-tasks`, spoken to in the legacy era): the call and the task
+/// requests go to it as side requests of the gateway's, and the status it
+/// sends on its session's GET stream reaches the client's.
+#[test]
+fn legacy_tasks_of_an_http_server_pass_through_with_the_gateways_ids() {
+    let fleet = TestFleet::raw("gw-legacy-tasks-http", "version: 1\nservers: {}\n");
+    let (mut member, url) = crate::conformance::http_member_with(&fleet, &["--legacy-tasks"]);
+    std::fs::write(
+        &fleet.path,
+        format!("version: 1\nservers:\n  m:\n    url: {url}\n"),
+    )
+    .unwrap();
+    let http = serve(&fleet, &[]);
+    let (session, _) = legacy_session(&http);
+    let mut stream = Exchange::send(&http, "GET", &legacy_headers(&session), "");
+    assert_eq!(stream.status, 200);
+    let made = legacy_ask(
+        &http,
+        &session,
+        2,
+        "tools/call",
+        json!({"name": "m__greet", "arguments": {"name": "tasks"}, "task": {"ttl": 60000}}),
+    );
+    let made = made["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {made}"))
+        .to_owned();
+    assert!(made.starts_with("0."), "{made}");
+    let status = loop {
+        if let (_, Some(data)) = stream.event()
+            && data["method"] == "notifications/tasks/status"
+        {
+            break data;
+        }
+    };
+    assert_eq!(status["params"]["taskId"], made, "{status}");
+    drop(stream);
+    let got = legacy_ask(&http, &session, 3, "tasks/get", json!({"taskId": made}));
+    assert_eq!(got["result"]["status"], "completed", "{got}");
+    assert_eq!(got["result"]["taskId"], made, "{got}");
+    let result = legacy_ask(&http, &session, 4, "tasks/result", json!({"taskId": made}));
+    assert_eq!(
+        result["result"]["content"][0]["text"], "Hello, tasks!",
+        "{result}"
+    );
+    assert_eq!(
+        result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], made,
+        "{result}"
+    );
+    let listed = legacy_ask(&http, &session, 5, "tasks/list", json!({}));
+    assert_eq!(listed["result"]["tasks"][0]["taskId"], made, "{listed}");
+    let down = fleet.run(&["down"]);
+    let _ = member.kill();
+    let _ = member.wait();
+    assert_code(&down, 0);
+    fleet.assert_no_leftovers();
+}
