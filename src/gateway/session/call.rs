@@ -415,6 +415,8 @@ impl ClientSession {
     ) -> Result<Landed, ErrorData> {
         let caps = context.meta.client_capabilities().unwrap_or_default();
         let (inlet, asks) = Inlet::new(caps);
+        // The client's `logLevel`: the server's messages meanwhile.
+        let log = crate::gateway::call_log::CallLog::open(&self.gateway, index, context);
         let sending = self.gateway.sending(index);
         let call = peer
             .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
@@ -445,7 +447,7 @@ impl ClientSession {
             asked: 0,
         };
         let mut outcome = CallOutcome::Ok;
-        self.fly(flight, context, None, None, &mut outcome, binding).await
+        self.fly(flight, context, log, None, &mut outcome, binding).await
     }
 
     /// A 2026-07-28 client's `method` (`prompts/get` or `resources/read`) of
