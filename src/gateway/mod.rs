@@ -44,6 +44,7 @@ mod catalog;
 mod clients;
 mod desk;
 mod era;
+mod fast;
 pub(crate) mod http;
 mod journal;
 mod listen;
