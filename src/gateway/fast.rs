@@ -601,7 +601,7 @@ mod tests {
     fn anything_not_plain_takes_the_long_way() {
         let hosts = hosts();
         let no = |h: HeaderMap, body: &str| {
-            assert!(Call::read(&h, body.as_bytes(), &hosts).is_none(), "{h:?} {body}")
+            assert!(Call::read(&h, body.as_bytes(), &hosts).is_none(), "{h:?} {body}");
         };
         // Headers rmcp checks.
         no(with(&[], &[("origin", "http://localhost:3000")]), CALL);
