@@ -212,6 +212,11 @@ impl<'a> Call<'a> {
                     header::CACHE_CONTROL,
                     http::HeaderValue::from_static("no-cache"),
                 );
+                // As rmcp's streams say: a proxy must not hold events back.
+                response.headers_mut().insert(
+                    "x-accel-buffering",
+                    http::HeaderValue::from_static("no"),
+                );
                 response
             }
             None => {
