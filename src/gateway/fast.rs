@@ -51,12 +51,14 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::aggregate::Gateway;
-use super::http::Body;
 use super::pass::{CallParams, Incoming, ResultHead, era_fits, mark_complete, with_meta};
 use super::session::failed;
 use crate::lifecycle::Generation;
 use crate::metrics::CallOutcome;
 use crate::process::session::{Answer, Link, Pending, push_json_string};
+
+/// An answer's body, as the door's (`http.rs`) are.
+type Body = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
 
 /// Why a server is told that a fast-lane call was cancelled.
 const GONE: &str = "the gateway's client no longer waits for the answer";
