@@ -99,6 +99,7 @@ pub(crate) fn serve(
         refused: Mutex::new(Tally::default()),
         ends: Mutex::default(),
         opened: Mutex::default(),
+        nobody: super::fast::nobody(),
         gateway: gateway.clone(),
         tracker: tracker.clone(),
         shutdown: shutdown.clone(),
@@ -175,6 +176,8 @@ struct Sessions {
     /// Each session once its client finished its handshake, by id: where its
     /// task requests of protocol 2025-11-25 are answered (`legacy_tasks.rs`).
     opened: Mutex<std::collections::HashMap<SessionId, Arc<std::sync::OnceLock<super::Opened>>>>,
+    /// The client of a call on the fast lane, as its server's requests see it.
+    nobody: rmcp::service::Peer<rmcp::service::RoleServer>,
     gateway: Arc<Gateway>,
     tracker: TaskTracker,
     shutdown: CancellationToken,
@@ -183,7 +186,8 @@ struct Sessions {
 impl Sessions {
     /// A POST, its body read within [`bounds::BODY_TIMEOUT`]. A request of the
     /// 2026-07-28 era (its `MCP-Protocol-Version`) has no session: it is served
-    /// on its own, and a method that era removed is answered 404 here. Any
+    /// on its own, a method that era removed is answered 404 here, and a plain
+    /// `tools/call` takes the fast lane (`fast.rs`) when it can. Any
     /// other request without a session is held to [`bounds::NEW_SESSION_BODY`];
     /// if it is an `initialize`, to the cap on sessions too, and its session is
     /// closed if the client does not finish the handshake within
@@ -223,6 +227,14 @@ impl Sessions {
             }
         };
         if modern && let Some(answer) = era::removed(&body) {
+            return answer;
+        }
+        // A plain call of that era, answered at once from its server's answer.
+        if modern
+            && let Some(call) =
+                super::fast::Call::read(&parts.headers, &body, &self.service.config.allowed_hosts)
+            && let Some(answer) = call.answer(&self.gateway, &self.nobody, &self.shutdown).await
+        {
             return answer;
         }
         if new && era::may_open(&body) && self.open().await >= self.cap {

@@ -58,28 +58,28 @@ pub(crate) struct PassThrough {
 /// A JSON-RPC message from the client, as far as the hook reads it.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Incoming<'a> {
-    #[serde(borrow, rename = "jsonrpc")]
-    _jsonrpc: Cow<'a, str>,
-    #[serde(default)]
-    id: Option<RequestId>,
+pub(super) struct Incoming<'a> {
     #[serde(borrow)]
-    method: Cow<'a, str>,
+    pub(super) jsonrpc: Cow<'a, str>,
+    #[serde(default)]
+    pub(super) id: Option<RequestId>,
+    #[serde(borrow)]
+    pub(super) method: Cow<'a, str>,
     #[serde(borrow, default)]
-    params: Option<&'a RawValue>,
+    pub(super) params: Option<&'a RawValue>,
 }
 
 /// The parameters of a call that passes through: a name, arguments and `_meta`,
 /// nothing else (a task, ... takes the long way).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct CallParams<'a> {
+pub(super) struct CallParams<'a> {
     #[serde(borrow)]
-    name: Cow<'a, str>,
+    pub(super) name: Cow<'a, str>,
     #[serde(borrow, default)]
-    arguments: Option<&'a RawValue>,
+    pub(super) arguments: Option<&'a RawValue>,
     #[serde(rename = "_meta", default)]
-    meta: Option<serde_json::Map<String, serde_json::Value>>,
+    pub(super) meta: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -90,13 +90,13 @@ struct CancelParams {
 
 /// What the answer's result says of itself.
 #[derive(Deserialize, Default)]
-struct ResultHead<'a> {
+pub(super) struct ResultHead<'a> {
     #[serde(rename = "isError", default)]
-    is_error: Option<bool>,
+    pub(super) is_error: Option<bool>,
     #[serde(rename = "_meta", borrow, default)]
-    meta: Option<&'a RawValue>,
+    pub(super) meta: Option<&'a RawValue>,
     #[serde(rename = "resultType", borrow, default)]
-    result_type: Option<&'a RawValue>,
+    pub(super) result_type: Option<&'a RawValue>,
 }
 
 impl PassThrough {
@@ -448,7 +448,7 @@ const RESERVED: &str = "io.modelcontextprotocol/";
 /// input-required results (docs/design.md §14, "Continuations").
 const INPUT: [&str; 3] = ["sampling", "elicitation", "roots"];
 
-fn era_fits(modern: bool, meta: Option<&mut serde_json::Map<String, serde_json::Value>>) -> bool {
+pub(super) fn era_fits(modern: bool, meta: Option<&mut serde_json::Map<String, serde_json::Value>>) -> bool {
     let Some(meta) = meta else {
         return !modern;
     };
@@ -472,7 +472,7 @@ fn era_fits(modern: bool, meta: Option<&mut serde_json::Map<String, serde_json::
 
 /// Makes the result just written (the object that ends `q`) say
 /// `"resultType":"complete"`, as a 2026-07-28 client reads every result.
-fn mark_complete(q: &mut Vec<u8>) {
+pub(super) fn mark_complete(q: &mut Vec<u8>) {
     if q.last() == Some(&b'}') {
         q.pop();
         let empty = q.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
@@ -485,7 +485,7 @@ fn mark_complete(q: &mut Vec<u8>) {
 
 /// The server's result with `_meta` naming the server and generation that
 /// answered, as the long way adds them (`gateway.meta`).
-fn with_meta(q: &mut Vec<u8>, result: &RawValue, has_meta: bool, server: &str, generation: Generation) {
+pub(super) fn with_meta(q: &mut Vec<u8>, result: &RawValue, has_meta: bool, server: &str, generation: Generation) {
     let text = result.get().trim_start();
     if !has_meta && let Some(rest) = text.strip_prefix('{') {
         q.extend_from_slice(b"{\"_meta\":{\"mcpfleet/server\":");

@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 
 mod continuations;
 mod eras;
+mod fast;
 mod listen;
 mod tasks;
 mod ts_client;
@@ -1514,6 +1515,12 @@ impl Exchange {
         }
     }
 
+    /// Whether the answer is one JSON body (not an event stream).
+    fn is_json(&self) -> bool {
+        self.header("content-type")
+            .is_some_and(|t| t.starts_with("application/json"))
+    }
+
     fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
@@ -1552,9 +1559,17 @@ impl Exchange {
         (id, data)
     }
 
-    /// Events until the JSON-RPC answer to request `id`.
+    /// Events until the JSON-RPC answer to request `id`; or the answer alone,
+    /// when it came as one JSON body.
     #[track_caller]
     fn answer_to(&mut self, id: u64) -> Value {
+        if self.is_json() {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut self.body, &mut text).expect("read the body");
+            let data: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+            assert_eq!(data["id"], id, "{data}");
+            return data;
+        }
         loop {
             if let (_, Some(data)) = self.event()
                 && data["id"] == id
