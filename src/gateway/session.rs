@@ -748,6 +748,13 @@ impl ServerHandler for ClientSession {
         Ok(())
     }
 
+    /// Relayed to the running legacy-era servers this session sees
+    /// (docs/design.md §14, "Roots").
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        let session = self.id().unwrap_or_default();
+        super::roots::relay_changed(&self.gateway, &self.scope, session).await;
+    }
+
     /// A 2026-07-28 client's listen stream: the fleet's list changes it asks
     /// for, and the updates of resources whose server takes subscriptions
     /// (docs/design.md §14, "Listen streams").

@@ -2573,6 +2573,53 @@ fn logged(client: &mut Client) -> Vec<(String, String)> {
     logged
 }
 
+/// A legacy client's `notifications/roots/list_changed` reaches each running
+/// legacy-era server its session sees, once: through `connect b m`, server `b`
+/// hears it, and neither `c` (outside that scope) nor `m` (which speaks only
+/// 2026-07-28, and has no such notification); through `serve`, which sees the
+/// whole fleet, `b` and `c` hear it.
+#[test]
+fn a_clients_roots_list_changed_reaches_the_legacy_servers_of_its_scope_once() {
+    const HEARD: &str = "fixture: notifications/roots/list_changed";
+    let fleet = fleet_of(
+        "gw-roots-changed",
+        &[
+            fixture_server("b", &[], ""),
+            fixture_server("c", &[], ""),
+            fixture_server("m", &["--era", "modern"], ""),
+        ],
+    );
+    // `serve` starts every server.
+    let http = serve(&fleet, &[]);
+    let mut scoped = Client::open(&fleet, Sdk::Python, Door::Stdio(&["b", "m"]));
+    assert_eq!(scoped.op(json!({"op": "roots_changed"}))["ok"], true);
+    assert_eq!(await_server_lines(&fleet, "b", HEARD, 1), 1);
+    // Another request of the same session, answered after the notification
+    // was handed on: nothing more is coming.
+    scoped.ping();
+    let mut everywhere = Client::open(&fleet, Sdk::Python, Door::Http(&http));
+    assert_eq!(everywhere.op(json!({"op": "roots_changed"}))["ok"], true);
+    assert_eq!(await_server_lines(&fleet, "c", HEARD, 1), 1);
+    assert_eq!(await_server_lines(&fleet, "b", HEARD, 2), 2);
+    everywhere.ping();
+    scoped.ping();
+    let heard = |name: &str| {
+        let out = fleet.run(&["logs", name, "-n", "1000"]);
+        assert_code(&out, 0);
+        stdout(&out).lines().filter(|l| l.ends_with(HEARD)).count()
+    };
+    assert_eq!(heard("b"), 2, "once from each client");
+    assert_eq!(heard("c"), 1, "only from the client whose scope holds it");
+    assert_eq!(
+        heard("m"),
+        0,
+        "a 2026-07-28 server has no such notification"
+    );
+    scoped.close();
+    everywhere.close();
+    down_and_no_leftovers(&fleet);
+}
+
 /// With the fixture (`--log-and-subscribe`), through both doors and both SDKs at
 /// once: two sessions at different levels get different messages, named
 /// `SERVER` or `SERVER/LOGGER`; the server is asked for the lowest level any
