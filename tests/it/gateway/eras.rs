@@ -273,7 +273,8 @@ fn both_eras_list_call_get_and_read_through_both_doors() {
 /// the gateway asks the client each one as a server request and sends the
 /// request again with the client's answer and the server's exact
 /// `requestState` (which carries the answers so far), until the server
-/// answers with the client's own answers.
+/// answers with the client's own answers. A 2026-07-28 client gets the
+/// input-required results as they are, and its SDK answers them itself.
 #[test]
 fn a_modern_servers_input_on_prompts_get_and_resources_read_is_asked_of_a_legacy_client() {
     let fleet = fleet_of(
@@ -295,8 +296,12 @@ fn a_modern_servers_input_on_prompts_get_and_resources_read_is_asked_of_a_legacy
         )],
     );
     let http = serve(&fleet, &[]);
-    for door in [Door::Stdio(&[]), Door::Http(&http)] {
-        let mut client = open_in(&fleet, LEGACY, door);
+    let doors = [Door::Stdio(&[]), Door::Http(&http)];
+    for (mode, door) in [LEGACY, MODERN]
+        .into_iter()
+        .flat_map(|m| doors.map(|d| (m, d)))
+    {
+        let mut client = open_in(&fleet, mode, door);
         let label = client.label.clone();
         let answered = |text: &Value| -> Value {
             let text = text.as_str().unwrap_or_else(|| panic!("{label}: no text"));
