@@ -59,6 +59,7 @@ pub(crate) mod names;
 mod pass;
 mod relay;
 mod resume;
+mod roots;
 mod session;
 mod subscriptions;
 mod tasks;

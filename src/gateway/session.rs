@@ -517,6 +517,8 @@ impl ServerHandler for ClientSession {
         }
         let (generation, peer) = self.running(route.server).await?;
         request.name = route.name;
+        // Sent again, with a legacy client's answers, when the server asks for input.
+        let retry = request.clone();
         // A 2026-07-28 client's `logLevel`: the server's messages meanwhile.
         let mut log = super::call_log::CallLog::open(&self.gateway, route.server, &context);
         let answer = async {
@@ -529,20 +531,24 @@ impl ServerHandler for ClientSession {
             .await
         };
         let answer = super::call_log::CallLog::during(&mut log, answer).await;
-        let mut result = match answer.map_err(|e| failed(&server, generation, e))? {
+        let mut answer = answer.map_err(|e| failed(&server, generation, e))?;
+        // A server of the 2026-07-28 era asks for input in its result: a
+        // legacy client is asked by the gateway, as for `tools/call`.
+        if !modern_request(&context) {
+            let again = |answers, state| {
+                let mut again = retry.clone();
+                again.input_responses = Some(answers);
+                again.request_state = state;
+                ClientRequest::GetPromptRequest(GetPromptRequest::new(again))
+            };
+            answer = call::drive_input(&context, &server, generation, &peer, answer, again, None).await?;
+        }
+        let mut result = match answer {
             ServerResult::GetPromptResult(result) => result,
             // A server of the 2026-07-28 era asks a client of that era for
             // input as it is; the client sends `prompts/get` again itself.
             ServerResult::InputRequiredResult(asked) if modern_request(&context) => {
                 return Ok(GetPromptResponse::InputRequired(asked));
-            }
-            ServerResult::InputRequiredResult(_) => {
-                return Err(ErrorData::internal_error(
-                    format!(
-                        "server `{server}` asked for input to give the prompt, which the gateway asks of a client of the 2026-07-28 era alone"
-                    ),
-                    None,
-                ));
             }
             _ => return Err(failed(&server, generation, ServiceError::UnexpectedResponse)),
         };
@@ -658,6 +664,8 @@ impl ServerHandler for ClientSession {
             return Ok(ReadResourceResponse::Complete(result));
         }
         let (generation, peer) = self.running(index).await?;
+        // Sent again, with a legacy client's answers, when the server asks for input.
+        let retry = request.clone();
         // A 2026-07-28 client's `logLevel`: the server's messages meanwhile.
         let mut log = super::call_log::CallLog::open(&self.gateway, index, &context);
         let answer = async {
@@ -670,7 +678,23 @@ impl ServerHandler for ClientSession {
             .await
         };
         let answer = super::call_log::CallLog::during(&mut log, answer).await;
-        let answer = answer.map_err(|e| failed(&server, generation, e))?;
+        let mut answer = answer.map_err(|e| failed(&server, generation, e))?;
+        // A server of the 2026-07-28 era asks for input in its result: a
+        // legacy client is asked by the gateway, as for `tools/call`; a client
+        // of that era gets the result as it is and reads again itself.
+        if modern_request(&context) {
+            if let ServerResult::InputRequiredResult(asked) = answer {
+                return Ok(ReadResourceResponse::InputRequired(asked));
+            }
+        } else {
+            let again = |answers, state| {
+                let mut again = retry.clone();
+                again.input_responses = Some(answers);
+                again.request_state = state;
+                ClientRequest::ReadResourceRequest(ReadResourceRequest::new(again))
+            };
+            answer = call::drive_input(&context, &server, generation, &peer, answer, again, None).await?;
+        }
         let ServerResult::ReadResourceResult(mut result) = answer else {
             return Err(failed(&server, generation, ServiceError::UnexpectedResponse));
         };
@@ -746,6 +770,13 @@ impl ServerHandler for ClientSession {
             .set_level(id, self.scope.clone(), request.level)
             .await;
         Ok(())
+    }
+
+    /// Relayed to the running legacy-era servers this session sees
+    /// (docs/design.md §14, "Roots").
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        let session = self.id().unwrap_or_default();
+        super::roots::relay_changed(&self.gateway, &self.scope, session).await;
     }
 
     /// A 2026-07-28 client's listen stream: the fleet's list changes it asks

@@ -215,6 +215,7 @@ class Harness:
             "ping": self.op_ping,
             "discover": self.op_discover,
             "set_level": self.op_set_level,
+            "roots_changed": self.op_roots_changed,
             "subscribe": self.op_subscribe,
             "unsubscribe": self.op_unsubscribe,
             "requests": self.op_requests,
@@ -453,6 +454,10 @@ class Harness:
 
     async def op_set_level(self, command: dict[str, Any]) -> dict[str, Any]:
         await self.client.set_logging_level(need(command, "level"))
+        return {"ok": True}
+
+    async def op_roots_changed(self, command: dict[str, Any]) -> dict[str, Any]:
+        await self.client.send_roots_list_changed()
         return {"ok": True}
 
     async def op_subscribe(self, command: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,8 @@
 //                                port); it prints the port once it listens
 //   ... --modern-only            serves the 2026-07-28 era alone: `server/discover`
 //                                names only it, and `initialize` is refused with -32022
+//   ... --note-notifications PATH  appends the method of each notification a client
+//                                sends it to PATH, one a line
 //   ... --legacy-tasks           legacy sessions have the tasks of 2025-11-25: `tasks`
 //                                declared, a `tools/call` with a `task` answered
 //                                `{"task": ...}` and completed at once (its status sent
@@ -20,6 +22,7 @@
 // request that carries the 2026-07-28 per-request `_meta` is served statelessly
 // (input-required results instead of requests to the client, `subscriptions/listen`,
 // and the tasks extension, SEP-2663, for requests that declare it).
+import fs from 'node:fs';
 import http from 'node:http';
 import crypto from 'node:crypto';
 import readline from 'node:readline';
@@ -29,6 +32,8 @@ const LEGACY = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
 const ARGS = process.argv.slice(2);
 const MODERN_ONLY = ARGS.includes('--modern-only');
 const LEGACY_TASKS = ARGS.includes('--legacy-tasks');
+const NOTED = ARGS.includes('--note-notifications') ? ARGS[ARGS.indexOf('--note-notifications') + 1] : undefined;
+const noteNotification = (msg) => { if (NOTED !== undefined) fs.appendFileSync(NOTED, `${msg.method}\n`); };
 const SUPPORTED = MODERN_ONLY ? [MODERN] : [MODERN, ...LEGACY];
 const refuseLegacy = (params) => new RpcError(-32022, `Unsupported protocol version: ${params?.protocolVersion} (this server speaks ${MODERN} alone)`, { supported: [MODERN], requested: params?.protocolVersion }, 400);
 const INFO = { name: 'mcpfleet-conformance-member', version: '1.0.0' };
@@ -688,6 +693,7 @@ function serveStdio() {
     try { msg = JSON.parse(line); } catch { out({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error' } }); return; }
     if (msg.method === undefined) { session?.answer(msg); return; }
     if (msg.id === undefined) {
+      noteNotification(msg);
       if (msg.method === 'notifications/cancelled') inflight.get(msg.params?.requestId)?.();
       return;
     }
@@ -821,7 +827,7 @@ function serveHttp(port) {
     const params = msg.params ?? {};
 
     if (msg.method !== undefined && isModern(msg, header)) {
-      if (msg.id === undefined) { res.writeHead(202).end(); return; }
+      if (msg.id === undefined) { noteNotification(msg); res.writeHead(202).end(); return; }
       // Stateless: an SSE stream opens with the first notification; an answer
       // before any is one JSON body with its status.
       let stream = null;
@@ -858,7 +864,7 @@ function serveHttp(port) {
     const session = byId.get(sid);
     if (!session) { json(res, 404, { jsonrpc: '2.0', id: msg.id ?? null, error: { code: -32600, message: 'Unknown session' } }); return; }
     if (msg.method === undefined) { session.answer(msg); res.writeHead(202).end(); return; }
-    if (msg.id === undefined) { res.writeHead(202).end(); return; }
+    if (msg.id === undefined) { noteNotification(msg); res.writeHead(202).end(); return; }
     const stream = new Stream(session, res);
     const ctx = legacyCtx(session, (m) => stream.send(m));
     ctx.closeStream = async () => { await sleep(50); stream.detach(); };
@@ -875,4 +881,4 @@ function serveHttp(port) {
 const [mode, port] = ARGS.filter((a) => !a.startsWith('--'));
 if (mode === 'stdio') serveStdio();
 else if (mode === 'http' && /^\d+$/.test(port ?? '')) serveHttp(Number(port));
-else { process.stderr.write('usage: member.mjs stdio | member.mjs http PORT [--modern-only]\n'); process.exit(2); }
+else { process.stderr.write('usage: member.mjs stdio | member.mjs http PORT [--modern-only] [--legacy-tasks] [--note-notifications PATH]\n'); process.exit(2); }

@@ -2573,6 +2573,87 @@ fn logged(client: &mut Client) -> Vec<(String, String)> {
     logged
 }
 
+/// A legacy client's `notifications/roots/list_changed` reaches each running
+/// legacy-era server its session sees, once, over stdio and HTTP: through
+/// `connect b m r`, servers `b` and `r` (remote) hear it, and neither `c`
+/// (outside that scope) nor `m` (which speaks only 2026-07-28, and has no such
+/// notification); through `serve`, which sees the whole fleet, `b`, `c` and `r`
+/// hear it.
+#[test]
+fn a_clients_roots_list_changed_reaches_the_legacy_servers_of_its_scope_once() {
+    const HEARD: &str = "fixture: notifications/roots/list_changed";
+    let servers = [
+        fixture_server("b", &[], ""),
+        fixture_server("c", &[], ""),
+        fixture_server("m", &["--era", "modern"], ""),
+    ];
+    let fleet = fleet_of("gw-roots-changed", &servers);
+    // `r`: the conformance member over HTTP, which speaks both eras and so is
+    // spoken to in the legacy one; it notes each notification it gets.
+    let noted = fleet.dir.path().join("member-notifications");
+    let noted_arg = noted.to_str().unwrap();
+    let (mut member, url) =
+        crate::conformance::http_member_with(&fleet, &["--note-notifications", noted_arg]);
+    std::fs::write(
+        &fleet.path,
+        format!(
+            "version: 1\ngateway:\n  meta: true\nservers:\n{}  r:\n    url: {url}\n",
+            servers.concat()
+        ),
+    )
+    .unwrap();
+    let remote_heard = || {
+        std::fs::read_to_string(&noted)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == "notifications/roots/list_changed")
+            .count()
+    };
+    let await_remote = |count: usize| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while remote_heard() < count && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        remote_heard()
+    };
+    // `serve` starts every server.
+    let http = serve(&fleet, &[]);
+    let mut scoped = Client::open(&fleet, Sdk::Python, Door::Stdio(&["b", "m", "r"]));
+    assert_eq!(scoped.op(json!({"op": "roots_changed"}))["ok"], true);
+    assert_eq!(await_server_lines(&fleet, "b", HEARD, 1), 1);
+    assert_eq!(await_remote(1), 1);
+    // Another request of the same session, answered after the notification
+    // was handed on: nothing more is coming.
+    scoped.ping();
+    let mut everywhere = Client::open(&fleet, Sdk::Python, Door::Http(&http));
+    assert_eq!(everywhere.op(json!({"op": "roots_changed"}))["ok"], true);
+    assert_eq!(await_server_lines(&fleet, "c", HEARD, 1), 1);
+    assert_eq!(await_server_lines(&fleet, "b", HEARD, 2), 2);
+    assert_eq!(await_remote(2), 2);
+    everywhere.ping();
+    scoped.ping();
+    let heard = |name: &str| {
+        let out = fleet.run(&["logs", name, "-n", "1000"]);
+        assert_code(&out, 0);
+        stdout(&out).lines().filter(|l| l.ends_with(HEARD)).count()
+    };
+    assert_eq!(heard("b"), 2, "once from each client");
+    assert_eq!(heard("c"), 1, "only from the client whose scope holds it");
+    assert_eq!(
+        heard("m"),
+        0,
+        "a 2026-07-28 server has no such notification"
+    );
+    assert_eq!(remote_heard(), 2, "once from each client, over HTTP too");
+    scoped.close();
+    everywhere.close();
+    let down = fleet.run(&["down"]);
+    let _ = member.kill();
+    let _ = member.wait();
+    assert_code(&down, 0);
+    fleet.assert_no_leftovers();
+}
+
 /// With the fixture (`--log-and-subscribe`), through both doors and both SDKs at
 /// once: two sessions at different levels get different messages, named
 /// `SERVER` or `SERVER/LOGGER`; the server is asked for the lowest level any

@@ -150,70 +150,42 @@ impl ClientSession {
         // sends the call again itself; for a legacy client the gateway asks it,
         // as the server's requests, and sends the call again with the answers.
         let modern_client = modern_request(&context);
-        let mut rounds = 0;
-        let result = loop {
-            match response {
-                ServerResult::CallToolResult(result) => break result,
-                ServerResult::EmptyResult(_) => break CallToolResult::default(),
-                ServerResult::InputRequiredResult(asked) if modern_client => {
-                    meter.outcome = CallOutcome::Ok;
-                    return Ok(CallToolResponse::InputRequired(asked));
-                }
-                ServerResult::InputRequiredResult(asked) if rounds < INPUT_ROUNDS => {
-                    rounds += 1;
-                    let requests = asked.input_requests.unwrap_or_default();
-                    let answers = ask_for_input(&context, &server, requests).await?;
-                    let mut again = retry.clone();
-                    again.input_responses = Some(answers);
-                    again.request_state = asked.request_state;
-                    let sent = async {
-                        abandoned
-                            .peer
-                            .send_request_with_option(
-                                ClientRequest::CallToolRequest(CallToolRequest::new(again)),
-                                crate::gateway::tasks::options(&context, &abandoned.peer),
-                            )
-                            .await?
-                            .await_response()
-                            .await
-                    };
-                    response = tokio::select! {
-                        r = sent => r.map_err(|e| failed(&server, generation, e))?,
-                        _ = context.ct.cancelled() => {
-                            return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
-                        }
-                    };
-                    if let Some(progress) = &progress_route {
-                        progress.flushed().await;
-                    }
-                }
-                // A task, to a client that declared the extension: its id becomes
-                // the gateway's handle of it.
-                ServerResult::CreateTaskResult(mut task) if crate::gateway::tasks::client_declares(&context) => {
-                    meter.outcome = CallOutcome::Ok;
-                    let handle = crate::gateway::tasks::Handle {
-                        server: route.server,
-                        generation,
-                        task: std::mem::take(&mut task.task.task_id),
-                    };
-                    task.task.task_id = handle.encode();
-                    return Ok(CallToolResponse::Task(task));
-                }
-                ServerResult::InputRequiredResult(_) => {
-                    return Err(ErrorData::internal_error(
-                        format!(
-                            "server `{server}` still asked for input after {INPUT_ROUNDS} rounds of answers"
-                        ),
-                        None,
-                    ));
-                }
-                _ => {
-                    return Err(failed(
-                        &server,
-                        generation,
-                        ServiceError::UnexpectedResponse,
-                    ));
-                }
+        if !modern_client {
+            let again = |answers, state| {
+                let mut again = retry.clone();
+                again.input_responses = Some(answers);
+                again.request_state = state;
+                ClientRequest::CallToolRequest(CallToolRequest::new(again))
+            };
+            let peer = &abandoned.peer;
+            let flushed = progress_route.as_ref();
+            response = drive_input(&context, &server, generation, peer, response, again, flushed).await?;
+        }
+        let result = match response {
+            ServerResult::CallToolResult(result) => result,
+            ServerResult::EmptyResult(_) => CallToolResult::default(),
+            ServerResult::InputRequiredResult(asked) if modern_client => {
+                meter.outcome = CallOutcome::Ok;
+                return Ok(CallToolResponse::InputRequired(asked));
+            }
+            // A task, to a client that declared the extension: its id becomes
+            // the gateway's handle of it.
+            ServerResult::CreateTaskResult(mut task) if crate::gateway::tasks::client_declares(&context) => {
+                meter.outcome = CallOutcome::Ok;
+                let handle = crate::gateway::tasks::Handle {
+                    server: route.server,
+                    generation,
+                    task: std::mem::take(&mut task.task.task_id),
+                };
+                task.task.task_id = handle.encode();
+                return Ok(CallToolResponse::Task(task));
+            }
+            _ => {
+                return Err(failed(
+                    &server,
+                    generation,
+                    ServiceError::UnexpectedResponse,
+                ));
             }
         };
         Ok(self.complete(result, &mut meter, generation))
@@ -571,6 +543,54 @@ fn unknown_state(state: &str, server: &str) -> ErrorData {
 /// How many times a call is sent again with a legacy client's answers before
 /// the gateway gives up on a server that keeps asking for input.
 const INPUT_ROUNDS: usize = 10;
+
+/// A 2026-07-28 server's `response` to a legacy client's request (`tools/call`,
+/// `prompts/get` or `resources/read`): while it is an input-required result,
+/// the client is asked for the input ([`ask_for_input`]) and the request is
+/// sent again to `peer` as `again` makes it from the answers and the server's
+/// exact `requestState`, for at most [`INPUT_ROUNDS`] rounds, each round's
+/// progress (`flushed`) reaching the client before the next; the first answer
+/// that asks for nothing more.
+pub(super) async fn drive_input(
+    context: &RequestContext<RoleServer>,
+    server: &str,
+    generation: Generation,
+    peer: &Peer<RoleClient>,
+    mut response: ServerResult,
+    again: impl Fn(InputResponses, Option<String>) -> ClientRequest,
+    flushed: Option<&crate::gateway::desk::ProgressGuard>,
+) -> Result<ServerResult, ErrorData> {
+    for _ in 0..INPUT_ROUNDS {
+        let ServerResult::InputRequiredResult(asked) = response else {
+            return Ok(response);
+        };
+        let requests = asked.input_requests.unwrap_or_default();
+        let answers = ask_for_input(context, server, requests).await?;
+        let request = again(answers, asked.request_state);
+        let sent = async {
+            peer.send_request_with_option(request, crate::gateway::tasks::options(context, peer))
+                .await?
+                .await_response()
+                .await
+        };
+        response = tokio::select! {
+            r = sent => r.map_err(|e| failed(server, generation, e))?,
+            _ = context.ct.cancelled() => {
+                return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, "cancelled by the client", None));
+            }
+        };
+        if let Some(progress) = flushed {
+            progress.flushed().await;
+        }
+    }
+    match response {
+        ServerResult::InputRequiredResult(_) => Err(ErrorData::internal_error(
+            format!("server `{server}` still asked for input after {INPUT_ROUNDS} rounds of answers"),
+            None,
+        )),
+        response => Ok(response),
+    }
+}
 
 /// Asks the client of `context`, as server requests on its call's stream, for
 /// what a server of the 2026-07-28 era asked in an input-required result, if

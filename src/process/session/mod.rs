@@ -5,7 +5,9 @@
 //! the `initialize` handshake, pinned to the newest protocol version that still has
 //! `initialize` (rmcp's default announces one without it). rmcp's response cache
 //! is off: a list asked for reaches the server. The client declares the
-//! `roots` capability and answers `roots/list` with an empty list, so that servers
+//! `roots` capability (with `listChanged` for the gateway, which relays its
+//! clients' `notifications/roots/list_changed`) and answers `roots/list` with an
+//! empty list when nobody else does, so that servers
 //! which ask for roots right after the handshake (with request id 0) get a proper
 //! answer. This module holds no deadlines of its own: the authority bounds every
 //! call.
@@ -220,7 +222,11 @@ impl ClientHandler for FleetClient {
         let mut capabilities = ClientCapabilities::default();
         capabilities.roots = Some(Default::default());
         if self.listener.is_some() {
-            // The gateway relays these to its clients (docs/design.md §14).
+            // The gateway relays these to its clients, and its clients'
+            // `notifications/roots/list_changed` to the server (docs/design.md §14).
+            let mut roots = rmcp::model::RootsCapabilities::default();
+            roots.list_changed = Some(true);
+            capabilities.roots = Some(roots);
             capabilities.sampling = Some(Default::default());
             capabilities.elicitation = Some(
                 ElicitationCapability::new()

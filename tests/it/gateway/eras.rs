@@ -267,6 +267,79 @@ fn both_eras_list_call_get_and_read_through_both_doors() {
     down_and_no_leftovers(&fleet);
 }
 
+/// A server that speaks 2026-07-28 alone (the fixture in `--era modern`) asks
+/// for input in its result to `prompts/get` and `resources/read`, one input
+/// request a round for three rounds: for a legacy client, through each door,
+/// the gateway asks the client each one as a server request and sends the
+/// request again with the client's answer and the server's exact
+/// `requestState` (which carries the answers so far), until the server
+/// answers with the client's own answers. A 2026-07-28 client gets the
+/// input-required results as they are, and its SDK answers them itself.
+#[test]
+fn a_modern_servers_input_on_prompts_get_and_resources_read_is_asked_of_a_legacy_client() {
+    let fleet = fleet_of(
+        "gw-input-prompts",
+        &[fixture_server(
+            "m",
+            &[
+                "--era",
+                "modern",
+                "--log-and-subscribe",
+                "--ask",
+                "sampling",
+                "--ask",
+                "elicitation",
+                "--ask",
+                "roots",
+            ],
+            "",
+        )],
+    );
+    let http = serve(&fleet, &[]);
+    let doors = [Door::Stdio(&[]), Door::Http(&http)];
+    for (mode, door) in [LEGACY, MODERN]
+        .into_iter()
+        .flat_map(|m| doors.map(|d| (m, d)))
+    {
+        let mut client = open_in(&fleet, mode, door);
+        let label = client.label.clone();
+        let answered = |text: &Value| -> Value {
+            let text = text.as_str().unwrap_or_else(|| panic!("{label}: no text"));
+            let answers: Value =
+                serde_json::from_str(text).unwrap_or_else(|e| panic!("{label}: {e}: {text}"));
+            assert_eq!(answers[0]["model"], "python-sdk", "{label}: {answers}");
+            assert_eq!(answers[1]["action"], "accept", "{label}: {answers}");
+            assert_eq!(
+                answers[2]["roots"][0]["uri"], "file:///tmp",
+                "{label}: {answers}"
+            );
+            answers
+        };
+        let prompt = ok(
+            &mut client,
+            json!({"op": "get_prompt", "name": "m__logged"}),
+        );
+        answered(&prompt["result"]["messages"][0]["content"]["text"]);
+        let read = ok(
+            &mut client,
+            json!({"op": "read_resource", "uri": "fixture://r"}),
+        );
+        assert_eq!(
+            read["result"]["contents"][0]["uri"], "fixture://r",
+            "{label}: {read}"
+        );
+        answered(&read["result"]["contents"][0]["text"]);
+        let asked = ok(&mut client, json!({"op": "requests"}));
+        assert_eq!(
+            asked["counts"],
+            json!({"roots/list": 2, "sampling/createMessage": 2, "elicitation/create": 2}),
+            "{label}: {asked}"
+        );
+        client.close();
+    }
+    down_and_no_leftovers(&fleet);
+}
+
 /// The `_meta` every request of the 2026-07-28 era carries.
 fn modern_meta() -> Value {
     json!({
