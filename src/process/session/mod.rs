@@ -677,6 +677,16 @@ impl Reachable {
     pub(crate) fn sideband(&self) -> Option<&crate::process::remote::Sideband> {
         self.sideband.as_ref()
     }
+
+    /// The `tasks` capability of protocol 2025-11-25 the server declared in
+    /// its answer to `initialize`, as it wrote it (over stdio or HTTP).
+    pub fn tasks_capability(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        match (&self.link, &self.sideband) {
+            (Some(link), _) => link.tasks_capability(),
+            (None, Some(side)) => side.tasks_capability(),
+            (None, None) => None,
+        }
+    }
 }
 
 /// A tool as its server listed it: its name and the schemas of what it takes and
