@@ -48,6 +48,10 @@ impl ObservedClient {
             request = request.bearer_auth(token);
         }
         for (name, value) in &custom_headers {
+            // The headers rmcp's client sets itself are refused, as it does.
+            if ["accept", "mcp-session-id", "last-event-id"].contains(&name.as_str()) {
+                return Err(StreamableHttpError::ReservedHeaderConflict(name.to_string()));
+            }
             request = request.header(name, value);
         }
         if let Some(session) = &session_id {
@@ -94,7 +98,13 @@ impl ObservedClient {
         }
         if status.is_success() && media.as_deref() == Some("text/event-stream") {
             let seen = seen.clone();
-            let events = SseStream::from_bytes_stream(response.bytes_stream())
+            let mut event = EventBound::new(limits.max_sse_event_size);
+            let bytes = response.bytes_stream().map(move |chunk| {
+                let chunk = chunk.map_err(std::io::Error::other)?;
+                event.pass(&chunk)?;
+                Ok::<_, std::io::Error>(chunk)
+            });
+            let events = SseStream::from_bytes_stream(bytes)
                 .inspect(move |event| {
                     if let Ok(Sse { data: Some(data), .. }) = event {
                         seen.answered(data.as_bytes());
@@ -145,5 +155,67 @@ impl ObservedClient {
         Err(StreamableHttpError::UnexpectedServerResponse(
             format!("HTTP {status}: {body}").into(),
         ))
+    }
+}
+
+/// The bound on one event of the answer's event stream, as rmcp's client has:
+/// the bytes since the last blank line (an event's end) are counted, line
+/// ends aside.
+struct EventBound {
+    max: usize,
+    since: usize,
+    line_start: bool,
+    after_cr: bool,
+}
+
+impl EventBound {
+    fn new(max: usize) -> EventBound {
+        EventBound {
+            max,
+            since: 0,
+            line_start: true,
+            after_cr: false,
+        }
+    }
+
+    /// Counts `chunk`; an error once an event outgrows the bound.
+    fn pass(&mut self, chunk: &[u8]) -> std::io::Result<()> {
+        for &byte in chunk {
+            match byte {
+                b'\n' if self.after_cr => self.after_cr = false,
+                b'\n' | b'\r' => {
+                    if self.line_start {
+                        self.since = 0;
+                    }
+                    self.line_start = true;
+                    self.after_cr = byte == b'\r';
+                }
+                _ => {
+                    self.line_start = false;
+                    self.after_cr = false;
+                    self.since += 1;
+                    if self.since > self.max {
+                        return Err(std::io::Error::other(format!(
+                            "an event of the answer to initialize exceeds {} bytes",
+                            self.max
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventBound;
+
+    #[test]
+    fn an_event_is_bounded_and_its_end_resets_the_count() {
+        let mut bound = EventBound::new(8);
+        assert!(bound.pass(b"data: ab\r\n\r\ndata: cd\n").is_ok());
+        assert!(bound.pass(b"\ndata: ef\n\n").is_ok());
+        assert!(bound.pass(b"data: abcdefgh").is_err());
     }
 }
