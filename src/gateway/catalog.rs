@@ -128,10 +128,11 @@ impl Listing for MemberTool {
     fn learnt(known: Known<Self>) -> Learnt {
         Learnt::Tools(known)
     }
-    /// Every page, as written: through the session's link over stdio, through
-    /// a side request of its own over HTTP; through rmcp otherwise (a stdio
-    /// server of the 2026-07-28 era), which keeps only the fields it models.
-    /// A remote server of that era is asked through rmcp too, first: rmcp's
+    /// Every page, as written: through the session's link over stdio (to a
+    /// server of the 2026-07-28 era with that era's `_meta`, as rmcp would
+    /// send it), through a side request of its own over HTTP; through rmcp
+    /// otherwise, which keeps only the fields it models.
+    /// A remote server of the 2026-07-28 era is asked through rmcp too, first: rmcp's
     /// client learns each tool's `inputSchema` from the lists it reads, for
     /// the `Mcp-Param-*` headers of its calls, and drops the tools it will not
     /// call (invalid `x-mcp-header`s), which are left out here too.
@@ -141,6 +142,7 @@ impl Listing for MemberTool {
         let peer = session.peer().clone();
         let link = session.link().cloned();
         let side = session.sideband().cloned();
+        let modern = session.modern_link().map(|(link, meta)| (link.clone(), meta.clone()));
         async move {
             // The tools rmcp keeps of a remote server of the 2026-07-28 era
             // (it drops those whose `x-mcp-header`s are invalid): only these
@@ -155,6 +157,7 @@ impl Listing for MemberTool {
                     }
                     Lane::Side(side)
                 }
+                (None, None) if let Some((link, meta)) = modern => Lane::Modern(link, meta),
                 (None, None) => {
                     let tools = peer.list_all_tools().await?;
                     return Ok(tools
@@ -211,6 +214,9 @@ impl Listing for MemberTool {
 pub(super) enum Lane {
     Link(Link),
     Side(crate::process::remote::Sideband),
+    /// A stdio session's link to a server of the 2026-07-28 era, and the
+    /// `_meta` each request carries (a request's own `_meta` keys added).
+    Modern(Link, Arc<JsonObject>),
 }
 
 impl Lane {
@@ -244,6 +250,16 @@ impl Lane {
                 raw_request(link, method, params).await
             }
             Lane::Side(side) => side.request(method, params).await,
+            Lane::Modern(link, meta) => {
+                let mut params = params;
+                let mut own = meta.as_ref().clone();
+                if let Some(serde_json::Value::Object(given)) = params.remove("_meta") {
+                    own.extend(given);
+                }
+                params.insert("_meta".into(), serde_json::Value::Object(own));
+                let params = serde_json::Value::Object(params).to_string();
+                raw_request(link, method, params).await
+            }
         }
     }
 }

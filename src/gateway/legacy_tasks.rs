@@ -122,11 +122,9 @@ fn reach(gateway: &Gateway, scope: &Scope, handle: &str) -> Result<(Handle, Stri
     };
     let server = member.handle.name().to_owned();
     match member.handle.reach() {
-        // A server that declared no tasks made none (over stdio, where its
-        // answer to `initialize` is read).
+        // A server that declared no tasks made none.
         Some(reach)
-            if reach.generation == of.generation
-                && reach.session.link().is_none_or(|link| link.tasks_capability().is_some()) =>
+            if reach.generation == of.generation && reach.session.tasks_capability().is_some() =>
         {
             match Lane::legacy(&reach.session) {
                 Some(lane) => Ok((of, server, lane)),
@@ -254,8 +252,8 @@ async fn list(gateway: &Gateway, scope: &Scope, params: JsonObject) -> Result<Va
             continue;
         }
         let Some(reach) = member.handle.reach() else { continue };
-        // A stdio server that declared no tasks is not asked.
-        if reach.session.link().is_some_and(|link| link.tasks_capability().is_none()) {
+        // A server that declared no tasks is not asked.
+        if reach.session.tasks_capability().is_none() {
             continue;
         }
         let Some(lane) = Lane::legacy(&reach.session) else { continue };
@@ -308,7 +306,7 @@ async fn server_tasks(lane: &Lane) -> Result<Vec<Value>, ServiceError> {
 
 /// The `tasks` capability of protocol 2025-11-25 a legacy session that sees
 /// the servers of `scope` is told: what the running ones declared, merged
-/// (a server spoken to over stdio; a remote server's is not read).
+/// (in their answers to `initialize`, over stdio or HTTP).
 pub(crate) fn declared(gateway: &Gateway, scope: &Scope) -> Option<JsonObject> {
     let mut merged: Option<JsonObject> = None;
     for (index, member) in gateway.members().iter().enumerate() {
@@ -317,7 +315,7 @@ pub(crate) fn declared(gateway: &Gateway, scope: &Scope) -> Option<JsonObject> {
             continue;
         }
         let Some(reach) = member.handle.reach() else { continue };
-        let Some(tasks) = reach.session.link().and_then(|link| link.tasks_capability()) else {
+        let Some(tasks) = reach.session.tasks_capability() else {
             continue;
         };
         merge(merged.get_or_insert_with(JsonObject::new), tasks);

@@ -1797,6 +1797,46 @@ fn tools_reach_clients_with_every_field_their_server_wrote() {
     down_and_no_leftovers(&fleet);
 }
 
+/// A stdio server of the 2026-07-28 era alone is asked for its tools beside
+/// rmcp, with that era's `_meta`: its tool reaches clients through both doors
+/// with every field it wrote, `execution` and vendor fields included.
+#[test]
+fn a_modern_stdio_servers_tools_reach_clients_with_every_field_it_wrote() {
+    let fields = format!("echo={TOOL_FIELDS}");
+    let fleet = fleet_of(
+        "gw-modern-tool-fields",
+        &[fixture_server(
+            "fx",
+            &["--era", "modern", "--tool-fields", &fields],
+            "",
+        )],
+    );
+    let http = serve(&fleet, &[]);
+    let whole = echo_as_written("fx");
+
+    let session = raw_session(&http, "raw-http", "1", true);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let mut listed = Exchange::send(&http, "POST", &of(&session), &list.to_string());
+    let answer = listed.answer_to(2);
+    assert_eq!(
+        tool_named(std::slice::from_ref(&answer), "fx__echo"),
+        Some(whole.clone()),
+        "serve: the tool as its server wrote it: {answer}"
+    );
+    drop(listed);
+
+    let mut wire = crate::pass_through::Wire::connect(&fleet);
+    wire.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}));
+    let answer = wire.answer(2);
+    assert_eq!(
+        tool_named(std::slice::from_ref(&answer), "fx__echo"),
+        Some(whole),
+        "connect: the tool as its server wrote it: {answer}"
+    );
+    drop(wire);
+    down_and_no_leftovers(&fleet);
+}
+
 /// The conformance member's tool `greet`, as it writes it: `execution` and a
 /// vendor field that no specification names, `x-vendor`, among its fields.
 fn greet_as_written(server: &str) -> Value {

@@ -36,6 +36,7 @@ use sse_stream::Sse;
 use tokio_util::sync::CancellationToken;
 
 mod describe;
+mod initialize;
 mod probe;
 mod sideband;
 #[cfg(test)]
@@ -187,7 +188,8 @@ pub(crate) struct ObservedClient {
     /// session's handler (docs/design.md §14, "Values as written").
     heard: Option<crate::process::notice::WrittenAsks>,
     /// Where the session id and headers of each POST are kept, for the
-    /// session's [`Sideband`].
+    /// session's [`Sideband`], and what rmcp does not model of the answer to
+    /// `initialize`, which is then read here (`initialize.rs`).
     seen: Option<Seen>,
 }
 
@@ -567,17 +569,25 @@ impl StreamableHttpClient for ObservedClient {
         if let Some(seen) = &self.seen {
             seen.post(&session_id, &custom_headers);
         }
-        let result = self
-            .inner
-            .post_message_with_response_limits(
-                uri.clone(),
-                message,
-                session_id,
-                auth_header,
-                custom_headers.clone(),
-                limits,
-            )
-            .await;
+        let result = match &self.seen {
+            Some(seen) if sent.initialize => {
+                let headers = custom_headers.clone();
+                self.post_initialize(seen, uri.clone(), message, session_id, auth_header, headers, limits)
+                    .await
+            }
+            _ => {
+                self.inner
+                    .post_message_with_response_limits(
+                        uri.clone(),
+                        message,
+                        session_id,
+                        auth_header,
+                        custom_headers.clone(),
+                        limits,
+                    )
+                    .await
+            }
+        };
         let judged = self.judge_post(sent, scrub(result), &uri, &custom_headers).await;
         match judged {
             Ok(StreamableHttpPostResponse::Sse(stream, session)) => {

@@ -36,6 +36,9 @@ pub(crate) struct Seen(Arc<Mutex<SeenPost>>);
 struct SeenPost {
     session: Option<Arc<str>>,
     headers: HashMap<HeaderName, HeaderValue>,
+    /// The server's answer to `initialize`, once read: the `tasks` of its
+    /// capabilities (protocol 2025-11-25), which rmcp does not model.
+    initialized: Option<Option<Map<String, Value>>>,
 }
 
 impl Seen {
@@ -50,6 +53,33 @@ impl Seen {
             .filter(|(name, _)| !per_message(name))
             .map(|(n, v)| (n.clone(), v.clone()))
             .collect();
+    }
+
+    /// Keeps what rmcp does not model of the server's answer to `initialize`
+    /// (`text`, a JSON-RPC message as written): the first that answers with
+    /// `capabilities`.
+    pub(super) fn answered(&self, text: &[u8]) {
+        if memchr::memmem::find(text, b"\"capabilities\"").is_none() {
+            return;
+        }
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            result: Initialized,
+        }
+        #[derive(serde::Deserialize)]
+        struct Initialized {
+            capabilities: Map<String, Value>,
+        }
+        let Ok(Answer { result }) = serde_json::from_slice::<Answer>(text) else {
+            return;
+        };
+        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.initialized.is_none() {
+            seen.initialized = Some(match result.capabilities.get("tasks") {
+                Some(Value::Object(tasks)) => Some(tasks.clone()),
+                _ => None,
+            });
+        }
     }
 
     fn now(&self) -> (Option<Arc<str>>, HashMap<HeaderName, HeaderValue>) {
@@ -95,6 +125,13 @@ impl Sideband {
     /// Resolves once the session ended.
     pub(crate) async fn ended(&self) {
         self.ended.cancelled().await;
+    }
+
+    /// The `tasks` capability of protocol 2025-11-25 the server declared in
+    /// its answer to `initialize`, as it wrote it.
+    pub(crate) fn tasks_capability(&self) -> Option<Map<String, Value>> {
+        let seen = self.seen.0.lock().unwrap_or_else(|p| p.into_inner());
+        seen.initialized.clone().flatten()
     }
 
     /// Whether the session speaks the 2026-07-28 era.

@@ -105,6 +105,23 @@ pub(crate) fn discover_params(info: &InitializeRequestParams) -> Value {
     })
 }
 
+/// The `_meta` every request of a session of the modern era at `version`
+/// carries (rmcp adds it to its own requests): the probe's, naming `version`.
+pub(crate) fn request_meta(
+    info: &InitializeRequestParams,
+    version: &ProtocolVersion,
+) -> serde_json::Map<String, Value> {
+    let mut meta = match discover_params(info)["_meta"].take() {
+        Value::Object(meta) => meta,
+        _ => serde_json::Map::new(),
+    };
+    meta.insert(
+        "io.modelcontextprotocol/protocolVersion".into(),
+        version.as_str().into(),
+    );
+    meta
+}
+
 /// What came back to the probe.
 #[derive(Debug)]
 pub(crate) enum Reply {

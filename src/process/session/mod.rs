@@ -292,6 +292,8 @@ pub(crate) struct Session {
     link: Option<Link>,
     /// Requests beside rmcp's, each a POST of its own (HTTP only).
     sideband: Option<crate::process::remote::Sideband>,
+    /// Over stdio in the modern era: the `_meta` each request carries.
+    meta: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
     /// The era the probe found.
     era: Era,
 }
@@ -397,7 +399,16 @@ impl Session {
             return Err(SessionError::Protocol(Detail::words(why)));
         }
         match result {
-            Ok(service) => Ok(Session::new(service, violation, ended, None, Some(link), era).await),
+            Ok(service) => {
+                // The link's requests to a modern server carry what rmcp's would.
+                let meta = match &era {
+                    Era::Modern(version) => Some(Arc::new(era::request_meta(&info, version))),
+                    Era::Legacy => None,
+                };
+                let mut session = Session::new(service, violation, ended, None, Some(link), era).await;
+                session.meta = meta;
+                Ok(session)
+            }
             Err(e @ (E::ConnectionClosed(_) | E::TransportError { .. })) => {
                 Err(SessionError::Closed(Detail::cause(e)))
             }
@@ -451,7 +462,8 @@ impl Session {
             listener,
             asks: asks.clone(),
         };
-        let mut params = era::discover_params(&client.get_info());
+        let info = client.get_info();
+        let params = era::discover_params(&info);
         let reply = match crate::process::remote::discover(&remote.url, &remote.headers, &params, bound).await {
             Some(crate::process::remote::Discovered::Result(r)) => era::Reply::Result(r),
             Some(crate::process::remote::Discovered::Error(e)) => era::Reply::Error(e),
@@ -488,17 +500,7 @@ impl Session {
                 // Requests beside rmcp's carry what rmcp's would: to a modern
                 // server, the `_meta` of the probe, naming the era's version.
                 let modern = match &era {
-                    Era::Modern(version) => {
-                        let mut meta = match params["_meta"].take() {
-                            serde_json::Value::Object(meta) => meta,
-                            _ => serde_json::Map::new(),
-                        };
-                        meta.insert(
-                            "io.modelcontextprotocol/protocolVersion".into(),
-                            version.as_str().into(),
-                        );
-                        Some(meta)
-                    }
+                    Era::Modern(version) => Some(era::request_meta(&info, version)),
                     Era::Legacy => None,
                 };
                 let mut session = Session::new(
@@ -553,6 +555,7 @@ impl Session {
             loss,
             link,
             sideband: None,
+            meta: None,
             era,
         }
     }
@@ -628,8 +631,8 @@ impl Session {
     /// How requests made outside the authority reach this session: its peer and,
     /// over stdio in the legacy era, its link. The link's requests are lines as
     /// the gateway's client wrote them, without the per-request `_meta` a modern
-    /// server requires: to a modern session every request goes through rmcp,
-    /// which adds it.
+    /// server requires: to a modern session the link is given apart, with that
+    /// `_meta` ([`Reachable::modern_link`]), for the requests that add it.
     pub(crate) fn reachable(&self) -> Reachable {
         Reachable {
             peer: self.peer(),
@@ -638,6 +641,10 @@ impl Session {
                 Era::Modern(_) => None,
             },
             sideband: self.sideband.clone(),
+            modern: match self.era {
+                Era::Modern(_) => self.link.clone().zip(self.meta.clone()),
+                Era::Legacy => None,
+            },
         }
     }
 }
@@ -660,6 +667,7 @@ pub struct Reachable {
     peer: Peer<RoleClient>,
     link: Option<Link>,
     sideband: Option<crate::process::remote::Sideband>,
+    modern: Option<(Link, Arc<serde_json::Map<String, serde_json::Value>>)>,
 }
 
 impl Reachable {
@@ -682,6 +690,24 @@ impl Reachable {
     /// sessions only.
     pub(crate) fn sideband(&self) -> Option<&crate::process::remote::Sideband> {
         self.sideband.as_ref()
+    }
+
+    /// Over stdio in the 2026-07-28 era: the link, and the `_meta` each of its
+    /// requests must carry (rmcp adds it to its own).
+    pub(crate) fn modern_link(
+        &self,
+    ) -> Option<(&Link, &Arc<serde_json::Map<String, serde_json::Value>>)> {
+        self.modern.as_ref().map(|(link, meta)| (link, meta))
+    }
+
+    /// The `tasks` capability of protocol 2025-11-25 the server declared in
+    /// its answer to `initialize`, as it wrote it (over stdio or HTTP).
+    pub fn tasks_capability(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        match (&self.link, &self.sideband) {
+            (Some(link), _) => link.tasks_capability(),
+            (None, Some(side)) => side.tasks_capability(),
+            (None, None) => None,
+        }
     }
 }
 

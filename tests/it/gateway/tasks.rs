@@ -432,7 +432,8 @@ fn legacy_tasks_pass_through_both_doors_with_the_gateways_ids() {
 }
 
 /// The same with a server reached over HTTP (the conformance member with
-/// `--legacy-tasks`, spoken to in the legacy era): the call and the task
+/// `--legacy-tasks`, spoken to in the legacy era): the `tasks` capability it
+/// declares in its answer to `initialize` is the gateway's, the call and the task
 /// requests go to it as side requests of the gateway's, and the status it
 /// sends on its session's GET stream reaches the client's.
 #[test]
@@ -445,7 +446,12 @@ fn legacy_tasks_of_an_http_server_pass_through_with_the_gateways_ids() {
     )
     .unwrap();
     let http = serve(&fleet, &[]);
-    let (session, _) = legacy_session(&http);
+    let (session, init) = legacy_session(&http);
+    assert_eq!(
+        init["result"]["capabilities"]["tasks"],
+        json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+        "the gateway declares the tasks its remote server declares: {init}"
+    );
     let mut stream = Exchange::send(&http, "GET", &legacy_headers(&session), "");
     assert_eq!(stream.status, 200);
     let made = legacy_ask(
