@@ -40,22 +40,19 @@ use std::time::Instant;
 use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
-use rmcp::model::{
-    CallToolResponse, CallToolResult, ClientCapabilities, ErrorCode, ErrorData, ProtocolVersion,
-    RequestId, ResultType,
-};
-use rmcp::service::{Peer, RoleServer, ServiceError};
+use rmcp::model::{ClientCapabilities, ErrorCode, ProtocolVersion, RequestId};
+use rmcp::service::{Peer, RoleServer};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::aggregate::Gateway;
-use super::pass::{CallParams, Incoming, ResultHead, era_fits, mark_complete, with_meta};
-use super::session::failed;
+use super::pass::{
+    CallParams, Incoming, end_span, era_fits, progress_params, push_answer, push_call_params, push_progress,
+};
 use crate::lifecycle::Generation;
-use crate::metrics::CallOutcome;
-use crate::process::session::{Answer, Link, Pending, push_json_string};
+use crate::process::session::{Answer, Link, Pending};
 
 /// An answer's body, as the door's (`http.rs`) are.
 type Body = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
@@ -164,17 +161,7 @@ impl<'a> Call<'a> {
             // Written straight into the line to the server: the arguments are
             // copied once, as they came.
             let write_params = move |q: &mut Vec<u8>| {
-                q.extend_from_slice(b"{\"name\":");
-                push_json_string(q, &route.name);
-                if let Some(arguments) = params.arguments {
-                    q.extend_from_slice(b",\"arguments\":");
-                    q.extend_from_slice(arguments.get().as_bytes());
-                }
-                if let Some(meta) = params.meta {
-                    q.extend_from_slice(b",\"_meta\":");
-                    let _ = serde_json::to_writer(&mut *q, &meta);
-                }
-                q.push(b'}');
+                push_call_params(q, &route.name, params.arguments, params.meta.as_ref());
             };
             (write_params, Box::new(waiter) as crate::process::session::Waiter)
         })?;
@@ -348,61 +335,31 @@ impl Pending for Waiter {
     /// The server's progress, to the client under the client's own token, in
     /// the order the server wrote it and before the answer.
     fn progress(&mut self, params: &RawValue) {
-        let Some(token) = &self.client_token else {
+        let Some(params) = progress_params(self.client_token.as_ref(), params) else {
             return;
         };
-        let Ok(mut params) =
-            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(params.get())
-        else {
-            return;
-        };
-        params.insert("progressToken".into(), token.clone());
         let mut line = Vec::with_capacity(128);
-        line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":");
-        let _ = serde_json::to_writer(&mut line, &params);
-        line.push(b'}');
+        push_progress(&mut line, &params);
         let _ = self.tx.send(Out::Progress(line));
     }
 
     fn answered(mut self: Box<Self>, answer: Answer<'_>) {
         self.asking = None;
-        let mut status = StatusCode::OK;
+        let status = match &answer {
+            Answer::Error(error) => modern_status(error),
+            _ => StatusCode::OK,
+        };
         let mut body = Vec::with_capacity(128);
         body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
         let _ = serde_json::to_writer(&mut body, &self.client_id);
-        let (outcome, is_error) = match &answer {
-            Answer::Result(result) => {
-                let head: ResultHead = serde_json::from_str(result.get()).unwrap_or_default();
-                let is_error = head.is_error == Some(true);
-                body.extend_from_slice(b",\"result\":");
-                if self.gateway.meta() {
-                    with_meta(&mut body, result, head.meta.is_some(), &self.server, self.generation);
-                } else {
-                    body.extend_from_slice(result.get().as_bytes());
-                }
-                if head.result_type.is_none() {
-                    mark_complete(&mut body);
-                }
-                let outcome = match is_error {
-                    true => CallOutcome::Error,
-                    false => CallOutcome::Ok,
-                };
-                (outcome, is_error)
-            }
-            Answer::Error(error) => {
-                status = modern_status(error);
-                body.extend_from_slice(b",\"error\":");
-                body.extend_from_slice(error.get().as_bytes());
-                (CallOutcome::Failed, false)
-            }
-            Answer::Ended => {
-                let error = failed(&self.server, self.generation, ServiceError::TransportClosed);
-                body.extend_from_slice(b",\"error\":");
-                let _ = serde_json::to_writer(&mut body, &error);
-                (CallOutcome::Failed, false)
-            }
-            Answer::Abandoned => (CallOutcome::Cancelled, false),
-        };
+        let (outcome, is_error) = push_answer(
+            &mut body,
+            &answer,
+            true,
+            self.gateway.meta(),
+            &self.server,
+            self.generation,
+        );
         body.push(b'}');
         self.gateway
             .metrics
@@ -411,24 +368,7 @@ impl Pending for Waiter {
             let _ = self.tx.send(Out::Answer(Reply { status, body }));
         }
         let this = *self;
-        let (server, generation) = (this.server, this.generation);
-        this.span.end_with(|| match answer {
-            Answer::Result(_) => {
-                let mut result = CallToolResult::default();
-                result.is_error = Some(is_error);
-                result.result_type = Some(ResultType::COMPLETE);
-                Ok(CallToolResponse::Complete(result))
-            }
-            Answer::Error(error) => Err(serde_json::from_str(error.get()).unwrap_or_else(|_| {
-                ErrorData::internal_error("the server's error could not be read", None)
-            })),
-            Answer::Ended => Err(failed(&server, generation, ServiceError::TransportClosed)),
-            Answer::Abandoned => Err(ErrorData::new(
-                ErrorCode::INTERNAL_ERROR,
-                "cancelled by the client",
-                None,
-            )),
-        });
+        end_span(this.span, &answer, is_error, &this.server, this.generation);
     }
 }
 

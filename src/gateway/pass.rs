@@ -90,7 +90,7 @@ struct CancelParams {
 
 /// What the answer's result says of itself.
 #[derive(Deserialize, Default)]
-pub(super) struct ResultHead<'a> {
+struct ResultHead<'a> {
     #[serde(rename = "isError", default)]
     pub(super) is_error: Option<bool>,
     #[serde(rename = "_meta", borrow, default)]
@@ -178,19 +178,8 @@ impl PassThrough {
             ));
             // Written straight into the line to the server: the arguments are
             // copied once, as they came.
-            let write_params = move |q: &mut Vec<u8>| {
-                q.extend_from_slice(b"{\"name\":");
-                push_json_string(q, &route.name);
-                if let Some(arguments) = params.arguments {
-                    q.extend_from_slice(b",\"arguments\":");
-                    q.extend_from_slice(arguments.get().as_bytes());
-                }
-                if let Some(meta) = meta {
-                    q.extend_from_slice(b",\"_meta\":");
-                    let _ = serde_json::to_writer(&mut *q, &meta);
-                }
-                q.push(b'}');
-            };
+            let write_params =
+                move |q: &mut Vec<u8>| push_call_params(q, &route.name, params.arguments, meta.as_ref());
             (write_params, Box::new(call) as Waiter)
         });
         made.is_some()
@@ -330,19 +319,12 @@ impl Pending for Call {
     /// The server's progress, to the client under the client's own token, in
     /// the order the server wrote it and before the answer.
     fn progress(&mut self, params: &RawValue) {
-        let Some(token) = &self.client_token else {
+        let Some(params) = progress_params(self.client_token.as_ref(), params) else {
             return;
         };
-        let Ok(mut params) =
-            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(params.get())
-        else {
-            return;
-        };
-        params.insert("progressToken".into(), token.clone());
         self.out.send_with(|q| {
-            q.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":");
-            let _ = serde_json::to_writer(&mut *q, &params);
-            q.extend_from_slice(b"}\n");
+            push_progress(q, &params);
+            q.push(b'\n');
         });
     }
 
@@ -350,71 +332,24 @@ impl Pending for Call {
         self.asking = None;
         lock(&self.calls).remove(&self.client_id);
         let (outcome, is_error) = match &answer {
-            Answer::Result(result) => {
-                let head: ResultHead =
-                    serde_json::from_str(result.get()).unwrap_or_default();
-                let is_error = head.is_error == Some(true);
-                let outcome = match is_error {
-                    true => CallOutcome::Error,
-                    false => CallOutcome::Ok,
-                };
-                self.reply(|q| {
-                    q.extend_from_slice(b",\"result\":");
-                    let complete = self.modern && head.result_type.is_none();
-                    if self.gateway.meta() {
-                        with_meta(q, result, head.meta.is_some(), &self.server, self.generation);
-                    } else {
-                        q.extend_from_slice(result.get().as_bytes());
-                    }
-                    if complete {
-                        mark_complete(q);
-                    }
-                });
-                (outcome, is_error)
-            }
-            Answer::Error(error) => {
-                self.reply(|q| {
-                    q.extend_from_slice(b",\"error\":");
-                    q.extend_from_slice(error.get().as_bytes());
-                });
-                (CallOutcome::Failed, false)
-            }
-            Answer::Ended => {
-                let error = failed(&self.server, self.generation, ServiceError::TransportClosed);
-                self.reply(|q| {
-                    q.extend_from_slice(b",\"error\":");
-                    let _ = serde_json::to_writer(&mut *q, &error);
-                });
-                (CallOutcome::Failed, false)
-            }
             // The client cancelled it: JSON-RPC wants no answer then.
             Answer::Abandoned => (CallOutcome::Cancelled, false),
+            _ => {
+                let meta = self.gateway.meta();
+                let answer_into =
+                    |q: &mut Vec<u8>| push_answer(q, &answer, self.modern, meta, &self.server, self.generation);
+                let mut how = None;
+                self.reply(|q| how = Some(answer_into(q)));
+                // The client's stream is closed: the call is counted all the same.
+                how.unwrap_or_else(|| answer_into(&mut Vec::new()))
+            }
         };
         self.gateway
             .metrics
             .called(&self.server, outcome, self.started.elapsed());
         let this = *self;
-        let span = this.span;
-        let (server, generation) = (this.server, this.generation);
-        span.end_with(|| match answer {
-            Answer::Result(_) => {
-                let mut result = CallToolResult::default();
-                result.is_error = Some(is_error);
-                result.result_type = Some(ResultType::COMPLETE);
-                Ok(CallToolResponse::Complete(result))
-            }
-            Answer::Error(error) => Err(serde_json::from_str(error.get()).unwrap_or_else(|_| {
-                ErrorData::internal_error("the server's error could not be read", None)
-            })),
-            Answer::Ended => Err(failed(&server, generation, ServiceError::TransportClosed)),
-            Answer::Abandoned => Err(ErrorData::new(
-                ErrorCode::INTERNAL_ERROR,
-                "cancelled by the client",
-                None,
-            )),
-        });
+        end_span(this.span, &answer, is_error, &this.server, this.generation);
     }
-
 }
 
 impl Call {
@@ -472,7 +407,7 @@ pub(super) fn era_fits(modern: bool, meta: Option<&mut serde_json::Map<String, s
 
 /// Makes the result just written (the object that ends `q`) say
 /// `"resultType":"complete"`, as a 2026-07-28 client reads every result.
-pub(super) fn mark_complete(q: &mut Vec<u8>) {
+fn mark_complete(q: &mut Vec<u8>) {
     if q.last() == Some(&b'}') {
         q.pop();
         let empty = q.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
@@ -485,7 +420,7 @@ pub(super) fn mark_complete(q: &mut Vec<u8>) {
 
 /// The server's result with `_meta` naming the server and generation that
 /// answered, as the long way adds them (`gateway.meta`).
-pub(super) fn with_meta(q: &mut Vec<u8>, result: &RawValue, has_meta: bool, server: &str, generation: Generation) {
+fn with_meta(q: &mut Vec<u8>, result: &RawValue, has_meta: bool, server: &str, generation: Generation) {
     let text = result.get().trim_start();
     if !has_meta && let Some(rest) = text.strip_prefix('{') {
         q.extend_from_slice(b"{\"_meta\":{\"mcpfleet/server\":");
@@ -516,6 +451,122 @@ pub(super) fn with_meta(q: &mut Vec<u8>, result: &RawValue, has_meta: bool, serv
         meta.insert("mcpfleet/generation".into(), generation.into());
     }
     let _ = serde_json::to_writer(&mut *q, &value);
+}
+
+
+/// Writes a call's parameters for the server: its `name` there, the
+/// client's `arguments` copied as they came, and `_meta`.
+pub(super) fn push_call_params(
+    q: &mut Vec<u8>,
+    name: &str,
+    arguments: Option<&RawValue>,
+    meta: Option<&serde_json::Map<String, serde_json::Value>>,
+) {
+    q.extend_from_slice(b"{\"name\":");
+    push_json_string(q, name);
+    if let Some(arguments) = arguments {
+        q.extend_from_slice(b",\"arguments\":");
+        q.extend_from_slice(arguments.get().as_bytes());
+    }
+    if let Some(meta) = meta {
+        q.extend_from_slice(b",\"_meta\":");
+        let _ = serde_json::to_writer(&mut *q, meta);
+    }
+    q.push(b'}');
+}
+
+/// The server's progress `params` under the client's own token; none when
+/// the client gave no token or the parameters are not an object.
+pub(super) fn progress_params(
+    client_token: Option<&serde_json::Value>,
+    params: &RawValue,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let token = client_token?;
+    let mut params =
+        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(params.get()).ok()?;
+    params.insert("progressToken".into(), token.clone());
+    Some(params)
+}
+
+/// Writes a `notifications/progress` message with `params`.
+pub(super) fn push_progress(q: &mut Vec<u8>, params: &serde_json::Map<String, serde_json::Value>) {
+    q.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":");
+    let _ = serde_json::to_writer(&mut *q, params);
+    q.push(b'}');
+}
+
+/// Writes what follows the client's id in the answer to a call: the server's
+/// result (with `_meta` naming the server and generation when `meta`, marked
+/// complete for a `modern` client) or its error, or the error of a session
+/// that ended first; nothing for an abandoned call. Says how the call went
+/// and whether the result is an error.
+pub(super) fn push_answer(
+    q: &mut Vec<u8>,
+    answer: &Answer<'_>,
+    modern: bool,
+    meta: bool,
+    server: &str,
+    generation: Generation,
+) -> (CallOutcome, bool) {
+    match answer {
+        Answer::Result(result) => {
+            let head: ResultHead = serde_json::from_str(result.get()).unwrap_or_default();
+            let is_error = head.is_error == Some(true);
+            q.extend_from_slice(b",\"result\":");
+            if meta {
+                with_meta(q, result, head.meta.is_some(), server, generation);
+            } else {
+                q.extend_from_slice(result.get().as_bytes());
+            }
+            if modern && head.result_type.is_none() {
+                mark_complete(q);
+            }
+            let outcome = match is_error {
+                true => CallOutcome::Error,
+                false => CallOutcome::Ok,
+            };
+            (outcome, is_error)
+        }
+        Answer::Error(error) => {
+            q.extend_from_slice(b",\"error\":");
+            q.extend_from_slice(error.get().as_bytes());
+            (CallOutcome::Failed, false)
+        }
+        Answer::Ended => {
+            let error = failed(server, generation, ServiceError::TransportClosed);
+            q.extend_from_slice(b",\"error\":");
+            let _ = serde_json::to_writer(&mut *q, &error);
+            (CallOutcome::Failed, false)
+        }
+        Answer::Abandoned => (CallOutcome::Cancelled, false),
+    }
+}
+
+/// Ends a call's trace with what its answer says, as the long way ends it.
+pub(super) fn end_span(
+    span: crate::trace::Call,
+    answer: &Answer<'_>,
+    is_error: bool,
+    server: &str,
+    generation: Generation,
+) {
+    span.end_with(|| match answer {
+        Answer::Result(_) => {
+            let mut result = CallToolResult::default();
+            result.is_error = Some(is_error);
+            result.result_type = Some(ResultType::COMPLETE);
+            Ok(CallToolResponse::Complete(result))
+        }
+        Answer::Error(error) => Err(serde_json::from_str(error.get()).unwrap_or_else(|_| {
+            ErrorData::internal_error("the server's error could not be read", None)
+        })),
+        Answer::Ended => Err(failed(server, generation, ServiceError::TransportClosed)),
+        Answer::Abandoned => Err(ErrorData::new(
+            ErrorCode::INTERNAL_ERROR,
+            "cancelled by the client",
+            None,
+        )),
+    });
 }
 
 #[cfg(test)]
