@@ -86,14 +86,8 @@ class Harness extends Driver {
     await this.client.connect(this.transport, { timeout: TIMEOUT_MS });
   }
 
-  initialized() {
-    return {
-      ok: true,
-      event: 'initialized',
-      server_info: this.client.getServerVersion() ?? null,
-      capabilities: this.client.getServerCapabilities() ?? null,
-      protocol_version: this.protocolVersion,
-    };
+  negotiatedVersion() {
+    return this.protocolVersion;
   }
 
   failureStatus(error) {

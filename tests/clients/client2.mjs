@@ -137,15 +137,12 @@ class Harness extends Driver {
     return { ...params, _meta: { ...params._meta, [LOG_LEVEL_META_KEY]: this.target.logLevel } };
   }
 
-  initialized() {
-    return {
-      ok: true,
-      event: 'initialized',
-      server_info: this.client.getServerVersion() ?? null,
-      capabilities: this.client.getServerCapabilities() ?? null,
-      protocol_version: this.client.getNegotiatedProtocolVersion() ?? null,
-      era: this.client.getProtocolEra() ?? null,
-    };
+  negotiatedVersion() {
+    return this.client.getNegotiatedProtocolVersion() ?? null;
+  }
+
+  moreInitialized() {
+    return { era: this.client.getProtocolEra() ?? null };
   }
 
   failureStatus(error) {

@@ -55,9 +55,10 @@ export function need(command, field) {
 }
 
 // A client of the line protocol. A subclass connects (`connect`, with `openTransport`),
-// closes (`close`), calls a tool (`callTool`), says why it could not connect
-// (`failureStatus`), answers elicitations (`onElicitation`) and adds its SDK's ops
-// (`list_*`, `get_prompt`, `read_resource`, `complete`, `subscribe`, ...).
+// closes (`close`), calls a tool (`callTool`), says which version it negotiated
+// (`negotiatedVersion`) and why it could not connect (`failureStatus`), answers
+// elicitations (`onElicitation`) and adds its SDK's ops (`list_*`, `get_prompt`,
+// `read_resource`, `complete`, `subscribe`, ...).
 export class Driver {
   constructor(target, sdkName, errorOf) {
     this.target = target;
@@ -120,6 +121,22 @@ export class Driver {
       requestInit: { headers: this.target.headers },
       fetch: noteStatus,
     });
+  }
+
+  initialized() {
+    return {
+      ok: true,
+      event: 'initialized',
+      server_info: this.client.getServerVersion() ?? null,
+      capabilities: this.client.getServerCapabilities() ?? null,
+      protocol_version: this.negotiatedVersion(),
+      ...this.moreInitialized(),
+    };
+  }
+
+  // What a subclass adds to the line that says the client connected.
+  moreInitialized() {
+    return {};
   }
 
   connectFailed(error) {

@@ -243,6 +243,18 @@ fn task_made(made: &Value, ending: &str) -> String {
     task
 }
 
+/// The next `notifications/tasks/status` on a session's GET stream.
+#[track_caller]
+fn task_status(stream: &mut Exchange) -> Value {
+    loop {
+        if let (_, Some(data)) = stream.event()
+            && data["method"] == "notifications/tasks/status"
+        {
+            return data;
+        }
+    }
+}
+
 /// What a door is asked, whichever it is: `ask(id, method, params)`.
 type Ask<'a> = dyn FnMut(u64, &str, Value) -> Value + 'a;
 
@@ -351,13 +363,7 @@ fn legacy_tasks_pass_through_both_doors_with_the_gateways_ids() {
         json!({"name": "fx__echo", "arguments": {"a": 1}, "task": {"ttl": 60000}}),
     );
     let made = task_made(&made, ".task-1");
-    let status = loop {
-        if let (_, Some(data)) = stream.event()
-            && data["method"] == "notifications/tasks/status"
-        {
-            break data;
-        }
-    };
+    let status = task_status(&mut stream);
     assert_eq!(status["params"]["taskId"], made, "{status}");
     assert_eq!(status["params"]["status"], "completed", "{status}");
     drop(stream);
@@ -418,13 +424,7 @@ fn legacy_tasks_of_an_http_server_pass_through_with_the_gateways_ids() {
         json!({"name": "m__greet", "arguments": {"name": "tasks"}, "task": {"ttl": 60000}}),
     );
     let made = task_made(&made, "");
-    let status = loop {
-        if let (_, Some(data)) = stream.event()
-            && data["method"] == "notifications/tasks/status"
-        {
-            break data;
-        }
-    };
+    let status = task_status(&mut stream);
     assert_eq!(status["params"]["taskId"], made, "{status}");
     drop(stream);
     let got = legacy_ask(&http, &session, 3, "tasks/get", json!({"taskId": made}));
