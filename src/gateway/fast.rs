@@ -48,10 +48,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::aggregate::Gateway;
-use super::pass::{
-    CallParams, Incoming, end_span, era_fits, progress_params, push_answer, push_call_params, push_progress,
-};
-use crate::lifecycle::Generation;
+use super::pass::{Answering, CallParams, Incoming, era_fits, push_call_params, push_progress};
 use crate::process::session::{Answer, Link, Pending};
 
 /// An answer's body, as the door's (`http.rs`) are.
@@ -130,31 +127,33 @@ impl<'a> Call<'a> {
         span.generation(generation);
         let (tx, mut rx) = mpsc::unbounded_channel();
         let mut waiter = Waiter {
-            gateway: gateway.clone(),
-            client_id: self.id,
-            client_token: self.token,
-            server,
-            generation,
-            started: Instant::now(),
-            span,
-            asking: None,
+            call: Answering {
+                gateway: gateway.clone(),
+                client_id: self.id,
+                client_token: self.token,
+                server,
+                generation,
+                started: Instant::now(),
+                span,
+                asking: None,
+            },
             tx,
         };
         let mut params = self.params;
         let made = link.request("tools/call", |ours| {
             let token = Link::token(ours);
             if let Some(meta) = params.meta.as_mut()
-                && waiter.client_token.is_some()
+                && waiter.call.client_token.is_some()
             {
                 meta.insert("progressToken".into(), token.clone().into());
             }
             // The server's requests of its client during the call are answered
             // as for this client.
-            waiter.asking = Some(gateway.asking(
+            waiter.call.asking = Some(gateway.asking(
                 route.server,
                 RequestId::String(token.into()),
                 nobody.clone(),
-                waiter.client_id.clone(),
+                waiter.call.client_id.clone(),
                 0,
                 None,
             ));
@@ -318,16 +317,7 @@ struct Reply {
 
 /// What the server's answer to a fast-lane call needs.
 struct Waiter {
-    gateway: Arc<Gateway>,
-    client_id: RequestId,
-    /// The progress token the client gave, if it gave one.
-    client_token: Option<serde_json::Value>,
-    server: String,
-    generation: Generation,
-    started: Instant,
-    span: crate::trace::Call,
-    /// Where the server's requests during the call go, until it is answered.
-    asking: Option<super::desk::Asking>,
+    call: Answering,
     tx: mpsc::UnboundedSender<Out>,
 }
 
@@ -335,7 +325,7 @@ impl Pending for Waiter {
     /// The server's progress, to the client under the client's own token, in
     /// the order the server wrote it and before the answer.
     fn progress(&mut self, params: &RawValue) {
-        let Some(params) = progress_params(self.client_token.as_ref(), params) else {
+        let Some(params) = self.call.progress(params) else {
             return;
         };
         let mut line = Vec::with_capacity(128);
@@ -344,31 +334,21 @@ impl Pending for Waiter {
     }
 
     fn answered(mut self: Box<Self>, answer: Answer<'_>) {
-        self.asking = None;
+        self.call.asking = None;
         let status = match &answer {
             Answer::Error(error) => modern_status(error),
             _ => StatusCode::OK,
         };
         let mut body = Vec::with_capacity(128);
         body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        let _ = serde_json::to_writer(&mut body, &self.client_id);
-        let (outcome, is_error) = push_answer(
-            &mut body,
-            &answer,
-            true,
-            self.gateway.meta(),
-            &self.server,
-            self.generation,
-        );
+        let _ = serde_json::to_writer(&mut body, &self.call.client_id);
+        let (outcome, is_error) = self.call.push_answer(&mut body, &answer, true);
         body.push(b'}');
-        self.gateway
-            .metrics
-            .called(&self.server, outcome, self.started.elapsed());
+        self.call.count(outcome);
         if !matches!(answer, Answer::Abandoned) {
             let _ = self.tx.send(Out::Answer(Reply { status, body }));
         }
-        let this = *self;
-        end_span(this.span, &answer, is_error, &this.server, this.generation);
+        self.call.end(&answer, is_error);
     }
 }
 

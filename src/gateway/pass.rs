@@ -144,16 +144,18 @@ impl PassThrough {
         let client_token = meta.as_mut().and_then(|m| m.remove("progressToken"));
         let mut call = Call {
             modern: opened.modern,
-            gateway: self.gateway.clone(),
             out: self.out.clone(),
             calls: self.calls.clone(),
-            client_id: id,
-            client_token,
-            server,
-            generation,
-            started: Instant::now(),
-            span,
-            asking: None,
+            call: Answering {
+                gateway: self.gateway.clone(),
+                client_id: id,
+                client_token,
+                server,
+                generation,
+                started: Instant::now(),
+                span,
+                asking: None,
+            },
         };
         let gateway = &self.gateway;
         let calls = &self.calls;
@@ -162,17 +164,17 @@ impl PassThrough {
         let made = link.request("tools/call", |ours| {
             let token = Link::token(ours);
             if let Some(meta) = meta.as_mut()
-                && call.client_token.is_some()
+                && call.call.client_token.is_some()
             {
                 meta.insert("progressToken".into(), token.clone().into());
             }
-            lock(calls).insert(call.client_id.clone(), (link.clone(), ours));
+            lock(calls).insert(call.call.client_id.clone(), (link.clone(), ours));
             // The server's requests of its client during the call go to this client.
-            call.asking = Some(gateway.asking(
+            call.call.asking = Some(gateway.asking(
                 route.server,
                 RequestId::String(token.into()),
                 client,
-                call.client_id.clone(),
+                call.call.client_id.clone(),
                 session,
                 None,
             ));
@@ -301,25 +303,31 @@ impl Drop for PassThrough {
 struct Call {
     /// The client is of the 2026-07-28 era.
     modern: bool,
-    gateway: Arc<Gateway>,
     out: Arc<Outbox>,
     calls: Arc<Mutex<HashMap<RequestId, (Link, u64)>>>,
-    client_id: RequestId,
+    call: Answering,
+}
+
+/// What the answer to a call sent straight to a server's [`Link`] needs, at
+/// either door (the stdio pass-through here, the HTTP fast lane in `fast.rs`).
+pub(super) struct Answering {
+    pub(super) gateway: Arc<Gateway>,
+    pub(super) client_id: RequestId,
     /// The progress token the client gave, if it gave one.
-    client_token: Option<serde_json::Value>,
-    server: String,
-    generation: Generation,
-    started: Instant,
-    span: crate::trace::Call,
+    pub(super) client_token: Option<serde_json::Value>,
+    pub(super) server: String,
+    pub(super) generation: Generation,
+    pub(super) started: Instant,
+    pub(super) span: crate::trace::Call,
     /// Where the server's requests during the call go, until it is answered.
-    asking: Option<super::desk::Asking>,
+    pub(super) asking: Option<super::desk::Asking>,
 }
 
 impl Pending for Call {
     /// The server's progress, to the client under the client's own token, in
     /// the order the server wrote it and before the answer.
     fn progress(&mut self, params: &RawValue) {
-        let Some(params) = progress_params(self.client_token.as_ref(), params) else {
+        let Some(params) = self.call.progress(params) else {
             return;
         };
         self.out.send_with(|q| {
@@ -329,26 +337,21 @@ impl Pending for Call {
     }
 
     fn answered(mut self: Box<Self>, answer: Answer<'_>) {
-        self.asking = None;
-        lock(&self.calls).remove(&self.client_id);
+        self.call.asking = None;
+        lock(&self.calls).remove(&self.call.client_id);
         let (outcome, is_error) = match &answer {
             // The client cancelled it: JSON-RPC wants no answer then.
             Answer::Abandoned => (CallOutcome::Cancelled, false),
             _ => {
-                let meta = self.gateway.meta();
-                let answer_into =
-                    |q: &mut Vec<u8>| push_answer(q, &answer, self.modern, meta, &self.server, self.generation);
+                let answer_into = |q: &mut Vec<u8>| self.call.push_answer(q, &answer, self.modern);
                 let mut how = None;
                 self.reply(|q| how = Some(answer_into(q)));
                 // The client's stream is closed: the call is counted all the same.
                 how.unwrap_or_else(|| answer_into(&mut Vec::new()))
             }
         };
-        self.gateway
-            .metrics
-            .called(&self.server, outcome, self.started.elapsed());
-        let this = *self;
-        end_span(this.span, &answer, is_error, &this.server, this.generation);
+        self.call.count(outcome);
+        self.call.end(&answer, is_error);
     }
 }
 
@@ -357,7 +360,7 @@ impl Call {
     fn reply(&self, rest: impl FnOnce(&mut Vec<u8>)) {
         self.out.send_with(|q| {
             q.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-            let _ = serde_json::to_writer(&mut *q, &self.client_id);
+            let _ = serde_json::to_writer(&mut *q, &self.call.client_id);
             rest(q);
             q.extend_from_slice(b"}\n");
         });
@@ -475,19 +478,6 @@ pub(super) fn push_call_params(
     q.push(b'}');
 }
 
-/// The server's progress `params` under the client's own token; none when
-/// the client gave no token or the parameters are not an object.
-pub(super) fn progress_params(
-    client_token: Option<&serde_json::Value>,
-    params: &RawValue,
-) -> Option<serde_json::Map<String, serde_json::Value>> {
-    let token = client_token?;
-    let mut params =
-        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(params.get()).ok()?;
-    params.insert("progressToken".into(), token.clone());
-    Some(params)
-}
-
 /// Writes a `notifications/progress` message with `params`.
 pub(super) fn push_progress(q: &mut Vec<u8>, params: &serde_json::Map<String, serde_json::Value>) {
     q.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":");
@@ -495,78 +485,87 @@ pub(super) fn push_progress(q: &mut Vec<u8>, params: &serde_json::Map<String, se
     q.push(b'}');
 }
 
-/// Writes what follows the client's id in the answer to a call: the server's
-/// result (with `_meta` naming the server and generation when `meta`, marked
-/// complete for a `modern` client) or its error, or the error of a session
-/// that ended first; nothing for an abandoned call. Says how the call went
-/// and whether the result is an error.
-pub(super) fn push_answer(
-    q: &mut Vec<u8>,
-    answer: &Answer<'_>,
-    modern: bool,
-    meta: bool,
-    server: &str,
-    generation: Generation,
-) -> (CallOutcome, bool) {
-    match answer {
-        Answer::Result(result) => {
-            let head: ResultHead = serde_json::from_str(result.get()).unwrap_or_default();
-            let is_error = head.is_error == Some(true);
-            q.extend_from_slice(b",\"result\":");
-            if meta {
-                with_meta(q, result, head.meta.is_some(), server, generation);
-            } else {
-                q.extend_from_slice(result.get().as_bytes());
-            }
-            if modern && head.result_type.is_none() {
-                mark_complete(q);
-            }
-            let outcome = match is_error {
-                true => CallOutcome::Error,
-                false => CallOutcome::Ok,
-            };
-            (outcome, is_error)
-        }
-        Answer::Error(error) => {
-            q.extend_from_slice(b",\"error\":");
-            q.extend_from_slice(error.get().as_bytes());
-            (CallOutcome::Failed, false)
-        }
-        Answer::Ended => {
-            let error = failed(server, generation, ServiceError::TransportClosed);
-            q.extend_from_slice(b",\"error\":");
-            let _ = serde_json::to_writer(&mut *q, &error);
-            (CallOutcome::Failed, false)
-        }
-        Answer::Abandoned => (CallOutcome::Cancelled, false),
+impl Answering {
+    /// The server's progress `params` under the client's own token; none when
+    /// the client gave no token or the parameters are not an object.
+    pub(super) fn progress(&self, params: &RawValue) -> Option<serde_json::Map<String, serde_json::Value>> {
+        let token = self.client_token.as_ref()?;
+        let mut params =
+            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(params.get()).ok()?;
+        params.insert("progressToken".into(), token.clone());
+        Some(params)
     }
-}
 
-/// Ends a call's trace with what its answer says, as the long way ends it.
-pub(super) fn end_span(
-    span: crate::trace::Call,
-    answer: &Answer<'_>,
-    is_error: bool,
-    server: &str,
-    generation: Generation,
-) {
-    span.end_with(|| match answer {
-        Answer::Result(_) => {
-            let mut result = CallToolResult::default();
-            result.is_error = Some(is_error);
-            result.result_type = Some(ResultType::COMPLETE);
-            Ok(CallToolResponse::Complete(result))
+    /// Writes what follows the client's id in the answer to the call: the
+    /// server's result (with `_meta` naming the server and generation when
+    /// the gateway adds them, marked complete for a `modern` client) or its
+    /// error, or the error of a session that ended first; nothing for an
+    /// abandoned call. Says how the call went and whether the result is an
+    /// error.
+    pub(super) fn push_answer(&self, q: &mut Vec<u8>, answer: &Answer<'_>, modern: bool) -> (CallOutcome, bool) {
+        let (server, generation) = (self.server.as_str(), self.generation);
+        match answer {
+            Answer::Result(result) => {
+                let head: ResultHead = serde_json::from_str(result.get()).unwrap_or_default();
+                let is_error = head.is_error == Some(true);
+                q.extend_from_slice(b",\"result\":");
+                if self.gateway.meta() {
+                    with_meta(q, result, head.meta.is_some(), server, generation);
+                } else {
+                    q.extend_from_slice(result.get().as_bytes());
+                }
+                if modern && head.result_type.is_none() {
+                    mark_complete(q);
+                }
+                let outcome = match is_error {
+                    true => CallOutcome::Error,
+                    false => CallOutcome::Ok,
+                };
+                (outcome, is_error)
+            }
+            Answer::Error(error) => {
+                q.extend_from_slice(b",\"error\":");
+                q.extend_from_slice(error.get().as_bytes());
+                (CallOutcome::Failed, false)
+            }
+            Answer::Ended => {
+                let error = failed(server, generation, ServiceError::TransportClosed);
+                q.extend_from_slice(b",\"error\":");
+                let _ = serde_json::to_writer(&mut *q, &error);
+                (CallOutcome::Failed, false)
+            }
+            Answer::Abandoned => (CallOutcome::Cancelled, false),
         }
-        Answer::Error(error) => Err(serde_json::from_str(error.get()).unwrap_or_else(|_| {
-            ErrorData::internal_error("the server's error could not be read", None)
-        })),
-        Answer::Ended => Err(failed(server, generation, ServiceError::TransportClosed)),
-        Answer::Abandoned => Err(ErrorData::new(
-            ErrorCode::INTERNAL_ERROR,
-            "cancelled by the client",
-            None,
-        )),
-    });
+    }
+
+    /// Counts the call in the gateway's metrics.
+    pub(super) fn count(&self, outcome: CallOutcome) {
+        self.gateway
+            .metrics
+            .called(&self.server, outcome, self.started.elapsed());
+    }
+
+    /// Ends the call's trace with what its answer says, as the long way ends it.
+    pub(super) fn end(self, answer: &Answer<'_>, is_error: bool) {
+        let (server, generation) = (self.server, self.generation);
+        self.span.end_with(|| match answer {
+            Answer::Result(_) => {
+                let mut result = CallToolResult::default();
+                result.is_error = Some(is_error);
+                result.result_type = Some(ResultType::COMPLETE);
+                Ok(CallToolResponse::Complete(result))
+            }
+            Answer::Error(error) => Err(serde_json::from_str(error.get()).unwrap_or_else(|_| {
+                ErrorData::internal_error("the server's error could not be read", None)
+            })),
+            Answer::Ended => Err(failed(&server, generation, ServiceError::TransportClosed)),
+            Answer::Abandoned => Err(ErrorData::new(
+                ErrorCode::INTERNAL_ERROR,
+                "cancelled by the client",
+                None,
+            )),
+        });
+    }
 }
 
 #[cfg(test)]
