@@ -255,6 +255,27 @@ fn task_status(stream: &mut Exchange) -> Value {
     }
 }
 
+/// The GET stream of legacy session `session`, open.
+#[track_caller]
+fn legacy_stream(http: &Http, session: &str) -> Exchange {
+    let stream = Exchange::send(http, "GET", &legacy_headers(session), "");
+    assert_eq!(stream.status, 200);
+    stream
+}
+
+/// A call of `tool` with `arguments` as a task (request 2) in legacy session
+/// `session`: its answer.
+#[track_caller]
+fn legacy_task_call(http: &Http, session: &str, tool: &str, arguments: Value) -> Value {
+    legacy_ask(
+        http,
+        session,
+        2,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments, "task": {"ttl": 60000}}),
+    )
+}
+
 /// What a door is asked, whichever it is: `ask(id, method, params)`.
 type Ask<'a> = dyn FnMut(u64, &str, Value) -> Value + 'a;
 
@@ -353,15 +374,8 @@ fn legacy_tasks_pass_through_both_doors_with_the_gateways_ids() {
         legacy_capability(),
         "the gateway declares the tasks its server declares: {init}"
     );
-    let mut stream = Exchange::send(&http, "GET", &legacy_headers(&session), "");
-    assert_eq!(stream.status, 200);
-    let made = legacy_ask(
-        &http,
-        &session,
-        2,
-        "tools/call",
-        json!({"name": "fx__echo", "arguments": {"a": 1}, "task": {"ttl": 60000}}),
-    );
+    let mut stream = legacy_stream(&http, &session);
+    let made = legacy_task_call(&http, &session, "fx__echo", json!({"a": 1}));
     let made = task_made(&made, ".task-1");
     let status = task_status(&mut stream);
     assert_eq!(status["params"]["taskId"], made, "{status}");
@@ -414,15 +428,8 @@ fn legacy_tasks_of_an_http_server_pass_through_with_the_gateways_ids() {
     .unwrap();
     let http = serve(&fleet, &[]);
     let (session, _) = legacy_session(&http);
-    let mut stream = Exchange::send(&http, "GET", &legacy_headers(&session), "");
-    assert_eq!(stream.status, 200);
-    let made = legacy_ask(
-        &http,
-        &session,
-        2,
-        "tools/call",
-        json!({"name": "m__greet", "arguments": {"name": "tasks"}, "task": {"ttl": 60000}}),
-    );
+    let mut stream = legacy_stream(&http, &session);
+    let made = legacy_task_call(&http, &session, "m__greet", json!({"name": "tasks"}));
     let made = task_made(&made, "");
     let status = task_status(&mut stream);
     assert_eq!(status["params"]["taskId"], made, "{status}");
