@@ -2685,6 +2685,35 @@ fn await_server_lines(fleet: &TestFleet, name: &str, line: &str, count: usize) -
     }
 }
 
+/// Opens the listen stream `all` of a 2026-07-28 client, for tool list
+/// changes and the resources `fixture://r` and one that nobody offers: the
+/// gateway honours the tools and `fixture://r` alone, and subscribes server
+/// `fx` to it once more than the `subscribed` times it was.
+#[track_caller]
+fn listen_all(fleet: &TestFleet, client: &mut Client, subscribed: usize) {
+    let label = client.label.clone();
+    let all = ok(
+        client,
+        json!({"op": "listen", "handle": "all", "tools_list_changed": true,
+               "resource_subscriptions": ["fixture://r", "nobody://offers-this"]}),
+    );
+    assert_eq!(
+        all["honored"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["fixture://r"]}),
+        "{label}: {all}"
+    );
+    assert_eq!(
+        await_server_lines(
+            fleet,
+            "fx",
+            "fixture: resources/subscribe fixture://r",
+            subscribed + 1
+        ),
+        subscribed + 1,
+        "{label}: the listen stream subscribes the server"
+    );
+}
+
 /// The data of the log messages a client received so far, with their loggers,
 /// sorted.
 fn logged(client: &mut Client) -> Vec<(String, String)> {

@@ -44,26 +44,7 @@ fn a_modern_client_hears_on_its_listen_streams_what_it_asked_for_through_both_do
             "{label}: {listed}"
         );
 
-        let all = ok(
-            &mut client,
-            json!({"op": "listen", "handle": "all", "tools_list_changed": true,
-                   "resource_subscriptions": ["fixture://r", "nobody://offers-this"]}),
-        );
-        assert_eq!(
-            all["honored"],
-            json!({"toolsListChanged": true, "resourceSubscriptions": ["fixture://r"]}),
-            "{label}: {all}"
-        );
-        assert_eq!(
-            await_server_lines(
-                &fleet,
-                "fx",
-                "fixture: resources/subscribe fixture://r",
-                n + 1
-            ),
-            n + 1,
-            "{label}: the listen stream subscribes the server"
-        );
+        listen_all(&fleet, &mut client, n);
         let prompts = ok(
             &mut client,
             json!({"op": "listen", "handle": "prompts", "prompts_list_changed": true}),

@@ -442,26 +442,7 @@ fn the_typescript_sdk_2_hears_log_messages_and_resource_updates_in_both_eras() {
         assert_eq!(called["isError"], Value::Null, "{label}: {called}");
         assert_eq!(messages(&mut modern), wanted, "{label}");
 
-        let listening = ok(
-            &mut modern,
-            json!({"op": "listen", "handle": "all", "tools_list_changed": true,
-                   "resource_subscriptions": ["fixture://r", "nobody://offers-this"]}),
-        );
-        assert_eq!(
-            listening["honored"],
-            json!({"toolsListChanged": true, "resourceSubscriptions": ["fixture://r"]}),
-            "{label}: {listening}"
-        );
-        assert_eq!(
-            await_server_lines(
-                &fleet,
-                "fx",
-                "fixture: resources/subscribe fixture://r",
-                subscribed + 1
-            ),
-            subscribed + 1,
-            "{label}: the listen stream subscribes the server"
-        );
+        listen_all(&fleet, &mut modern, subscribed);
         modern.call("fx__echo", json!({"update": "fixture://s"}));
         modern.call("fx__echo", json!({"update": "fixture://r"}));
         let heard = ok(
