@@ -40,22 +40,16 @@ use std::time::Instant;
 use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
-use rmcp::model::{
-    CallToolResponse, CallToolResult, ClientCapabilities, ErrorCode, ErrorData, ProtocolVersion,
-    RequestId, ResultType,
-};
-use rmcp::service::{Peer, RoleServer, ServiceError};
+use rmcp::model::{ClientCapabilities, ErrorCode, ProtocolVersion, RequestId};
+use rmcp::service::{Peer, RoleServer};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::aggregate::Gateway;
-use super::pass::{CallParams, Incoming, ResultHead, era_fits, mark_complete, with_meta};
-use super::session::failed;
-use crate::lifecycle::Generation;
-use crate::metrics::CallOutcome;
-use crate::process::session::{Answer, Link, Pending, push_json_string};
+use super::pass::{Answering, CallParams, Incoming, era_fits, push_call_params, push_progress};
+use crate::process::session::{Answer, Link, Pending};
 
 /// An answer's body, as the door's (`http.rs`) are.
 type Body = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
@@ -133,48 +127,40 @@ impl<'a> Call<'a> {
         span.generation(generation);
         let (tx, mut rx) = mpsc::unbounded_channel();
         let mut waiter = Waiter {
-            gateway: gateway.clone(),
-            client_id: self.id,
-            client_token: self.token,
-            server,
-            generation,
-            started: Instant::now(),
-            span,
-            asking: None,
+            call: Answering {
+                gateway: gateway.clone(),
+                client_id: self.id,
+                client_token: self.token,
+                server,
+                generation,
+                started: Instant::now(),
+                span,
+                asking: None,
+            },
             tx,
         };
         let mut params = self.params;
         let made = link.request("tools/call", |ours| {
             let token = Link::token(ours);
             if let Some(meta) = params.meta.as_mut()
-                && waiter.client_token.is_some()
+                && waiter.call.client_token.is_some()
             {
                 meta.insert("progressToken".into(), token.clone().into());
             }
             // The server's requests of its client during the call are answered
             // as for this client.
-            waiter.asking = Some(gateway.asking(
+            waiter.call.asking = Some(gateway.asking(
                 route.server,
                 RequestId::String(token.into()),
                 nobody.clone(),
-                waiter.client_id.clone(),
+                waiter.call.client_id.clone(),
                 0,
                 None,
             ));
             // Written straight into the line to the server: the arguments are
             // copied once, as they came.
             let write_params = move |q: &mut Vec<u8>| {
-                q.extend_from_slice(b"{\"name\":");
-                push_json_string(q, &route.name);
-                if let Some(arguments) = params.arguments {
-                    q.extend_from_slice(b",\"arguments\":");
-                    q.extend_from_slice(arguments.get().as_bytes());
-                }
-                if let Some(meta) = params.meta {
-                    q.extend_from_slice(b",\"_meta\":");
-                    let _ = serde_json::to_writer(&mut *q, &meta);
-                }
-                q.push(b'}');
+                push_call_params(q, &route.name, params.arguments, params.meta.as_ref());
             };
             (write_params, Box::new(waiter) as crate::process::session::Waiter)
         })?;
@@ -331,16 +317,7 @@ struct Reply {
 
 /// What the server's answer to a fast-lane call needs.
 struct Waiter {
-    gateway: Arc<Gateway>,
-    client_id: RequestId,
-    /// The progress token the client gave, if it gave one.
-    client_token: Option<serde_json::Value>,
-    server: String,
-    generation: Generation,
-    started: Instant,
-    span: crate::trace::Call,
-    /// Where the server's requests during the call go, until it is answered.
-    asking: Option<super::desk::Asking>,
+    call: Answering,
     tx: mpsc::UnboundedSender<Out>,
 }
 
@@ -348,87 +325,30 @@ impl Pending for Waiter {
     /// The server's progress, to the client under the client's own token, in
     /// the order the server wrote it and before the answer.
     fn progress(&mut self, params: &RawValue) {
-        let Some(token) = &self.client_token else {
+        let Some(params) = self.call.progress(params) else {
             return;
         };
-        let Ok(mut params) =
-            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(params.get())
-        else {
-            return;
-        };
-        params.insert("progressToken".into(), token.clone());
         let mut line = Vec::with_capacity(128);
-        line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":");
-        let _ = serde_json::to_writer(&mut line, &params);
-        line.push(b'}');
+        push_progress(&mut line, &params);
         let _ = self.tx.send(Out::Progress(line));
     }
 
     fn answered(mut self: Box<Self>, answer: Answer<'_>) {
-        self.asking = None;
-        let mut status = StatusCode::OK;
+        self.call.asking = None;
+        let status = match &answer {
+            Answer::Error(error) => modern_status(error),
+            _ => StatusCode::OK,
+        };
         let mut body = Vec::with_capacity(128);
         body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        let _ = serde_json::to_writer(&mut body, &self.client_id);
-        let (outcome, is_error) = match &answer {
-            Answer::Result(result) => {
-                let head: ResultHead = serde_json::from_str(result.get()).unwrap_or_default();
-                let is_error = head.is_error == Some(true);
-                body.extend_from_slice(b",\"result\":");
-                if self.gateway.meta() {
-                    with_meta(&mut body, result, head.meta.is_some(), &self.server, self.generation);
-                } else {
-                    body.extend_from_slice(result.get().as_bytes());
-                }
-                if head.result_type.is_none() {
-                    mark_complete(&mut body);
-                }
-                let outcome = match is_error {
-                    true => CallOutcome::Error,
-                    false => CallOutcome::Ok,
-                };
-                (outcome, is_error)
-            }
-            Answer::Error(error) => {
-                status = modern_status(error);
-                body.extend_from_slice(b",\"error\":");
-                body.extend_from_slice(error.get().as_bytes());
-                (CallOutcome::Failed, false)
-            }
-            Answer::Ended => {
-                let error = failed(&self.server, self.generation, ServiceError::TransportClosed);
-                body.extend_from_slice(b",\"error\":");
-                let _ = serde_json::to_writer(&mut body, &error);
-                (CallOutcome::Failed, false)
-            }
-            Answer::Abandoned => (CallOutcome::Cancelled, false),
-        };
+        let _ = serde_json::to_writer(&mut body, &self.call.client_id);
+        let (outcome, is_error) = self.call.push_answer(&mut body, &answer, true);
         body.push(b'}');
-        self.gateway
-            .metrics
-            .called(&self.server, outcome, self.started.elapsed());
+        self.call.count(outcome);
         if !matches!(answer, Answer::Abandoned) {
             let _ = self.tx.send(Out::Answer(Reply { status, body }));
         }
-        let this = *self;
-        let (server, generation) = (this.server, this.generation);
-        this.span.end_with(|| match answer {
-            Answer::Result(_) => {
-                let mut result = CallToolResult::default();
-                result.is_error = Some(is_error);
-                result.result_type = Some(ResultType::COMPLETE);
-                Ok(CallToolResponse::Complete(result))
-            }
-            Answer::Error(error) => Err(serde_json::from_str(error.get()).unwrap_or_else(|_| {
-                ErrorData::internal_error("the server's error could not be read", None)
-            })),
-            Answer::Ended => Err(failed(&server, generation, ServiceError::TransportClosed)),
-            Answer::Abandoned => Err(ErrorData::new(
-                ErrorCode::INTERNAL_ERROR,
-                "cancelled by the client",
-                None,
-            )),
-        });
+        self.call.end(&answer, is_error);
     }
 }
 

@@ -90,7 +90,7 @@ struct CancelParams {
 
 /// What the answer's result says of itself.
 #[derive(Deserialize, Default)]
-pub(super) struct ResultHead<'a> {
+struct ResultHead<'a> {
     #[serde(rename = "isError", default)]
     pub(super) is_error: Option<bool>,
     #[serde(rename = "_meta", borrow, default)]
@@ -144,16 +144,18 @@ impl PassThrough {
         let client_token = meta.as_mut().and_then(|m| m.remove("progressToken"));
         let mut call = Call {
             modern: opened.modern,
-            gateway: self.gateway.clone(),
             out: self.out.clone(),
             calls: self.calls.clone(),
-            client_id: id,
-            client_token,
-            server,
-            generation,
-            started: Instant::now(),
-            span,
-            asking: None,
+            call: Answering {
+                gateway: self.gateway.clone(),
+                client_id: id,
+                client_token,
+                server,
+                generation,
+                started: Instant::now(),
+                span,
+                asking: None,
+            },
         };
         let gateway = &self.gateway;
         let calls = &self.calls;
@@ -162,35 +164,24 @@ impl PassThrough {
         let made = link.request("tools/call", |ours| {
             let token = Link::token(ours);
             if let Some(meta) = meta.as_mut()
-                && call.client_token.is_some()
+                && call.call.client_token.is_some()
             {
                 meta.insert("progressToken".into(), token.clone().into());
             }
-            lock(calls).insert(call.client_id.clone(), (link.clone(), ours));
+            lock(calls).insert(call.call.client_id.clone(), (link.clone(), ours));
             // The server's requests of its client during the call go to this client.
-            call.asking = Some(gateway.asking(
+            call.call.asking = Some(gateway.asking(
                 route.server,
                 RequestId::String(token.into()),
                 client,
-                call.client_id.clone(),
+                call.call.client_id.clone(),
                 session,
                 None,
             ));
             // Written straight into the line to the server: the arguments are
             // copied once, as they came.
-            let write_params = move |q: &mut Vec<u8>| {
-                q.extend_from_slice(b"{\"name\":");
-                push_json_string(q, &route.name);
-                if let Some(arguments) = params.arguments {
-                    q.extend_from_slice(b",\"arguments\":");
-                    q.extend_from_slice(arguments.get().as_bytes());
-                }
-                if let Some(meta) = meta {
-                    q.extend_from_slice(b",\"_meta\":");
-                    let _ = serde_json::to_writer(&mut *q, &meta);
-                }
-                q.push(b'}');
-            };
+            let write_params =
+                move |q: &mut Vec<u8>| push_call_params(q, &route.name, params.arguments, meta.as_ref());
             (write_params, Box::new(call) as Waiter)
         });
         made.is_some()
@@ -312,109 +303,56 @@ impl Drop for PassThrough {
 struct Call {
     /// The client is of the 2026-07-28 era.
     modern: bool,
-    gateway: Arc<Gateway>,
     out: Arc<Outbox>,
     calls: Arc<Mutex<HashMap<RequestId, (Link, u64)>>>,
-    client_id: RequestId,
+    call: Answering,
+}
+
+/// What the answer to a call sent straight to a server's [`Link`] needs, at
+/// either door (the stdio pass-through here, the HTTP fast lane in `fast.rs`).
+pub(super) struct Answering {
+    pub(super) gateway: Arc<Gateway>,
+    pub(super) client_id: RequestId,
     /// The progress token the client gave, if it gave one.
-    client_token: Option<serde_json::Value>,
-    server: String,
-    generation: Generation,
-    started: Instant,
-    span: crate::trace::Call,
+    pub(super) client_token: Option<serde_json::Value>,
+    pub(super) server: String,
+    pub(super) generation: Generation,
+    pub(super) started: Instant,
+    pub(super) span: crate::trace::Call,
     /// Where the server's requests during the call go, until it is answered.
-    asking: Option<super::desk::Asking>,
+    pub(super) asking: Option<super::desk::Asking>,
 }
 
 impl Pending for Call {
     /// The server's progress, to the client under the client's own token, in
     /// the order the server wrote it and before the answer.
     fn progress(&mut self, params: &RawValue) {
-        let Some(token) = &self.client_token else {
+        let Some(params) = self.call.progress(params) else {
             return;
         };
-        let Ok(mut params) =
-            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(params.get())
-        else {
-            return;
-        };
-        params.insert("progressToken".into(), token.clone());
         self.out.send_with(|q| {
-            q.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":");
-            let _ = serde_json::to_writer(&mut *q, &params);
-            q.extend_from_slice(b"}\n");
+            push_progress(q, &params);
+            q.push(b'\n');
         });
     }
 
     fn answered(mut self: Box<Self>, answer: Answer<'_>) {
-        self.asking = None;
-        lock(&self.calls).remove(&self.client_id);
+        self.call.asking = None;
+        lock(&self.calls).remove(&self.call.client_id);
         let (outcome, is_error) = match &answer {
-            Answer::Result(result) => {
-                let head: ResultHead =
-                    serde_json::from_str(result.get()).unwrap_or_default();
-                let is_error = head.is_error == Some(true);
-                let outcome = match is_error {
-                    true => CallOutcome::Error,
-                    false => CallOutcome::Ok,
-                };
-                self.reply(|q| {
-                    q.extend_from_slice(b",\"result\":");
-                    let complete = self.modern && head.result_type.is_none();
-                    if self.gateway.meta() {
-                        with_meta(q, result, head.meta.is_some(), &self.server, self.generation);
-                    } else {
-                        q.extend_from_slice(result.get().as_bytes());
-                    }
-                    if complete {
-                        mark_complete(q);
-                    }
-                });
-                (outcome, is_error)
-            }
-            Answer::Error(error) => {
-                self.reply(|q| {
-                    q.extend_from_slice(b",\"error\":");
-                    q.extend_from_slice(error.get().as_bytes());
-                });
-                (CallOutcome::Failed, false)
-            }
-            Answer::Ended => {
-                let error = failed(&self.server, self.generation, ServiceError::TransportClosed);
-                self.reply(|q| {
-                    q.extend_from_slice(b",\"error\":");
-                    let _ = serde_json::to_writer(&mut *q, &error);
-                });
-                (CallOutcome::Failed, false)
-            }
             // The client cancelled it: JSON-RPC wants no answer then.
             Answer::Abandoned => (CallOutcome::Cancelled, false),
-        };
-        self.gateway
-            .metrics
-            .called(&self.server, outcome, self.started.elapsed());
-        let this = *self;
-        let span = this.span;
-        let (server, generation) = (this.server, this.generation);
-        span.end_with(|| match answer {
-            Answer::Result(_) => {
-                let mut result = CallToolResult::default();
-                result.is_error = Some(is_error);
-                result.result_type = Some(ResultType::COMPLETE);
-                Ok(CallToolResponse::Complete(result))
+            _ => {
+                let answer_into = |q: &mut Vec<u8>| self.call.push_answer(q, &answer, self.modern);
+                let mut how = None;
+                self.reply(|q| how = Some(answer_into(q)));
+                // The client's stream is closed: the call is counted all the same.
+                how.unwrap_or_else(|| answer_into(&mut Vec::new()))
             }
-            Answer::Error(error) => Err(serde_json::from_str(error.get()).unwrap_or_else(|_| {
-                ErrorData::internal_error("the server's error could not be read", None)
-            })),
-            Answer::Ended => Err(failed(&server, generation, ServiceError::TransportClosed)),
-            Answer::Abandoned => Err(ErrorData::new(
-                ErrorCode::INTERNAL_ERROR,
-                "cancelled by the client",
-                None,
-            )),
-        });
+        };
+        self.call.count(outcome);
+        self.call.end(&answer, is_error);
     }
-
 }
 
 impl Call {
@@ -422,7 +360,7 @@ impl Call {
     fn reply(&self, rest: impl FnOnce(&mut Vec<u8>)) {
         self.out.send_with(|q| {
             q.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-            let _ = serde_json::to_writer(&mut *q, &self.client_id);
+            let _ = serde_json::to_writer(&mut *q, &self.call.client_id);
             rest(q);
             q.extend_from_slice(b"}\n");
         });
@@ -472,7 +410,7 @@ pub(super) fn era_fits(modern: bool, meta: Option<&mut serde_json::Map<String, s
 
 /// Makes the result just written (the object that ends `q`) say
 /// `"resultType":"complete"`, as a 2026-07-28 client reads every result.
-pub(super) fn mark_complete(q: &mut Vec<u8>) {
+fn mark_complete(q: &mut Vec<u8>) {
     if q.last() == Some(&b'}') {
         q.pop();
         let empty = q.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
@@ -485,7 +423,7 @@ pub(super) fn mark_complete(q: &mut Vec<u8>) {
 
 /// The server's result with `_meta` naming the server and generation that
 /// answered, as the long way adds them (`gateway.meta`).
-pub(super) fn with_meta(q: &mut Vec<u8>, result: &RawValue, has_meta: bool, server: &str, generation: Generation) {
+fn with_meta(q: &mut Vec<u8>, result: &RawValue, has_meta: bool, server: &str, generation: Generation) {
     let text = result.get().trim_start();
     if !has_meta && let Some(rest) = text.strip_prefix('{') {
         q.extend_from_slice(b"{\"_meta\":{\"mcpfleet/server\":");
@@ -516,6 +454,118 @@ pub(super) fn with_meta(q: &mut Vec<u8>, result: &RawValue, has_meta: bool, serv
         meta.insert("mcpfleet/generation".into(), generation.into());
     }
     let _ = serde_json::to_writer(&mut *q, &value);
+}
+
+
+/// Writes a call's parameters for the server: its `name` there, the
+/// client's `arguments` copied as they came, and `_meta`.
+pub(super) fn push_call_params(
+    q: &mut Vec<u8>,
+    name: &str,
+    arguments: Option<&RawValue>,
+    meta: Option<&serde_json::Map<String, serde_json::Value>>,
+) {
+    q.extend_from_slice(b"{\"name\":");
+    push_json_string(q, name);
+    if let Some(arguments) = arguments {
+        q.extend_from_slice(b",\"arguments\":");
+        q.extend_from_slice(arguments.get().as_bytes());
+    }
+    if let Some(meta) = meta {
+        q.extend_from_slice(b",\"_meta\":");
+        let _ = serde_json::to_writer(&mut *q, meta);
+    }
+    q.push(b'}');
+}
+
+/// Writes a `notifications/progress` message with `params`.
+pub(super) fn push_progress(q: &mut Vec<u8>, params: &serde_json::Map<String, serde_json::Value>) {
+    q.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":");
+    let _ = serde_json::to_writer(&mut *q, params);
+    q.push(b'}');
+}
+
+impl Answering {
+    /// The server's progress `params` under the client's own token; none when
+    /// the client gave no token or the parameters are not an object.
+    pub(super) fn progress(&self, params: &RawValue) -> Option<serde_json::Map<String, serde_json::Value>> {
+        let token = self.client_token.as_ref()?;
+        let mut params =
+            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(params.get()).ok()?;
+        params.insert("progressToken".into(), token.clone());
+        Some(params)
+    }
+
+    /// Writes what follows the client's id in the answer to the call: the
+    /// server's result (with `_meta` naming the server and generation when
+    /// the gateway adds them, marked complete for a `modern` client) or its
+    /// error, or the error of a session that ended first; nothing for an
+    /// abandoned call. Says how the call went and whether the result is an
+    /// error.
+    pub(super) fn push_answer(&self, q: &mut Vec<u8>, answer: &Answer<'_>, modern: bool) -> (CallOutcome, bool) {
+        let (server, generation) = (self.server.as_str(), self.generation);
+        match answer {
+            Answer::Result(result) => {
+                let head: ResultHead = serde_json::from_str(result.get()).unwrap_or_default();
+                let is_error = head.is_error == Some(true);
+                q.extend_from_slice(b",\"result\":");
+                if self.gateway.meta() {
+                    with_meta(q, result, head.meta.is_some(), server, generation);
+                } else {
+                    q.extend_from_slice(result.get().as_bytes());
+                }
+                if modern && head.result_type.is_none() {
+                    mark_complete(q);
+                }
+                let outcome = match is_error {
+                    true => CallOutcome::Error,
+                    false => CallOutcome::Ok,
+                };
+                (outcome, is_error)
+            }
+            Answer::Error(error) => {
+                q.extend_from_slice(b",\"error\":");
+                q.extend_from_slice(error.get().as_bytes());
+                (CallOutcome::Failed, false)
+            }
+            Answer::Ended => {
+                let error = failed(server, generation, ServiceError::TransportClosed);
+                q.extend_from_slice(b",\"error\":");
+                let _ = serde_json::to_writer(&mut *q, &error);
+                (CallOutcome::Failed, false)
+            }
+            Answer::Abandoned => (CallOutcome::Cancelled, false),
+        }
+    }
+
+    /// Counts the call in the gateway's metrics.
+    pub(super) fn count(&self, outcome: CallOutcome) {
+        self.gateway
+            .metrics
+            .called(&self.server, outcome, self.started.elapsed());
+    }
+
+    /// Ends the call's trace with what its answer says, as the long way ends it.
+    pub(super) fn end(self, answer: &Answer<'_>, is_error: bool) {
+        let (server, generation) = (self.server, self.generation);
+        self.span.end_with(|| match answer {
+            Answer::Result(_) => {
+                let mut result = CallToolResult::default();
+                result.is_error = Some(is_error);
+                result.result_type = Some(ResultType::COMPLETE);
+                Ok(CallToolResponse::Complete(result))
+            }
+            Answer::Error(error) => Err(serde_json::from_str(error.get()).unwrap_or_else(|_| {
+                ErrorData::internal_error("the server's error could not be read", None)
+            })),
+            Answer::Ended => Err(failed(&server, generation, ServiceError::TransportClosed)),
+            Answer::Abandoned => Err(ErrorData::new(
+                ErrorCode::INTERNAL_ERROR,
+                "cancelled by the client",
+                None,
+            )),
+        });
+    }
 }
 
 #[cfg(test)]

@@ -20,8 +20,9 @@
 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+
+import { Driver, need, parseDoor, run, TIMEOUT_MS } from './driver.mjs';
 
 const MODULES =
   process.env.MCP_TS_SDK2_DIR ??
@@ -35,12 +36,7 @@ const { StdioClientTransport } = await sdk('stdio.mjs');
 const SDK_VERSION = JSON.parse(readFileSync(path.join(PACKAGE, 'package.json'), 'utf8')).version;
 
 const SDK_NAME = 'typescript-sdk-2';
-const ROOTS = [{ uri: 'file:///tmp', name: 'tmp' }];
-const SERVER_REQUESTS = ['roots/list', 'sampling/createMessage', 'elicitation/create'];
 const PAGE_HINTS = ['ttlMs', 'cacheScope', 'resultType'];
-// For connecting and for each request without a timeout_ms of its own (the SDK's default).
-const TIMEOUT_MS = Number(process.env.MCP_CLIENT_TIMEOUT_MS ?? 60000);
-const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'];
 const USAGE =
   'usage: client2.mjs [--mode MODE] [--log-level LEVEL] (--stdio CMD [ARGS...] | --http URL [--token TOKEN] [--origin ORIGIN])';
 // What a listen stream hears, by method, under the names client.py gives (the Python SDK's classes).
@@ -61,31 +57,10 @@ function parseArgs(argv) {
     else logLevel = argv[1];
     argv = argv.slice(2);
   }
-  if (argv.length >= 2 && argv[0] === '--stdio') {
-    return { mode, logLevel, command: argv.slice(1) };
-  }
-  if (argv.length >= 2 && argv[0] === '--http') {
-    const target = { mode, logLevel, url: argv[1], headers: {} };
-    for (let rest = argv.slice(2); rest.length > 0; rest = rest.slice(2)) {
-      if (rest.length < 2 || !['--token', '--origin'].includes(rest[0])) usage();
-      if (rest[0] === '--token') target.headers.Authorization = `Bearer ${rest[1]}`;
-      else target.headers.Origin = rest[1];
-    }
-    return target;
-  }
-  usage();
+  return parseDoor(argv, { mode, logLevel }, USAGE);
 }
 
-function usage() {
-  process.stderr.write(`${USAGE}\n`);
-  process.exit(2);
-}
-
-// ---------------------------------------------------------------- JSON helpers
-
-function emit(answer) {
-  return new Promise((resolve) => process.stdout.write(`${JSON.stringify(answer)}\n`, resolve));
-}
+// ---------------------------------------------------------------- errors
 
 function errorOf(error) {
   if (error instanceof ProtocolError) {
@@ -97,52 +72,20 @@ function errorOf(error) {
   return { message: `${error?.message ?? error}${cause}`, type: error?.name ?? typeof error, sdk_code: error?.code };
 }
 
-const isNotification = (message) => message && 'method' in message && !('id' in message);
-
 // ---------------------------------------------------------------- the client
 
-class MissingField extends Error {}
-
-function need(command, field) {
-  if (!(field in command)) throw new MissingField(`missing field: ${field}`);
-  return command[field];
-}
-
-class Harness {
+class Harness extends Driver {
   constructor(target) {
-    this.target = target;
-    this.client = null;
-    this.transport = null;
-    this.stoppedBy = null; // the name of the signal that ended the session
-    this.transportClosed = null; // settles when the transport has closed (stdio: the server has exited)
-    this.httpStatus = null; // last HTTP error status seen (>= 400)
-    this.notifications = {}; // all received, by method
-    this.params = { 'notifications/message': [], 'notifications/resources/updated': [] }; // their params, in order
-    this.unclaimed = {}; // since the last wait_notification, by method
-    this.waiters = new Set(); // wake-ups for wait_notification and listen_events
-    this.requests = Object.fromEntries(SERVER_REQUESTS.map((method) => [method, 0]));
+    super(target, SDK_NAME, errorOf);
     this.sent = {}; // requests sent on the wire, by method
     this.lastListenId = null; // the id of the last subscriptions/listen sent
     this.listens = new Map(); // handle -> { id, subscription, events, ended }
-    this.calls = new Map(); // handle -> { controller, done, answer }
     const list = (key, method) => this.opList(key, method);
-    this.ops = {
+    Object.assign(this.ops, {
       list_tools: list('tools', 'listTools'),
       list_prompts: list('prompts', 'listPrompts'),
       list_resources: list('resources', 'listResources'),
       list_resource_templates: list('resourceTemplates', 'listResourceTemplates'),
-      get_prompt: (command) => this.opGetPrompt(command),
-      read_resource: (command) => this.opReadResource(command),
-      complete: (command) => this.opComplete(command),
-      call: (command) => this.opCall(command),
-      call_start: (command) => this.opCallStart(command),
-      call_await: (command) => this.opCallAwait(command),
-      call_cancel: (command) => this.opCallCancel(command),
-      wait_notification: (command) => this.opWaitNotification(command),
-      notifications: async () => ({ ok: true, counts: { ...this.notifications }, params: structuredClone(this.params) }),
-      set_level: async (command) => (
-        await this.client.setLoggingLevel(need(command, 'level'), { timeout: TIMEOUT_MS }), { ok: true }
-      ),
       subscribe: async (command) => (
         await this.client.subscribeResource(this.withLevel({ uri: need(command, 'uri') }), { timeout: TIMEOUT_MS }), { ok: true }
       ),
@@ -153,38 +96,14 @@ class Harness {
       listen: (command) => this.opListen(command),
       listen_events: (command) => this.opListenEvents(command),
       listen_close: (command) => this.opListenClose(command),
-      ping: async () => (await this.client.ping({ timeout: TIMEOUT_MS }), { ok: true }),
       discover: async () => ({ ok: true, result: await this.client.discover({ timeout: TIMEOUT_MS }) }),
-      requests: async () => ({ ok: true, counts: { ...this.requests } }),
-    };
+    });
   }
 
   // -- connecting
 
-  makeTransport() {
-    if (this.target.command) {
-      const [command, ...args] = this.target.command;
-      // The server gets this client's whole environment, and its stderr.
-      return new StdioClientTransport({ command, args, env: { ...process.env }, stderr: 'inherit' });
-    }
-    const noteStatus = async (url, init) => {
-      const response = await fetch(url, init);
-      if (response.status >= 400) this.httpStatus = response.status;
-      return response;
-    };
-    return new StreamableHTTPClientTransport(new URL(this.target.url), {
-      requestInit: { headers: this.target.headers },
-      fetch: noteStatus,
-    });
-  }
-
   async connect() {
-    this.transport = this.makeTransport();
-    // Client.connect keeps the onmessage and onclose set beforehand and calls them first.
-    this.transport.onmessage = (message) => {
-      if (isNotification(message)) this.onNotification(message.method, message.params); // count every notification
-    };
-    this.transportClosed = new Promise((resolve) => (this.transport.onclose = resolve));
+    this.openTransport(StdioClientTransport, StreamableHTTPClientTransport);
     const send = this.transport.send.bind(this.transport);
     this.transport.send = (message, options) => {
       if (message && 'method' in message && 'id' in message) {
@@ -218,23 +137,21 @@ class Harness {
     return { ...params, _meta: { ...params._meta, [LOG_LEVEL_META_KEY]: this.target.logLevel } };
   }
 
-  initialized() {
-    return {
-      ok: true,
-      event: 'initialized',
-      server_info: this.client.getServerVersion() ?? null,
-      capabilities: this.client.getServerCapabilities() ?? null,
-      protocol_version: this.client.getNegotiatedProtocolVersion() ?? null,
-      era: this.client.getProtocolEra() ?? null,
-    };
+  negotiatedVersion() {
+    return this.client.getNegotiatedProtocolVersion() ?? null;
   }
 
-  connectFailed(error) {
-    if (this.stoppedBy) {
-      return { ok: false, event: 'initialized', error: { code: null, message: `stopped by ${this.stoppedBy}`, http_status: null } };
-    }
-    const status = error instanceof SdkHttpError ? error.status : this.httpStatus;
-    return { ok: false, event: 'initialized', error: { code: null, ...errorOf(error), http_status: status } };
+  moreInitialized() {
+    return { era: this.client.getProtocolEra() ?? null };
+  }
+
+  failureStatus(error) {
+    return error instanceof SdkHttpError ? error.status : this.httpStatus;
+  }
+
+  // Bounded: the 2.x SDK may not report a transport closed that never opened.
+  closedAfterFailure() {
+    return Promise.race([this.transportClosed, new Promise((resolve) => setTimeout(resolve, 5000))]);
   }
 
   async close() {
@@ -249,21 +166,6 @@ class Harness {
 
   // -- what the server asks (legacy: requests; 2026-07-28: input-required results)
 
-  onListRoots() {
-    this.requests['roots/list'] += 1;
-    return { roots: ROOTS };
-  }
-
-  onSampling() {
-    this.requests['sampling/createMessage'] += 1;
-    return {
-      role: 'assistant',
-      content: { type: 'text', text: `sampled by ${SDK_NAME}` },
-      model: SDK_NAME,
-      stopReason: 'endTurn',
-    };
-  }
-
   onElicitation(request) {
     this.requests['elicitation/create'] += 1;
     // Each string field of a form is answered with its name, so that an answer shows it was read.
@@ -276,10 +178,8 @@ class Harness {
     return { action: 'accept', content };
   }
 
-  onNotification(method, params) {
-    if (Object.hasOwn(this.params, method)) this.params[method].push(params ?? null);
-    this.notifications[method] = (this.notifications[method] ?? 0) + 1;
-    this.unclaimed[method] = (this.unclaimed[method] ?? 0) + 1;
+  // What a listen stream hears.
+  heard(method, params) {
     const event = EVENTS[method];
     if (event) {
       const id = params?._meta?.[SUBSCRIPTION_ID_META_KEY];
@@ -288,50 +188,9 @@ class Harness {
         listen.events.push(event === 'ResourceUpdated' ? { event, uri: params?.uri } : { event });
       }
     }
-    for (const wake of this.waiters) wake();
-  }
-
-  // Resolves once `done()` holds, or after `timeoutMs`.
-  until(done, timeoutMs) {
-    if (done()) return Promise.resolve();
-    return new Promise((resolve) => {
-      const finish = () => {
-        clearTimeout(timer);
-        this.waiters.delete(wake);
-        resolve();
-      };
-      const wake = () => done() && finish();
-      const timer = setTimeout(finish, timeoutMs);
-      this.waiters.add(wake);
-    });
   }
 
   // -- commands
-
-  async answer(line) {
-    let command;
-    try {
-      command = JSON.parse(line);
-    } catch (error) {
-      return { ok: false, error: { message: `not JSON: ${error.message}` } };
-    }
-    if (command === null || typeof command !== 'object' || Array.isArray(command)) {
-      return { ok: false, error: { message: 'a command is a JSON object' } };
-    }
-    const op = Object.hasOwn(this.ops, command.op) ? this.ops[command.op] : null;
-    let answer;
-    if (!op) {
-      answer = { ok: false, error: { message: `unknown op: ${JSON.stringify(command.op)}` } };
-    } else {
-      try {
-        answer = await op(command);
-      } catch (error) {
-        answer = { ok: false, error: error instanceof MissingField ? { message: error.message } : errorOf(error) };
-      }
-    }
-    if ('id' in command) answer.id = command.id;
-    return answer;
-  }
 
   // An op listing every page of one kind, the SDK's way (it follows the cursors and
   // aggregates): `key` in the answer; `pages`, the requests it sent; `hints`, the
@@ -364,63 +223,8 @@ class Harness {
     return { ok: true, result: await this.client.readResource(params, { timeout: TIMEOUT_MS, cacheMode: 'bypass' }) };
   }
 
-  async opCall(command, signal) {
-    const params = this.withLevel({ name: need(command, 'name'), arguments: command.arguments ?? {} });
-    const progress = [];
-    const options = { signal, timeout: command.timeout_ms || TIMEOUT_MS };
-    if (command.progress) {
-      options.onprogress = ({ progress: value, total, message }) =>
-        progress.push({ progress: value, total: total ?? null, message: message ?? null });
-    }
-    try {
-      const result = await this.client.callTool(params, options);
-      return { ok: true, result, progress };
-    } catch (error) {
-      if (signal?.aborted) {
-        return { ok: false, cancelled: true, error: { message: 'cancelled by the client' }, progress };
-      }
-      return { ok: false, error: errorOf(error), progress };
-    }
-  }
-
-  async opCallStart(command) {
-    const handle = need(command, 'handle');
-    if (this.calls.has(handle)) return { ok: false, error: { message: `handle in use: ${handle}` } };
-    need(command, 'name');
-    const call = { controller: new AbortController(), answer: null };
-    call.done = this.opCall(command, call.controller.signal).then((answer) => {
-      call.answer = answer;
-    });
-    this.calls.set(handle, call);
-    return { ok: true, started: handle };
-  }
-
-  async opCallAwait(command) {
-    const handle = need(command, 'handle');
-    const call = this.calls.get(handle);
-    if (!call) return { ok: false, error: { message: `no such handle: ${handle}` } };
-    this.calls.delete(handle);
-    await call.done;
-    return { ...call.answer };
-  }
-
-  async opCallCancel(command) {
-    const handle = need(command, 'handle');
-    const call = this.calls.get(handle);
-    if (!call) return { ok: false, error: { message: `no such handle: ${handle}` } };
-    const inFlight = call.answer === null;
-    // Aborting the request's signal makes the SDK send notifications/cancelled.
-    call.controller.abort('cancelled by the client');
-    await call.done;
-    return { ok: true, cancelled: handle, in_flight: inFlight };
-  }
-
-  async opWaitNotification(command) {
-    const method = need(command, 'method');
-    await this.until(() => this.unclaimed[method], command.timeout_ms ?? 5000);
-    const count = this.unclaimed[method] ?? 0;
-    delete this.unclaimed[method];
-    return count ? { ok: true, method, count } : { ok: false, error: { message: 'timeout' } };
+  callTool(params, options) {
+    return this.client.callTool(params, options);
   }
 
   async opListen(command) {
@@ -467,57 +271,4 @@ class Harness {
   }
 }
 
-// ---------------------------------------------------------------- main loop
-
-// Answers commands until `close` (returned) or the end of stdin (null).
-async function serve(harness, lines) {
-  for await (const line of lines) {
-    if (!line.trim()) continue;
-    const close = asClose(line);
-    if (close) return close;
-    await emit(await harness.answer(line));
-  }
-  return null;
-}
-
-function asClose(line) {
-  try {
-    const command = JSON.parse(line);
-    return command?.op === 'close' ? command : null;
-  } catch {
-    return null;
-  }
-}
-
-async function main(argv) {
-  const harness = new Harness(parseArgs(argv));
-  process.on('unhandledRejection', (error) => process.stderr.write(`client2.mjs: ${errorOf(error).message}\n`));
-  // A signal, or a reader of stdout gone, ends the session like the end of stdin; while
-  // connecting, it abandons the connection.
-  let stop = (why) => {
-    harness.stoppedBy = why;
-    harness.client?.close().catch(() => {});
-  };
-  for (const name of STOP_SIGNALS) process.on(name, () => stop(name));
-  process.stdout.on('error', () => stop('a closed stdout'));
-  try {
-    await harness.connect();
-  } catch (error) {
-    await emit(harness.connectFailed(error));
-    // The SDK may already be closing on its own (then this returns at once): wait for the
-    // transport to report closed, so that a stdio server has exited before this process does.
-    await harness.client?.close().catch(() => {});
-    await Promise.race([harness.transportClosed, new Promise((resolve) => setTimeout(resolve, 5000))]);
-    return 1;
-  }
-  await emit(harness.initialized());
-
-  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
-  stop = () => harness.close().finally(() => process.exit(0)); // without waiting for a command in progress
-  const close = await serve(harness, lines);
-  await harness.close();
-  if (close) await emit('id' in close ? { ok: true, closed: true, id: close.id } : { ok: true, closed: true });
-  return 0;
-}
-
-process.exit(await main(process.argv.slice(2)));
+process.exit(await run(new Harness(parseArgs(process.argv.slice(2))), 'client2.mjs'));

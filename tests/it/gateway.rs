@@ -50,6 +50,9 @@ const PROGRESS: &str = "notifications/progress";
 // ---------------------------------------------------------------------------------
 // Clients
 
+/// The 2026-07-28 era, as a client's `mode` and the version it names.
+const MODERN: &str = "2026-07-28";
+
 /// The SDK a client is built on.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Sdk {
@@ -168,6 +171,42 @@ impl Client {
             first["capabilities"]["tools"]["listChanged"], true,
             "{first}"
         );
+        client
+    }
+
+    /// Starts `sdk`'s client (`who`, in its label) in `mode`, with `more`
+    /// options, through `door`, and waits until it says it connected; returns
+    /// it with that first line.
+    #[track_caller]
+    fn open_in_mode(
+        fleet: &TestFleet,
+        sdk: Sdk,
+        who: &str,
+        mode: &str,
+        door: Door,
+        more: &[&str],
+    ) -> (Client, Value) {
+        let label = format!("{who} ({mode}) over {}", door.name());
+        let mut args: Vec<OsString> = vec!["--mode".into(), mode.into()];
+        args.extend(more.iter().map(OsString::from));
+        args.extend(door.args(fleet));
+        let (client, first) = Client::start(fleet, sdk, &label, args);
+        assert_eq!(
+            first["ok"],
+            true,
+            "{label} did not connect: {first}\nstderr:\n{}",
+            client.stderr_text()
+        );
+        (client, first)
+    }
+
+    /// The Python SDK's client pinned to 2026-07-28 (with `more` options)
+    /// through `door`, connected in that era.
+    #[track_caller]
+    fn modern(fleet: &TestFleet, door: Door, more: &[&str]) -> Client {
+        let (client, first) =
+            Client::open_in_mode(fleet, Sdk::Python, "Python client", MODERN, door, more);
+        assert_eq!(first["protocol_version"], MODERN, "{first}");
         client
     }
 
@@ -1559,6 +1598,28 @@ impl Exchange {
         (id, data)
     }
 
+    /// The whole body of an answer that is one JSON document.
+    #[track_caller]
+    fn json(self) -> Value {
+        let mut text = String::new();
+        let mut body = self.body;
+        std::io::Read::read_to_string(&mut body, &mut text).expect("read the body");
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    }
+
+    /// The JSON-RPC answer to request `id`, whether it comes on an event
+    /// stream or as one JSON body.
+    #[track_caller]
+    fn answer(mut self, id: u64) -> Value {
+        if self
+            .header("content-type")
+            .is_some_and(|t| t.starts_with("text/event-stream"))
+        {
+            return self.answer_to(id);
+        }
+        self.json()
+    }
+
     /// Events until the JSON-RPC answer to request `id`; or the answer alone,
     /// when it came as one JSON body.
     #[track_caller]
@@ -2113,8 +2174,22 @@ fn numbers_from_an_http_server_reach_clients_as_it_wrote_them() {
 /// finishes its handshake unless `handshake` is false; returns its id.
 #[track_caller]
 fn raw_session(http: &Http, name: &str, version: &str, handshake: bool) -> String {
+    raw_session_in(http, "2025-06-18", name, version, handshake).0
+}
+
+/// Opens an HTTP session of protocol `protocol` as a raw client named `name`,
+/// version `version`, and finishes its handshake unless `handshake` is false;
+/// returns its id and the gateway's answer to `initialize`.
+#[track_caller]
+fn raw_session_in(
+    http: &Http,
+    protocol: &str,
+    name: &str,
+    version: &str,
+    handshake: bool,
+) -> (String, Value) {
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
+        "protocolVersion": protocol, "capabilities": {},
         "clientInfo": {"name": name, "version": version}}});
     let mut init = Exchange::send(http, "POST", &[], &initialize.to_string());
     assert_eq!(init.status, 200);
@@ -2122,13 +2197,17 @@ fn raw_session(http: &Http, name: &str, version: &str, handshake: bool) -> Strin
         .header("mcp-session-id")
         .expect("a session id")
         .to_owned();
-    init.answer_to(1);
+    let answer = init.answer_to(1);
     if handshake {
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let sent = Exchange::send(http, "POST", &of(&session), &initialized.to_string());
+        let headers = [
+            ("Mcp-Session-Id", session.as_str()),
+            ("MCP-Protocol-Version", protocol),
+        ];
+        let sent = Exchange::send(http, "POST", &headers, &initialized.to_string());
         assert_eq!(sent.status, 202);
     }
-    session
+    (session, answer)
 }
 
 /// The headers of a request in session `id`.
@@ -2414,6 +2493,54 @@ fn completions_reach_the_server_that_owns_the_prompt_or_template() {
 const MESSAGE: &str = "notifications/message";
 const UPDATED: &str = "notifications/resources/updated";
 
+/// An answer that must be `ok`.
+#[track_caller]
+fn ok(client: &mut Client, command: Value) -> Value {
+    let answer = client.op(command.clone());
+    assert_eq!(answer["ok"], true, "{}: {command}: {answer}", client.label);
+    answer
+}
+
+/// The values of `field` of every item of a list answer's `key`, sorted.
+#[track_caller]
+fn names(answer: &Value, key: &str, field: &str) -> Vec<String> {
+    let mut names: Vec<String> = answer[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {key}: {answer}"))
+        .iter()
+        .map(|item| item[field].as_str().expect("a name").to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The log messages a client got so far (its answer to `notifications` must
+/// be `ok`), as (logger, data), sorted.
+fn messages(client: &mut Client) -> Vec<(String, String)> {
+    let heard = ok(client, json!({"op": "notifications"}));
+    loggers_and_data(
+        heard["params"][MESSAGE]
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
+    )
+}
+
+/// The (logger, data) of each of log `messages`, sorted (rmcp hands each of a
+/// server's notifications to mcpfleet on a task of its own, so two sent close
+/// together may arrive swapped).
+fn loggers_and_data(messages: Vec<Value>) -> Vec<(String, String)> {
+    let mut logged: Vec<(String, String)> = messages
+        .iter()
+        .map(|m| {
+            let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+            (text(&m["logger"]), text(&m["data"]))
+        })
+        .collect();
+    logged.sort();
+    logged
+}
+
 /// The params of the notifications `method` a client received so far.
 fn params_of(client: &mut Client, method: &str) -> Vec<Value> {
     let answer = client.op(json!({"op": "notifications"}));
@@ -2598,19 +2725,39 @@ fn await_server_lines(fleet: &TestFleet, name: &str, line: &str, count: usize) -
     }
 }
 
+/// Opens the listen stream `all` of a 2026-07-28 client, for tool list
+/// changes and the resources `fixture://r` and one that nobody offers: the
+/// gateway honours the tools and `fixture://r` alone, and subscribes server
+/// `fx` to it once more than the `subscribed` times it was.
+#[track_caller]
+fn listen_all(fleet: &TestFleet, client: &mut Client, subscribed: usize) {
+    let label = client.label.clone();
+    let all = ok(
+        client,
+        json!({"op": "listen", "handle": "all", "tools_list_changed": true,
+               "resource_subscriptions": ["fixture://r", "nobody://offers-this"]}),
+    );
+    assert_eq!(
+        all["honored"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["fixture://r"]}),
+        "{label}: {all}"
+    );
+    assert_eq!(
+        await_server_lines(
+            fleet,
+            "fx",
+            "fixture: resources/subscribe fixture://r",
+            subscribed + 1
+        ),
+        subscribed + 1,
+        "{label}: the listen stream subscribes the server"
+    );
+}
+
 /// The data of the log messages a client received so far, with their loggers,
-/// sorted (rmcp hands each of a server's notifications to mcpfleet on a task
-/// of its own, so two sent close together may arrive swapped).
+/// sorted.
 fn logged(client: &mut Client) -> Vec<(String, String)> {
-    let mut logged: Vec<(String, String)> = params_of(client, MESSAGE)
-        .iter()
-        .map(|m| {
-            let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-            (text(&m["logger"]), text(&m["data"]))
-        })
-        .collect();
-    logged.sort();
-    logged
+    loggers_and_data(params_of(client, MESSAGE))
 }
 
 /// A legacy client's `notifications/roots/list_changed` reaches each running

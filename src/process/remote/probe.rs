@@ -11,6 +11,8 @@ use std::time::Duration;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::{Value, json};
 
+use super::sideband::in_events;
+
 /// What a server answered to the probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Discovered {
@@ -93,23 +95,7 @@ fn answer_of(body: &[u8]) -> Option<Discovered> {
 
 /// The answer to the probe among the events of an event stream read so far.
 fn answer_in_events(seen: &[u8]) -> Option<Discovered> {
-    let text = String::from_utf8_lossy(seen).replace("\r\n", "\n");
-    let mut events: Vec<&str> = text.split("\n\n").collect();
-    // The last piece may be an event still being written.
-    events.pop();
-    events.into_iter().find_map(|event| {
-        let data: Vec<&str> = event
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .map(|d| d.strip_prefix(' ').unwrap_or(d))
-            .collect();
-        let data = data.join("\n");
-        let message: Value = serde_json::from_str(&data).ok()?;
-        if message.get("id").and_then(Value::as_str) != Some(PROBE_ID) {
-            return None;
-        }
-        answer_of(data.as_bytes())
-    })
+    in_events(seen, PROBE_ID, |data, _| answer_of(data.as_bytes()))
 }
 
 #[cfg(test)]

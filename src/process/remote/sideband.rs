@@ -237,6 +237,14 @@ fn answer_of(mut message: Value, id: &str) -> Option<Result<Value, ServiceError>
 
 /// The answer to `id` among the events of an event stream read so far.
 fn answer_in_events(seen: &[u8], id: &str) -> Option<Result<Value, ServiceError>> {
+    in_events(seen, id, |_, message| answer_of(message, id))
+}
+
+/// The first of the complete events of an event stream read so far (`seen`)
+/// whose data is a message with the id `id` and that `take` takes, given the
+/// data and the message. Notifications and other requests on the stream are
+/// not read.
+pub(super) fn in_events<T>(seen: &[u8], id: &str, mut take: impl FnMut(&str, Value) -> Option<T>) -> Option<T> {
     let text = String::from_utf8_lossy(seen).replace("\r\n", "\n");
     let mut events: Vec<&str> = text.split("\n\n").collect();
     // The last piece may be an event still being written.
@@ -247,13 +255,12 @@ fn answer_in_events(seen: &[u8], id: &str) -> Option<Result<Value, ServiceError>
             .filter_map(|line| line.strip_prefix("data:"))
             .map(|d| d.strip_prefix(' ').unwrap_or(d))
             .collect();
-        let message: Value = serde_json::from_str(&data.join("\n")).ok()?;
-        // Only this request's answer: notifications and requests on its
-        // stream are not read.
+        let data = data.join("\n");
+        let message: Value = serde_json::from_str(&data).ok()?;
         if message.get("id").and_then(Value::as_str) != Some(id) {
             return None;
         }
-        answer_of(message, id)
+        take(&data, message)
     })
 }
 

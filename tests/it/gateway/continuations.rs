@@ -11,26 +11,6 @@
 
 use super::*;
 
-/// The 2026-07-28 era, as a client's `mode` and the version it names.
-const MODERN: &str = "2026-07-28";
-
-/// The Python SDK's client in the 2026-07-28 era through `door`.
-#[track_caller]
-fn modern_client(fleet: &TestFleet, door: Door) -> Client {
-    let label = format!("Python client ({MODERN}) over {}", door.name());
-    let mut args: Vec<OsString> = vec!["--mode".into(), MODERN.into()];
-    args.extend(door.args(fleet));
-    let (client, first) = Client::start(fleet, Sdk::Python, &label, args);
-    assert_eq!(
-        first["ok"],
-        true,
-        "{label} did not connect: {first}\nstderr:\n{}",
-        client.stderr_text()
-    );
-    assert_eq!(first["protocol_version"], MODERN, "{first}");
-    client
-}
-
 /// A fixture `name` that asks its client, during each call, for each of `asks`
 /// in turn.
 fn asking(name: &str, asks: &[&str]) -> String {
@@ -58,7 +38,7 @@ fn a_legacy_servers_requests_reach_a_modern_clients_callbacks_and_their_answers_
     );
     let http = serve(&fleet, &[]);
     for door in [Door::Stdio(&[]), Door::Http(&http)] {
-        let mut client = modern_client(&fleet, door);
+        let mut client = Client::modern(&fleet, door, &[]);
         let label = client.label.clone();
         let result = client.call("fx__echo", json!({}));
         let answers: Value = serde_json::from_str(text(&result))

@@ -8,8 +8,6 @@
 
 use super::*;
 
-/// The 2026-07-28 era, as a client's `mode` and the version it names.
-const MODERN: &str = "2026-07-28";
 /// The `mode` of a client that opens with `initialize`.
 const LEGACY: &str = "legacy";
 /// The `mode` of a client that asks `server/discover` first, and takes the
@@ -19,42 +17,14 @@ const AUTO: &str = "auto";
 /// The Python SDK's client in `mode` through `door`, once it is connected.
 #[track_caller]
 fn open_in(fleet: &TestFleet, mode: &str, door: Door) -> Client {
-    let label = format!("Python client ({mode}) over {}", door.name());
-    let mut args: Vec<OsString> = vec!["--mode".into(), mode.into()];
-    args.extend(door.args(fleet));
-    let (client, first) = Client::start(fleet, Sdk::Python, &label, args);
-    assert_eq!(
-        first["ok"],
-        true,
-        "{label} did not connect: {first}\nstderr:\n{}",
-        client.stderr_text()
-    );
+    let (client, first) =
+        Client::open_in_mode(fleet, Sdk::Python, "Python client", mode, door, &[]);
     let version = first["protocol_version"].as_str().unwrap_or_default();
     match mode {
         LEGACY => assert_eq!(version, "2025-11-25", "{first}"),
         _ => assert_eq!(version, MODERN, "{first}"),
     }
     client
-}
-
-/// An answer that must be `ok`.
-#[track_caller]
-fn ok(client: &mut Client, command: Value) -> Value {
-    let answer = client.op(command.clone());
-    assert_eq!(answer["ok"], true, "{}: {command}: {answer}", client.label);
-    answer
-}
-
-/// The names of every item of a list answer's `key`, sorted.
-fn names(answer: &Value, key: &str, field: &str) -> Vec<String> {
-    let mut names: Vec<String> = answer[key]
-        .as_array()
-        .unwrap_or_else(|| panic!("no {key}: {answer}"))
-        .iter()
-        .map(|item| item[field].as_str().expect("a name").to_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 /// Every page of a list answered to a 2026-07-28 client says it is complete
@@ -365,20 +335,11 @@ fn modern_headers<'a>(method: &'a str, name: Option<&'a str>) -> Vec<(&'a str, &
     headers
 }
 
-/// The whole body of an answer that is one JSON document.
-#[track_caller]
-fn json_body(exchange: Exchange) -> Value {
-    let mut text = String::new();
-    let mut body = exchange.body;
-    std::io::Read::read_to_string(&mut body, &mut text).expect("read the body");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
-}
-
 /// An answer that is 400 with JSON-RPC error `code` for request `id`.
 #[track_caller]
 fn assert_refused(exchange: Exchange, code: i64, id: u64, why: &str) -> Value {
     assert_eq!(exchange.status, 400, "{why}");
-    let body = json_body(exchange);
+    let body = exchange.json();
     assert_eq!(body["error"]["code"], code, "{why}: {body}");
     assert_eq!(body["id"], id, "{why}: {body}");
     body
@@ -469,7 +430,7 @@ fn the_http_door_checks_what_a_modern_request_must_carry() {
         let body = modern_request(31, method, params);
         let answer = Exchange::send(&http, "POST", &modern_headers(method, None), &body);
         assert_eq!(answer.status, 404, "{method}");
-        let body = json_body(answer);
+        let body = answer.json();
         assert_eq!(body["error"]["code"], -32601, "{method}: {body}");
         assert_eq!(body["id"], 31, "{method}: {body}");
     }

@@ -113,7 +113,7 @@ fn a_plain_call_is_answered_in_one_body_with_what_the_long_way_answers() {
     let body = call(4, "a__tool_2", json!({})).replace("\"id\":4", "\"id\":\"four\"");
     let fast = Exchange::send(&http, "POST", &headers("a__tool_2"), &body);
     assert!(fast.is_json(), "{:?}", fast.headers);
-    let fast = json_of(fast);
+    let fast = fast.json();
     assert_eq!(fast["id"], "four", "{fast}");
     assert_eq!(text(&fast["result"]), "tool_2", "{fast}");
 
@@ -167,15 +167,6 @@ fn progress_before_the_answer_comes_first_on_an_event_stream() {
     down_and_no_leftovers(&fleet);
 }
 
-/// The whole body of an answer.
-#[track_caller]
-fn json_of(exchange: Exchange) -> Value {
-    let mut text = String::new();
-    let mut body = exchange.body;
-    std::io::Read::read_to_string(&mut body, &mut text).expect("read the body");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
-}
-
 /// What the fast lane does not take is answered as the long way answers it:
 /// without the token 401; an `Mcp-Name` that is not the tool's, or a version in
 /// `_meta` that is not the header's, 400 with -32020; `_meta` without the
@@ -196,7 +187,7 @@ fn what_the_fast_lane_does_not_take_is_answered_as_before() {
 
     let refused = Exchange::send(&http, "POST", &headers("a__tool_2"), &body);
     assert_eq!(refused.status, 400);
-    let refused = json_of(refused);
+    let refused = refused.json();
     assert_eq!(refused["error"]["code"], -32020, "{refused}");
     assert_eq!(refused["id"], 5, "{refused}");
 
@@ -205,14 +196,14 @@ fn what_the_fast_lane_does_not_take_is_answered_as_before() {
         r#"protocolVersion":"2025-11-25""#,
     );
     assert_ne!(other, body);
-    let refused = json_of(Exchange::send(&http, "POST", &headers("a__echo"), &other));
+    let refused = Exchange::send(&http, "POST", &headers("a__echo"), &other).json();
     assert_eq!(refused["error"]["code"], -32020, "{refused}");
 
     let bare = body.replace(r#""io.modelcontextprotocol/clientCapabilities":{},"#, "");
     assert_ne!(bare, body);
     let refused = Exchange::send(&http, "POST", &headers("a__echo"), &bare);
     assert_eq!(refused.status, 400);
-    assert_eq!(json_of(refused)["error"]["code"], -32602);
+    assert_eq!(refused.json()["error"]["code"], -32602);
 
     let mut unknown = Exchange::send(
         &http,

@@ -6,35 +6,6 @@
 
 use super::*;
 
-/// The version a modern client pins.
-const MODERN: &str = "2026-07-28";
-
-/// The Python SDK's client pinned to 2026-07-28 through `door`, connected.
-#[track_caller]
-fn modern(fleet: &TestFleet, door: Door, more: &[&str]) -> Client {
-    let label = format!("Python client ({MODERN}) over {}", door.name());
-    let mut args: Vec<OsString> = vec!["--mode".into(), MODERN.into()];
-    args.extend(more.iter().map(OsString::from));
-    args.extend(door.args(fleet));
-    let (client, first) = Client::start(fleet, Sdk::Python, &label, args);
-    assert_eq!(
-        first["ok"],
-        true,
-        "{label} did not connect: {first}\nstderr:\n{}",
-        client.stderr_text()
-    );
-    assert_eq!(first["protocol_version"], MODERN, "{first}");
-    client
-}
-
-/// An answer that must be `ok`.
-#[track_caller]
-fn ok(client: &mut Client, command: Value) -> Value {
-    let answer = client.op(command.clone());
-    assert_eq!(answer["ok"], true, "{}: {command}: {answer}", client.label);
-    answer
-}
-
 /// The events stream `handle` heard once it heard `count` (or 10 s passed).
 fn events(client: &mut Client, handle: &str, count: usize) -> Vec<Value> {
     let heard = ok(
@@ -65,7 +36,7 @@ fn a_modern_client_hears_on_its_listen_streams_what_it_asked_for_through_both_do
         .into_iter()
         .enumerate()
     {
-        let mut client = modern(&fleet, door, &[]);
+        let mut client = Client::modern(&fleet, door, &[]);
         let label = client.label.clone();
         let listed = ok(&mut client, json!({"op": "list_resources"}));
         assert!(
@@ -73,26 +44,7 @@ fn a_modern_client_hears_on_its_listen_streams_what_it_asked_for_through_both_do
             "{label}: {listed}"
         );
 
-        let all = ok(
-            &mut client,
-            json!({"op": "listen", "handle": "all", "tools_list_changed": true,
-                   "resource_subscriptions": ["fixture://r", "nobody://offers-this"]}),
-        );
-        assert_eq!(
-            all["honored"],
-            json!({"toolsListChanged": true, "resourceSubscriptions": ["fixture://r"]}),
-            "{label}: {all}"
-        );
-        assert_eq!(
-            await_server_lines(
-                &fleet,
-                "fx",
-                "fixture: resources/subscribe fixture://r",
-                n + 1
-            ),
-            n + 1,
-            "{label}: the listen stream subscribes the server"
-        );
+        listen_all(&fleet, &mut client, n);
         let prompts = ok(
             &mut client,
             json!({"op": "listen", "handle": "prompts", "prompts_list_changed": true}),
@@ -160,23 +112,6 @@ fn a_modern_client_hears_on_its_listen_streams_what_it_asked_for_through_both_do
     down_and_no_leftovers(&fleet);
 }
 
-/// The log messages a client got so far, as (logger, data), sorted.
-fn messages(client: &mut Client) -> Vec<(String, String)> {
-    let counts = ok(client, json!({"op": "notifications"}));
-    let mut logged: Vec<(String, String)> = counts["params"]["notifications/message"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .map(|m| {
-            let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-            (text(&m["logger"]), text(&m["data"]))
-        })
-        .collect();
-    logged.sort();
-    logged
-}
-
 /// Through each door, a modern client whose requests carry `logLevel:
 /// warning` gets, for its call, the server's messages at `warning` and above,
 /// named by the server, and none of another client's call; a modern client
@@ -194,8 +129,8 @@ fn a_modern_clients_call_hears_its_servers_log_messages_at_its_level() {
         ("fx/app".to_owned(), "message at warning".to_owned()),
     ];
     for door in [Door::Stdio(&[]), Door::Http(&http)] {
-        let mut leveled = modern(&fleet, door, &["--log-level", "warning"]);
-        let mut silent = modern(&fleet, door, &[]);
+        let mut leveled = Client::modern(&fleet, door, &["--log-level", "warning"]);
+        let mut silent = Client::modern(&fleet, door, &[]);
         let label = leveled.label.clone();
         let called = leveled.call("fx__echo", json!({"log": levels}));
         assert_eq!(called["isError"], Value::Null, "{label}: {called}");
@@ -283,7 +218,7 @@ fn a_modern_servers_list_changes_and_resource_updates_reach_the_gateways_clients
     );
     let http = serve(&fleet, &[]);
     let mut legacy = Client::open(&fleet, Sdk::Python, Door::Stdio(&[]));
-    let mut client = modern(&fleet, Door::Http(&http), &[]);
+    let mut client = Client::modern(&fleet, Door::Http(&http), &[]);
     let label = client.label.clone();
     // The server starts: the gateway listens there for every list's changes.
     let listed = ok(&mut client, json!({"op": "list_resources"}));
@@ -412,7 +347,7 @@ fn a_modern_clients_prompts_get_and_resources_read_hear_their_log_messages_befor
         ]
     };
     for door in [Door::Stdio(&[]), Door::Http(&http)] {
-        let mut client = modern(&fleet, door, &["--log-level", "warning"]);
+        let mut client = Client::modern(&fleet, door, &["--log-level", "warning"]);
         let label = client.label.clone();
         let mut wanted = Vec::new();
         for server in ["fx", "mx"] {

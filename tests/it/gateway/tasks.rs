@@ -26,16 +26,7 @@ fn ask(http: &Http, id: u64, method: &str, name: Option<&str>, params: Value) ->
     if let Some(name) = name {
         headers.push(("Mcp-Name", name));
     }
-    let mut exchange = Exchange::send(http, "POST", &headers, &request(id, method, params));
-    if exchange
-        .header("content-type")
-        .is_some_and(|t| t.starts_with("text/event-stream"))
-    {
-        return exchange.answer_to(id);
-    }
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut exchange.body, &mut text).expect("read the body");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    Exchange::send(http, "POST", &headers, &request(id, method, params)).answer(id)
 }
 
 /// `tasks/get` of `task` until its status is no longer `working`, bounded.
@@ -229,25 +220,7 @@ fn legacy_headers(id: &str) -> [(&str, &str); 2] {
 /// to `initialize`.
 #[track_caller]
 fn legacy_session(http: &Http) -> (String, Value) {
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": LEGACY, "capabilities": {},
-        "clientInfo": {"name": "raw-legacy", "version": "1"}}});
-    let mut init = Exchange::send(http, "POST", &[], &initialize.to_string());
-    assert_eq!(init.status, 200);
-    let session = init
-        .header("mcp-session-id")
-        .expect("a session id")
-        .to_owned();
-    let answer = init.answer_to(1);
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let sent = Exchange::send(
-        http,
-        "POST",
-        &legacy_headers(&session),
-        &initialized.to_string(),
-    );
-    assert_eq!(sent.status, 202);
-    (session, answer)
+    raw_session_in(http, LEGACY, "raw-legacy", "1", true)
 }
 
 /// A request in legacy session `session`: its answer, as one JSON body or on
@@ -255,16 +228,52 @@ fn legacy_session(http: &Http) -> (String, Value) {
 #[track_caller]
 fn legacy_ask(http: &Http, session: &str, id: u64, method: &str, params: Value) -> Value {
     let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let mut exchange = Exchange::send(http, "POST", &legacy_headers(session), &request.to_string());
-    if exchange
-        .header("content-type")
-        .is_some_and(|t| t.starts_with("text/event-stream"))
-    {
-        return exchange.answer_to(id);
+    Exchange::send(http, "POST", &legacy_headers(session), &request.to_string()).answer(id)
+}
+
+/// The id of the task that the answer `made` to a call says was created: the
+/// gateway's (it starts `0.`), ending in `ending`.
+#[track_caller]
+fn task_made(made: &Value, ending: &str) -> String {
+    let task = made["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {made}"))
+        .to_owned();
+    assert!(task.starts_with("0.") && task.ends_with(ending), "{task}");
+    task
+}
+
+/// The next `notifications/tasks/status` on a session's GET stream.
+#[track_caller]
+fn task_status(stream: &mut Exchange) -> Value {
+    loop {
+        if let (_, Some(data)) = stream.event()
+            && data["method"] == "notifications/tasks/status"
+        {
+            return data;
+        }
     }
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut exchange.body, &mut text).expect("read the body");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// The GET stream of legacy session `session`, open.
+#[track_caller]
+fn legacy_stream(http: &Http, session: &str) -> Exchange {
+    let stream = Exchange::send(http, "GET", &legacy_headers(session), "");
+    assert_eq!(stream.status, 200);
+    stream
+}
+
+/// A call of `tool` with `arguments` as a task (request 2) in legacy session
+/// `session`: its answer.
+#[track_caller]
+fn legacy_task_call(http: &Http, session: &str, tool: &str, arguments: Value) -> Value {
+    legacy_ask(
+        http,
+        session,
+        2,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments, "task": {"ttl": 60000}}),
+    )
 }
 
 /// What a door is asked, whichever it is: `ask(id, method, params)`.
@@ -365,30 +374,10 @@ fn legacy_tasks_pass_through_both_doors_with_the_gateways_ids() {
         legacy_capability(),
         "the gateway declares the tasks its server declares: {init}"
     );
-    let mut stream = Exchange::send(&http, "GET", &legacy_headers(&session), "");
-    assert_eq!(stream.status, 200);
-    let made = legacy_ask(
-        &http,
-        &session,
-        2,
-        "tools/call",
-        json!({"name": "fx__echo", "arguments": {"a": 1}, "task": {"ttl": 60000}}),
-    );
-    let made = made["result"]["task"]["taskId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a task: {made}"))
-        .to_owned();
-    assert!(
-        made.starts_with("0.") && made.ends_with(".task-1"),
-        "{made}"
-    );
-    let status = loop {
-        if let (_, Some(data)) = stream.event()
-            && data["method"] == "notifications/tasks/status"
-        {
-            break data;
-        }
-    };
+    let mut stream = legacy_stream(&http, &session);
+    let made = legacy_task_call(&http, &session, "fx__echo", json!({"a": 1}));
+    let made = task_made(&made, ".task-1");
+    let status = task_status(&mut stream);
     assert_eq!(status["params"]["taskId"], made, "{status}");
     assert_eq!(status["params"]["status"], "completed", "{status}");
     drop(stream);
@@ -407,14 +396,7 @@ fn legacy_tasks_pass_through_both_doors_with_the_gateways_ids() {
     wire.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "fx__echo", "arguments": {"a": 1}, "task": {"ttl": 60000}}}));
     let made = wire.answer(2);
-    let made = made["result"]["task"]["taskId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a task: {made}"))
-        .to_owned();
-    assert!(
-        made.starts_with("0.") && made.ends_with(".task-3"),
-        "{made}"
-    );
+    let made = task_made(&made, ".task-3");
     let status = loop {
         let line = wire.next();
         if line["method"] == "notifications/tasks/status" {
@@ -452,27 +434,10 @@ fn legacy_tasks_of_an_http_server_pass_through_with_the_gateways_ids() {
         json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
         "the gateway declares the tasks its remote server declares: {init}"
     );
-    let mut stream = Exchange::send(&http, "GET", &legacy_headers(&session), "");
-    assert_eq!(stream.status, 200);
-    let made = legacy_ask(
-        &http,
-        &session,
-        2,
-        "tools/call",
-        json!({"name": "m__greet", "arguments": {"name": "tasks"}, "task": {"ttl": 60000}}),
-    );
-    let made = made["result"]["task"]["taskId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a task: {made}"))
-        .to_owned();
-    assert!(made.starts_with("0."), "{made}");
-    let status = loop {
-        if let (_, Some(data)) = stream.event()
-            && data["method"] == "notifications/tasks/status"
-        {
-            break data;
-        }
-    };
+    let mut stream = legacy_stream(&http, &session);
+    let made = legacy_task_call(&http, &session, "m__greet", json!({"name": "tasks"}));
+    let made = task_made(&made, "");
+    let status = task_status(&mut stream);
     assert_eq!(status["params"]["taskId"], made, "{status}");
     drop(stream);
     let got = legacy_ask(&http, &session, 3, "tasks/get", json!({"taskId": made}));

@@ -15,8 +15,6 @@
 
 use super::*;
 
-/// The 2026-07-28 era: the version the client pins.
-const MODERN: &str = "2026-07-28";
 /// The client that asks `server/discover` first and takes the newest era named.
 const AUTO: &str = "auto";
 /// The client that opens with `initialize`.
@@ -53,17 +51,15 @@ fn fleet(label: &str) -> TestFleet {
 /// `door`, once it is connected in the era `mode` leads to.
 #[track_caller]
 fn open_in(fleet: &TestFleet, mode: &str, door: Door, more: &[&str]) -> Client {
-    let label = format!("TypeScript 2.x client ({mode}) over {}", door.name());
-    let mut args: Vec<OsString> = vec!["--mode".into(), mode.into()];
-    args.extend(more.iter().map(OsString::from));
-    args.extend(door.args(fleet));
-    let (client, first) = Client::start(fleet, Sdk::TypeScript2, &label, args);
-    assert_eq!(
-        first["ok"],
-        true,
-        "{label} did not connect: {first}\nstderr:\n{}",
-        client.stderr_text()
+    let (client, first) = Client::open_in_mode(
+        fleet,
+        Sdk::TypeScript2,
+        "TypeScript 2.x client",
+        mode,
+        door,
+        more,
     );
+    let label = &client.label;
     assert_eq!(first["server_info"]["name"], "mcpfleet", "{first}");
     let (version, era) = match mode {
         LEGACY => (LEGACY_VERSION, "legacy"),
@@ -72,44 +68,6 @@ fn open_in(fleet: &TestFleet, mode: &str, door: Door, more: &[&str]) -> Client {
     assert_eq!(first["protocol_version"], version, "{label}: {first}");
     assert_eq!(first["era"], era, "{label}: {first}");
     client
-}
-
-/// An answer that must be `ok`.
-#[track_caller]
-fn ok(client: &mut Client, command: Value) -> Value {
-    let answer = client.op(command.clone());
-    assert_eq!(answer["ok"], true, "{}: {command}: {answer}", client.label);
-    answer
-}
-
-/// The values of `field` of every item of a list answer's `key`, sorted.
-#[track_caller]
-fn names(answer: &Value, key: &str, field: &str) -> Vec<String> {
-    let mut names: Vec<String> = answer[key]
-        .as_array()
-        .unwrap_or_else(|| panic!("no {key}: {answer}"))
-        .iter()
-        .map(|item| item[field].as_str().expect("a name").to_owned())
-        .collect();
-    names.sort();
-    names
-}
-
-/// The log messages a client got so far, as (logger, data), sorted.
-fn messages(client: &mut Client) -> Vec<(String, String)> {
-    let heard = ok(client, json!({"op": "notifications"}));
-    let mut logged: Vec<(String, String)> = heard["params"]["notifications/message"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .map(|m| {
-            let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-            (text(&m["logger"]), text(&m["data"]))
-        })
-        .collect();
-    logged.sort();
-    logged
 }
 
 /// The log messages a client got, once it got `count` (or 10 s passed): a
@@ -484,26 +442,7 @@ fn the_typescript_sdk_2_hears_log_messages_and_resource_updates_in_both_eras() {
         assert_eq!(called["isError"], Value::Null, "{label}: {called}");
         assert_eq!(messages(&mut modern), wanted, "{label}");
 
-        let listening = ok(
-            &mut modern,
-            json!({"op": "listen", "handle": "all", "tools_list_changed": true,
-                   "resource_subscriptions": ["fixture://r", "nobody://offers-this"]}),
-        );
-        assert_eq!(
-            listening["honored"],
-            json!({"toolsListChanged": true, "resourceSubscriptions": ["fixture://r"]}),
-            "{label}: {listening}"
-        );
-        assert_eq!(
-            await_server_lines(
-                &fleet,
-                "fx",
-                "fixture: resources/subscribe fixture://r",
-                subscribed + 1
-            ),
-            subscribed + 1,
-            "{label}: the listen stream subscribes the server"
-        );
+        listen_all(&fleet, &mut modern, subscribed);
         modern.call("fx__echo", json!({"update": "fixture://s"}));
         modern.call("fx__echo", json!({"update": "fixture://r"}));
         let heard = ok(
