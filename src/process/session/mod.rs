@@ -17,36 +17,43 @@
 //!
 //! The server's stdout is read through a guard that bounds what a server can cost
 //! the supervisor, and is read on after the session ends (`stdout.rs`).
+//!
+//! Its parts: what the client declares and how it answers and tells the
+//! server's requests and notices (`client.rs`), why a session fails
+//! (`error.rs`), and the probe over a stdio server's pipes before rmcp reads
+//! them (`probe.rs`).
 
-#![expect(deprecated, reason = "roots and sampling are deprecated by the 2026 protocol but still spoken by servers")]
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientResult, CreateMessageRequest,
-    CreateMessageRequestMethod, CreateMessageRequestParams, CreateMessageResult, ElicitRequest,
-    ElicitRequestParams, ElicitResult, ElicitationCapability, ElicitationCreateRequestMethod,
-    ErrorData, Implementation, InitializeRequestParams, ListRootsResult, ProtocolVersion,
-    ServerRequest, Tool,
+    CallToolRequestParams, ProtocolVersion, Tool,
 };
 use rmcp::service::{
-    InboundStreamOrigin, NotificationContext, Peer, RequestContext, RoleClient, RunningService,
-    ServiceError,
+    Peer, RoleClient, RunningService,
 };
 use rmcp::service::{ClientCacheConfig, ClientLifecycleMode, ClientServiceExt};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::ClientHandler;
 
 use crate::errors::Detail;
-use crate::process::notice::{Asked, Listener, Notice, WrittenAsks};
+use crate::process::notice::{Listener, WrittenAsks};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
+mod client;
 mod era;
+mod error;
 mod link;
+mod probe;
 mod stdout;
 pub(crate) mod wire;
+
+pub(crate) use client::FleetClient;
+pub(crate) use error::SessionError;
+use error::request_error;
+use probe::{CloseOnDrop, Lent, probe_stdio};
 
 pub(crate) use era::Era;
 pub(crate) use era::probe_bound;
@@ -54,229 +61,6 @@ pub(crate) use link::{Answer, Link, Pending, Waiter, push_json_string};
 pub(crate) use stdout::MAX_MESSAGE_BYTES;
 use stdout::{EndSignal, StdoutGuard, Violation};
 
-/// mcpfleet's side of an MCP session. List changes and progress go to the
-/// listener, if any (the gateway's), and so do the server's requests: with a
-/// listener the client declares sampling and elicitation too, and the listener
-/// answers them (and `roots/list`). Without one, rmcp's default handlers answer
-/// `ping` and `roots/list` (with no roots), and refuse sampling and elicitation.
-#[derive(Clone, Default)]
-pub(crate) struct FleetClient {
-    listener: Option<Arc<dyn Listener>>,
-    /// The params of the server's requests as it wrote them (stdio).
-    asks: Option<WrittenAsks>,
-    /// The server's progress and log messages reach the listener as they are
-    /// read (the stdio hook, [`WrittenAsks::telling`]), not from rmcp.
-    told: bool,
-}
-
-impl FleetClient {
-    fn tell(&self, notice: Notice) {
-        if let Some(listener) = &self.listener {
-            listener.notified(notice);
-        }
-    }
-
-    /// The listener's answer to a request of the server's, if there is a
-    /// listener.
-    async fn ask(
-        &self,
-        request: ServerRequest,
-        context: &RequestContext<RoleClient>,
-    ) -> Option<Result<ClientResult, ErrorData>> {
-        let listener = self.listener.as_ref()?;
-        let origin = match context.extensions.get::<InboundStreamOrigin>() {
-            Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id.clone()),
-            _ => None,
-        };
-        let written = self.asks.as_ref().and_then(|asks| asks.take(&context.id));
-        let asked = Asked {
-            request,
-            written,
-            origin,
-            cancelled: context.ct.clone(),
-        };
-        Some(listener.asked(asked).await)
-    }
-}
-
-/// The answer of the wrong kind to a relayed request.
-fn mismatched(method: &str) -> ErrorData {
-    ErrorData::internal_error(
-        format!("the client's answer to `{method}` was of another kind"),
-        None,
-    )
-}
-
-impl ClientHandler for FleetClient {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.tell(Notice::ToolsChanged);
-    }
-
-    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.tell(Notice::PromptsChanged);
-    }
-
-    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.tell(Notice::ResourcesChanged);
-    }
-
-    async fn on_progress(
-        &self,
-        params: rmcp::model::ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        if self.told {
-            return;
-        }
-        // Over stdio the session's hook hands progress on as written before
-        // rmcp reads it; over HTTP the params as written were kept as the
-        // stream was read, else they are as rmcp writes them.
-        let written = self.asks.as_ref().and_then(|asks| asks.progress(&params));
-        let params = match written {
-            Some(params) => Some(params),
-            None => match serde_json::to_value(params) {
-                Ok(serde_json::Value::Object(params)) => Some(params),
-                _ => None,
-            },
-        };
-        if let Some(params) = params {
-            self.tell(Notice::Progress(params));
-        }
-    }
-
-    async fn on_logging_message(
-        &self,
-        params: rmcp::model::LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        if self.told {
-            return;
-        }
-        self.tell(Notice::Log(params));
-    }
-
-    async fn on_resource_updated(
-        &self,
-        params: rmcp::model::ResourceUpdatedNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.tell(Notice::ResourceUpdated(params));
-    }
-
-    /// A task's status of protocol 2025-11-25 (rmcp knows only the tasks
-    /// extension's `notifications/tasks`).
-    async fn on_custom_notification(
-        &self,
-        notification: rmcp::model::CustomNotification,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        if notification.method == "notifications/tasks/status"
-            && let Some(serde_json::Value::Object(params)) = notification.params
-        {
-            self.tell(Notice::TaskStatus(params));
-        }
-    }
-
-    async fn list_roots(
-        &self,
-        context: RequestContext<RoleClient>,
-    ) -> Result<ListRootsResult, ErrorData> {
-        let request = ServerRequest::ListRootsRequest(Default::default());
-        match self.ask(request, &context).await {
-            None => Ok(ListRootsResult::default()),
-            Some(Ok(ClientResult::ListRootsResult(result))) => Ok(result),
-            Some(Ok(_)) => Err(mismatched("roots/list")),
-            Some(Err(e)) => Err(e),
-        }
-    }
-
-    async fn create_message(
-        &self,
-        params: CreateMessageRequestParams,
-        context: RequestContext<RoleClient>,
-    ) -> Result<CreateMessageResult, ErrorData> {
-        let request = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
-        match self.ask(request, &context).await {
-            None => Err(ErrorData::method_not_found::<CreateMessageRequestMethod>()),
-            Some(Ok(ClientResult::CreateMessageResult(result))) => Ok(*result),
-            Some(Ok(_)) => Err(mismatched("sampling/createMessage")),
-            Some(Err(e)) => Err(e),
-        }
-    }
-
-    async fn create_elicitation(
-        &self,
-        params: ElicitRequestParams,
-        context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
-        match self.ask(request, &context).await {
-            None => Err(ErrorData::method_not_found::<ElicitationCreateRequestMethod>()),
-            Some(Ok(ClientResult::ElicitResult(result))) => Ok(result),
-            Some(Ok(_)) => Err(mismatched("elicitation/create")),
-            Some(Err(e)) => Err(e),
-        }
-    }
-
-    fn get_info(&self) -> InitializeRequestParams {
-        let mut capabilities = ClientCapabilities::default();
-        capabilities.roots = Some(Default::default());
-        if self.listener.is_some() {
-            // The gateway relays these to its clients, and its clients'
-            // `notifications/roots/list_changed` to the server (docs/design.md §14).
-            let mut roots = rmcp::model::RootsCapabilities::default();
-            roots.list_changed = Some(true);
-            capabilities.roots = Some(roots);
-            capabilities.sampling = Some(Default::default());
-            capabilities.elicitation = Some(
-                ElicitationCapability::new()
-                    .with_form(Default::default())
-                    .with_url(Default::default()),
-            );
-        }
-        InitializeRequestParams::new(
-            capabilities,
-            Implementation::new("mcpfleet", env!("CARGO_PKG_VERSION")),
-        )
-        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
-    }
-}
-
-/// Why a session could not be set up or used.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum SessionError {
-    /// The server closed its output before or during the handshake.
-    #[error("the server closed the connection during the handshake")]
-    Closed(#[source] Detail),
-    /// The server answered, but not as MCP requires.
-    #[error("protocol error")]
-    Protocol(#[source] Detail),
-    /// A remote server no longer knows the session (it restarted, or ended it).
-    #[error("{0}")]
-    Lost(String),
-    /// A remote server wants credentials, or other ones (HTTP 401 or 403).
-    #[error("{0}")]
-    Unauthorized(String),
-    /// A remote server refused a request or could not be reached; the message
-    /// names the HTTP status and the start of the answer's body.
-    #[error("{0}")]
-    Http(String),
-}
-
-impl SessionError {
-    /// A remote server's failure as found in rmcp's error, if it is one.
-    fn of_http(error: &(dyn std::error::Error + 'static)) -> Option<SessionError> {
-        use crate::process::remote::{FailureKind, failure_in};
-        let failure = failure_in(error)?;
-        let message = failure.message.clone();
-        Some(match failure.kind {
-            FailureKind::SessionLost => SessionError::Lost(message),
-            FailureKind::Unauthorized => SessionError::Unauthorized(message),
-            FailureKind::LegacySse => SessionError::Protocol(Detail::words(message)),
-            FailureKind::Other => SessionError::Http(message),
-        })
-    }
-}
 
 /// An initialized MCP session.
 pub(crate) struct Session {
@@ -759,153 +543,6 @@ fn lifecycle(era: &Era) -> ClientLifecycleMode {
     }
 }
 
-/// At most this much of what a server writes before it answers the probe is
-/// kept for rmcp; past it the probe ends, unanswered.
-const PROBE_KEEPS: usize = 1024 * 1024;
-
-/// The server's stdout lent to rmcp: each attempt at a session reads it in turn,
-/// and it is dropped (which ends the session's reading, `stdout.rs`) with the
-/// last holder.
-struct Lent<R>(Arc<std::sync::Mutex<R>>);
-
-impl<R> Lent<R> {
-    fn new(inner: R) -> Lent<R> {
-        Lent(Arc::new(std::sync::Mutex::new(inner)))
-    }
-}
-
-impl<R> Clone for Lent<R> {
-    fn clone(&self) -> Lent<R> {
-        Lent(self.0.clone())
-    }
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for Lent<R> {
-    fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        let mut inner = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        std::pin::Pin::new(&mut *inner).poll_read(cx, buf)
-    }
-}
-
-/// Closes the server's stdin when dropped while it holds the link.
-struct CloseOnDrop(Option<Link>);
-
-impl Drop for CloseOnDrop {
-    fn drop(&mut self) {
-        if let Some(link) = self.0.take() {
-            link.close();
-        }
-    }
-}
-
-/// What the stdio probe found.
-struct Probed {
-    era: Era,
-    /// What the server wrote meanwhile that was not the answer.
-    before: Vec<u8>,
-    /// The probe's request id on the link.
-    id: u64,
-    /// When the probe got no answer within its bound: where a late one arrives.
-    late: Option<Late>,
-}
-
-/// Where a late answer to the probe arrives.
-struct Late(tokio::sync::oneshot::Receiver<era::Reply>);
-
-impl Late {
-    /// The answer, if it has arrived by now.
-    fn arrived(mut self) -> Option<era::Reply> {
-        self.0.try_recv().ok()
-    }
-}
-
-/// Tells the probe its answer.
-struct ProbeWaiter(tokio::sync::oneshot::Sender<era::Reply>);
-
-impl Pending for ProbeWaiter {
-    fn progress(&mut self, _params: &serde_json::value::RawValue) {}
-
-    fn answered(self: Box<Self>, answer: Answer<'_>) {
-        let reply = match answer {
-            Answer::Result(r) => era::Reply::Result(r.get().to_owned()),
-            Answer::Error(e) => era::Reply::Error(e.get().to_owned()),
-            Answer::Ended | Answer::Abandoned => era::Reply::Nothing,
-        };
-        let _ = self.0.send(reply);
-    }
-}
-
-/// The era probe over stdio: `server/discover` through the link, its answer read
-/// off `output` for at most `bound`. Returns the era, what the server wrote
-/// meanwhile that was not the answer (rmcp reads it first), and, when no answer
-/// came in time, where a late one arrives. A server that closes its output is
-/// left for rmcp to find.
-async fn probe_stdio<R: AsyncRead + Unpin>(
-    link: &Link,
-    output: &mut R,
-    info: &rmcp::model::InitializeRequestParams,
-    bound: Duration,
-    violation: &Violation,
-) -> Result<Probed, SessionError> {
-    let params = serde_json::to_vec(&era::discover_params(info)).unwrap_or_else(|_| b"{}".to_vec());
-    let (tx, mut rx) = tokio::sync::oneshot::channel();
-    let sent = link.request("server/discover", |_| {
-        let params = move |q: &mut Vec<u8>| q.extend_from_slice(&params);
-        (params, Box::new(ProbeWaiter(tx)) as Waiter)
-    });
-    let Some(id) = sent else {
-        return Ok(Probed {
-            era: Era::Legacy,
-            before: Vec::new(),
-            id: 0,
-            late: None,
-        });
-    };
-    let started = tokio::time::Instant::now();
-    let deadline = tokio::time::sleep(bound);
-    tokio::pin!(deadline);
-    let mut before = Vec::new();
-    let mut chunk = vec![0u8; 8 * 1024];
-    let mut silent = false;
-    let reply = loop {
-        tokio::select! {
-            biased;
-            reply = &mut rx => break reply.unwrap_or(era::Reply::Nothing),
-            _ = &mut deadline => {
-                silent = true;
-                break era::Reply::Nothing;
-            }
-            read = output.read(&mut chunk) => match read {
-                Ok(0) => break era::Reply::Nothing,
-                Ok(n) => {
-                    before.extend_from_slice(&chunk[..n]);
-                    if before.len() > PROBE_KEEPS {
-                        break era::Reply::Nothing;
-                    }
-                }
-                Err(e) => {
-                    return Err(match violation.get() {
-                        Some(why) => SessionError::Protocol(Detail::words(why)),
-                        None => SessionError::Closed(Detail::because("the server's stdout", e)),
-                    });
-                }
-            },
-        }
-    };
-    let era = era::classify(&reply);
-    tracing::debug!(era = %era.label(), reply = ?reply, silent, ms = started.elapsed().as_millis() as u64, "era probe over stdio");
-    Ok(Probed {
-        era,
-        before,
-        id,
-        late: silent.then_some(Late(rx)),
-    })
-}
-
 /// All tools of the server behind `peer`.
 pub(crate) async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, SessionError> {
     peer.list_all_tools().await.map_err(request_error)
@@ -925,16 +562,3 @@ pub(crate) async fn call_tool(
     serde_json::to_value(result).map_err(|e| SessionError::Protocol(Detail::cause(e)))
 }
 
-fn request_error(e: ServiceError) -> SessionError {
-    if let ServiceError::TransportSend(sent) = &e
-        && let Some(http) = SessionError::of_http(sent.error.as_ref())
-    {
-        return http;
-    }
-    match e {
-        ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-            SessionError::Closed(Detail::cause(e))
-        }
-        other => SessionError::Protocol(Detail::cause(other)),
-    }
-}
