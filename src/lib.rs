@@ -37,6 +37,7 @@ macro_rules! on_implemented_platforms {
 }
 
 on_implemented_platforms! {
+    pub mod auth;
     pub mod cli;
     pub mod commands;
     pub mod config;

@@ -67,6 +67,6 @@ pub use load::{load, load_text, recordable};
 pub use parse::{load_recorded, load_str};
 pub use read::{MAX_FILE_BYTES, read};
 pub use spec::{
-    EnvFile, ExposeSpec, Fleet, GatewaySpec, HealthCheck, HttpSpec, MAX_CAP, MetricsSpec,
-    RestartMode, RestartPolicy, Rotation, ServerSpec, StdioSpec, SupervisorSpec, Transport,
+    AuthSpec, ClientCredentialsSpec, EnvFile, ExposeSpec, Fleet, GatewaySpec, HealthCheck, HttpSpec, MAX_CAP, MetricsSpec,
+    OAuthSpec, RestartMode, RestartPolicy, Rotation, ServerSpec, StdioSpec, SupervisorSpec, Transport,
 };

@@ -311,4 +311,55 @@ pub struct HttpSpec {
     /// Sent with every request, in file order. Names are HTTP tokens, unique
     /// regardless of case; values hold no control character but tab.
     pub headers: Vec<(String, Text)>,
+    /// How mcpfleet obtains the bearer token it sends (`auth:`); `None` when the
+    /// server needs none beyond `headers:` (docs/design.md, "Authorization").
+    pub auth: Option<Box<AuthSpec>>,
+}
+
+/// A remote server's `auth:`: how mcpfleet is authorized by it. Secrets
+/// (`client_secret`, `refresh_token`) come from `${env:}` only.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AuthSpec {
+    /// `auth: oauth`: the authorization code flow with PKCE that `mcpfleet
+    /// login` runs, with its tokens kept and refreshed by the server's authority.
+    OAuth(OAuthSpec),
+    /// `auth: {client_credentials: ...}`: the client-credentials grant (the MCP
+    /// extension for machines), made by the authority itself; no browser.
+    ClientCredentials(ClientCredentialsSpec),
+}
+
+/// The options of `auth: oauth`; all optional.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OAuthSpec {
+    /// The scopes to ask for; empty: the server's challenge, else the
+    /// resource's `scopes_supported`, else none.
+    pub scopes: Vec<String>,
+    /// A client registered beforehand at the authorization server.
+    pub client_id: Option<Text>,
+    /// Its secret, from `${env:}`.
+    pub client_secret: Option<Text>,
+    /// The issuer the pre-registered client belongs to; a server that names
+    /// another authorization server is then an error, never a reuse.
+    pub issuer: Option<String>,
+    /// A client ID metadata document (an `https://` URL with a path) to use as
+    /// the client id where the authorization server accepts one.
+    pub client_metadata_url: Option<String>,
+    /// The loopback port of the redirect (`http://127.0.0.1:PORT/callback`);
+    /// `None`: any free port.
+    pub redirect_port: Option<u16>,
+    /// A refresh token to start from (CI), from `${env:}`; the tokens it is
+    /// exchanged for are then kept and rotated like a login's.
+    pub refresh_token: Option<Text>,
+    /// Ask for `offline_access` where the authorization server offers it
+    /// (default true).
+    pub offline_access: bool,
+}
+
+/// The options of `auth: {client_credentials: ...}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientCredentialsSpec {
+    pub client_id: Text,
+    /// From `${env:}`.
+    pub client_secret: Text,
+    pub scopes: Vec<String>,
 }

@@ -50,6 +50,7 @@ servers:
                 ("x-empty".to_string(), Text::literal("")),
                 ("!#$%&'*+-.^_`|~".to_string(), Text::literal("tab\tinside")),
             ],
+            auth: None,
         }
     );
     let templated = http(fleet.server("templated").unwrap());

@@ -336,7 +336,11 @@ impl Validator<'_> {
                 cwd: cwd.unwrap_or_else(|| self.base_dir.to_path_buf()),
                 shell,
             }),
-            (None, Some(url)) => Transport::Http(HttpSpec { url, headers }),
+            (None, Some(url)) => Transport::Http(HttpSpec {
+                url,
+                headers,
+                auth: None,
+            }),
             // Each of these was reported above.
             _ => return None,
         };
