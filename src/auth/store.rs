@@ -5,6 +5,12 @@
 //! authority's refresh. A reader needs no lock: it sees the old file or the new
 //! one, never a torn one.
 //!
+//! Where the user chooses it (`store: keyring`), the same document is kept in the
+//! desktop keyring instead, as one item of the Secret Service (GNOME Keyring,
+//! KWallet, KeePassXC) reached through libsecret's `secret-tool`, with the
+//! attributes `service=mcpfleet`, `fleet=STATE_DIR` and `server=NAME`; the lock
+//! file stays in the state directory.
+//!
 //! Inside, clients are kept per authorization server (by `issuer`: a client is
 //! never presented to another one), and grants per resource (the protected
 //! resource's `resource`, exactly as it publishes it), each with the server URL
@@ -161,6 +167,19 @@ pub enum StoreError {
     Lock { path: PathBuf, source: io::Error },
     #[error("{path} stayed locked for {waited:?} (a login or a refresh of this server is under way)")]
     Busy { path: PathBuf, waited: Duration },
+    #[error("the desktop keyring, which keeps {server}'s tokens (`store: keyring`), {why}")]
+    Keyring { server: String, why: String },
+}
+
+/// The longest wait for the desktop keyring (it may ask the user to unlock it).
+const KEYRING_WAIT: Duration = Duration::from_secs(30);
+
+/// Where the document is kept.
+#[derive(Debug, Clone)]
+enum Backend {
+    File,
+    /// The Secret Service; `bus` overrides the session bus (tests).
+    Keyring { bus: Option<String> },
 }
 
 /// The token file of one server of one fleet.
@@ -168,6 +187,7 @@ pub enum StoreError {
 pub struct TokenStore {
     dir: PathBuf,
     server: String,
+    backend: Backend,
 }
 
 /// The exclusive lock of a server's token file: whoever holds it may change
@@ -183,6 +203,34 @@ impl TokenStore {
         TokenStore {
             dir: state_root.join(AUTH_DIR),
             server: server.to_owned(),
+            backend: Backend::File,
+        }
+    }
+
+    /// The tokens of `server`, kept where its `auth:` says.
+    pub fn for_spec(state_root: &Path, server: &str, spec: &crate::config::AuthSpec) -> TokenStore {
+        match spec.store() {
+            crate::config::TokenBackend::File => TokenStore::new(state_root, server),
+            crate::config::TokenBackend::Keyring => TokenStore::in_keyring(state_root, server),
+        }
+    }
+
+    /// The tokens of `server`, kept in the desktop keyring.
+    pub fn in_keyring(state_root: &Path, server: &str) -> TokenStore {
+        TokenStore {
+            backend: Backend::Keyring { bus: None },
+            ..TokenStore::new(state_root, server)
+        }
+    }
+
+    /// Where the tokens are kept, in words (never what they are).
+    pub fn place(&self) -> String {
+        match self.backend {
+            Backend::File => self.path().display().to_string(),
+            Backend::Keyring { .. } => format!(
+                "the desktop keyring (service=mcpfleet server={})",
+                self.server
+            ),
         }
     }
 
@@ -201,6 +249,12 @@ impl TokenStore {
 
     /// What is kept, if anything; `None` when the file does not exist.
     pub fn read(&self) -> Result<Option<ServerAuth>, StoreError> {
+        if let Backend::Keyring { .. } = self.backend {
+            return match self.keyring(&["lookup"], None)? {
+                Some(bytes) => self.parse(&bytes).map(Some),
+                None => Ok(None),
+            };
+        }
         let path = self.path();
         let bytes = match crate::state::read_bounded_nofollow(&path, MAX_FILE_BYTES) {
             Ok(Some(bytes)) => bytes,
@@ -210,14 +264,18 @@ impl TokenStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(StoreError::Read { path, source }),
         };
-        let auth: ServerAuth = serde_json::from_slice(&bytes).map_err(|e| {
+        self.parse(&bytes).map(Some)
+    }
+
+    fn parse(&self, bytes: &[u8]) -> Result<ServerAuth, StoreError> {
+        let auth: ServerAuth = serde_json::from_slice(bytes).map_err(|e| {
             // serde's message may quote what it read: say only where.
             self.corrupt(format!("invalid JSON at line {} column {}", e.line(), e.column()))
         })?;
         if auth.version != VERSION {
             return Err(self.corrupt(format!("it has version {}", auth.version)));
         }
-        Ok(Some(auth))
+        Ok(auth)
     }
 
     fn corrupt(&self, why: String) -> StoreError {
@@ -253,6 +311,12 @@ impl TokenStore {
             path: path.clone(),
             source: io::Error::other(e.to_string()),
         })?;
+        if let Backend::Keyring { .. } = self.backend {
+            let label = format!("mcpfleet: the OAuth tokens of {}", self.server);
+            return self
+                .keyring(&["store", "--label", &label], Some(&bytes))
+                .map(|_| ());
+        }
         let written = crate::state::replace_atomically(&path, &bytes)
             .and_then(|()| sync_dir(&self.dir));
         written.map_err(|source| StoreError::Write { path, source })
@@ -260,6 +324,9 @@ impl TokenStore {
 
     /// Forgets everything kept for the server, under the lock.
     pub fn remove(&self, _lock: &StoreLock) -> Result<(), StoreError> {
+        if let Backend::Keyring { .. } = self.backend {
+            return self.keyring(&["clear"], None).map(|_| ());
+        }
         let path = self.path();
         match std::fs::remove_file(&path) {
             Ok(()) => sync_dir(&self.dir).map_err(|source| StoreError::Write { path, source }),
@@ -278,6 +345,100 @@ impl TokenStore {
                 source,
             }),
         }
+    }
+}
+
+impl TokenStore {
+    /// Runs `secret-tool ACTION... ATTRIBUTES` with `input` on its stdin, within
+    /// [`KEYRING_WAIT`]: its stdout when it succeeded, `None` when a lookup
+    /// found nothing.
+    fn keyring(&self, action: &[&str], input: Option<&[u8]>) -> Result<Option<Vec<u8>>, StoreError> {
+        use std::io::{Read, Write};
+        use std::process::{Command, Stdio};
+        let fail = |why: String| StoreError::Keyring {
+            server: self.server.clone(),
+            why,
+        };
+        let fleet = self.dir.parent().unwrap_or(&self.dir).display().to_string();
+        let mut command = Command::new("secret-tool");
+        command
+            .args(action)
+            .args(["service", "mcpfleet", "fleet", &fleet, "server", &self.server])
+            .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Backend::Keyring { bus: Some(bus) } = &self.backend {
+            command.env("DBUS_SESSION_BUS_ADDRESS", bus);
+        }
+        let mut child = command.spawn().map_err(|e| {
+            fail(if e.kind() == io::ErrorKind::NotFound {
+                "is reached through `secret-tool` (libsecret; on Debian and Ubuntu the package \
+                 libsecret-tools), which is not installed"
+                    .to_owned()
+            } else {
+                format!("could not be reached: cannot run `secret-tool`: {e}")
+            })
+        })?;
+        if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+            // Small enough for the pipe; a refused write shows in the exit status.
+            let _ = stdin.write_all(input);
+        }
+        let mut stdout = child.stdout.take();
+        let mut stderr = child.stderr.take();
+        let out = std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(s) = stdout.as_mut() {
+                let _ = s.take(MAX_FILE_BYTES as u64 + 1).read_to_end(&mut bytes);
+            }
+            bytes
+        });
+        let err = std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(s) = stderr.as_mut() {
+                let _ = s.take(4096).read_to_end(&mut bytes);
+            }
+            bytes
+        });
+        let deadline = Instant::now() + KEYRING_WAIT;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(fail(format!(
+                        "did not answer within {}s (is it locked, waiting for its password?)",
+                        KEYRING_WAIT.as_secs()
+                    )));
+                }
+                Err(e) => return Err(fail(format!("could not be reached: {e}"))),
+            }
+        };
+        let out = out.join().unwrap_or_default();
+        let err = err.join().unwrap_or_default();
+        let said = one_line(&String::from_utf8_lossy(&err));
+        if status.success() {
+            return Ok(Some(out));
+        }
+        if action == ["lookup"] && said.is_empty() {
+            return Ok(None);
+        }
+        let said = if said.is_empty() {
+            format!("`secret-tool {}` failed ({status})", action[0])
+        } else {
+            format!("`secret-tool {}` failed: {said}", action[0])
+        };
+        Err(fail(format!("could not be used: {said}")))
+    }
+}
+
+/// What a tool said on stderr, as one bounded line.
+fn one_line(said: &str) -> String {
+    let line = said.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
     }
 }
 
@@ -350,5 +511,92 @@ mod tests {
         assert!(err.contains("s.json"), "{err}");
         assert!(err.contains("mcpfleet login s"), "{err}");
         assert!(!err.contains("secret-token-123"), "{err}");
+    }
+
+    /// A private session bus with a Secret Service (GNOME Keyring), its
+    /// keyring in a temporary home; ended when dropped (the keyring daemon
+    /// leaves with its bus).
+    struct SecretService {
+        bus: String,
+        pid: i32,
+        _home: tempfile::TempDir,
+    }
+
+    impl SecretService {
+        fn start() -> SecretService {
+            use std::io::Write;
+            use std::process::{Command, Stdio};
+            let home = tempfile::tempdir().unwrap();
+            let out = Command::new("dbus-daemon")
+                .args(["--session", "--fork", "--print-address=1", "--print-pid=1"])
+                .env("HOME", home.path())
+                .output()
+                .expect("dbus-daemon (package dbus-daemon) runs");
+            let out = String::from_utf8(out.stdout).unwrap();
+            let mut lines = out.lines();
+            let bus = lines.next().unwrap().to_owned();
+            let pid = lines.next().unwrap().trim().parse().unwrap();
+            let service = SecretService { bus, pid, _home: home };
+            let mut keyring = Command::new("gnome-keyring-daemon")
+                .args(["--unlock", "--components=secrets"])
+                .env("HOME", service._home.path())
+                .env("XDG_DATA_HOME", service._home.path())
+                .env("DBUS_SESSION_BUS_ADDRESS", &service.bus)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("gnome-keyring-daemon (package gnome-keyring) runs");
+            keyring.stdin.take().unwrap().write_all(b"test").unwrap();
+            assert!(keyring.wait().unwrap().success());
+            service
+        }
+    }
+
+    impl Drop for SecretService {
+        fn drop(&mut self) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn the_desktop_keyring_keeps_the_document_and_the_state_directory_holds_no_token() {
+        let service = SecretService::start();
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = TokenStore::in_keyring(dir.path(), "github");
+        store.backend = Backend::Keyring {
+            bus: Some(service.bus.clone()),
+        };
+        // Another fleet's server of the same name is another item.
+        let mut other = TokenStore::in_keyring(&dir.path().join("other"), "github");
+        other.backend = store.backend.clone();
+        assert!(store.read().unwrap().is_none());
+        let mut auth = ServerAuth::default();
+        let mut g = grant("https://mcp.example/mcp");
+        g.requested_scopes = vec!["repo".into()];
+        auth.grants.insert("https://mcp.example/mcp".into(), g);
+        let lock = store.lock(Duration::from_secs(1)).await.unwrap();
+        store.write(&lock, &auth).unwrap();
+        assert_eq!(store.read().unwrap().unwrap().grants, auth.grants);
+        assert!(other.read().unwrap().is_none());
+        assert!(!store.path().exists(), "the token file is not written");
+        assert!(store.place().contains("desktop keyring"), "{}", store.place());
+        store.remove(&lock).unwrap();
+        assert!(store.read().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_keyring_that_cannot_be_reached_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = TokenStore::in_keyring(dir.path(), "s");
+        store.backend = Backend::Keyring {
+            bus: Some("unix:path=/nonexistent/bus".into()),
+        };
+        let err = store.read().unwrap_err().to_string();
+        assert!(err.contains("desktop keyring"), "{err}");
+        assert!(err.contains("`secret-tool lookup` failed"), "{err}");
     }
 }

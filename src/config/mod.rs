@@ -68,5 +68,5 @@ pub use parse::{load_recorded, load_str};
 pub use read::{MAX_FILE_BYTES, read};
 pub use spec::{
     AuthSpec, ClientCredentialsSpec, EnvFile, ExposeSpec, Fleet, GatewaySpec, HealthCheck, HttpSpec, MAX_CAP, MetricsSpec,
-    OAuthSpec, RestartMode, RestartPolicy, Rotation, ServerSpec, StdioSpec, SupervisorSpec, Transport,
+    OAuthSpec, RestartMode, RestartPolicy, Rotation, ServerSpec, StdioSpec, SupervisorSpec, TokenBackend, Transport,
 };

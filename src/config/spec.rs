@@ -328,6 +328,16 @@ pub enum AuthSpec {
     ClientCredentials(ClientCredentialsSpec),
 }
 
+impl AuthSpec {
+    /// Where the tokens of this server are kept.
+    pub fn store(&self) -> TokenBackend {
+        match self {
+            AuthSpec::OAuth(o) => o.store,
+            AuthSpec::ClientCredentials(c) => c.store,
+        }
+    }
+}
+
 /// The options of `auth: oauth`; all optional.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct OAuthSpec {
@@ -353,6 +363,20 @@ pub struct OAuthSpec {
     /// Ask for `offline_access` where the authorization server offers it
     /// (default true).
     pub offline_access: bool,
+    /// Where the tokens are kept (`store:`): the state directory (default) or
+    /// the desktop keyring.
+    pub store: TokenBackend,
+}
+
+/// Where a server's tokens are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TokenBackend {
+    /// `auth/NAME.json` in the fleet's state directory (mode 0600).
+    #[default]
+    File,
+    /// The desktop keyring (the Secret Service: GNOME Keyring, KWallet,
+    /// KeePassXC), through libsecret's `secret-tool`.
+    Keyring,
 }
 
 /// The options of `auth: {client_credentials: ...}`.
@@ -362,4 +386,5 @@ pub struct ClientCredentialsSpec {
     /// From `${env:}`.
     pub client_secret: Text,
     pub scopes: Vec<String>,
+    pub store: TokenBackend,
 }
