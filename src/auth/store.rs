@@ -555,10 +555,7 @@ mod tests {
 
     impl Drop for SecretService {
         fn drop(&mut self) {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(self.pid),
-                nix::sys::signal::Signal::SIGTERM,
-            );
+            crate::platform::signal_pinned(self.pid, crate::platform::Signal::SIGTERM, || true);
         }
     }
 
