@@ -29,6 +29,10 @@ pub enum ErrorKind {
     SessionLost,
     /// A remote server wants credentials, or other ones (HTTP 401 or 403).
     Unauthorized,
+    /// A remote server with `auth:` has no usable token: no login yet, a
+    /// refresh refused, or a scope the grant lacks. The message names the
+    /// command that fixes it (`mcpfleet login NAME`).
+    AuthRequired,
 }
 
 /// Where in a server's life the error happened.

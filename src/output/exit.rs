@@ -98,7 +98,7 @@ impl Code {
             Code::Internal => "internal error: a bug, an I/O error of mcpfleet, a request the supervisor refused (malformed, or while it shuts down)",
             Code::Usage => "usage error, an invalid fleet file, or a state directory that serves another fleet file",
             Code::StartFailed => {
-                "a server failed to start or serve (spawn, handshake, protocol, unauthorized, session lost), a failed call or tools, a server failed or in crash-loop in status"
+                "a server failed to start or serve (spawn, handshake, protocol, unauthorized, session lost, auth required: run mcpfleet login), a failed call or tools, a server failed or in crash-loop in status"
             }
             Code::ConnectTimeout => "a server's connect deadline passed (also what left a server failed in status)",
             Code::TeardownNotClean => {
@@ -142,7 +142,8 @@ impl Code {
             | ErrorKind::Exited
             | ErrorKind::CrashLoop
             | ErrorKind::SessionLost
-            | ErrorKind::Unauthorized => Code::StartFailed,
+            | ErrorKind::Unauthorized
+            | ErrorKind::AuthRequired => Code::StartFailed,
             ErrorKind::ConnectTimeout => Code::ConnectTimeout,
             ErrorKind::TeardownFailed => Code::TeardownNotClean,
             ErrorKind::Quarantined | ErrorKind::Fenced => Code::Refused,
@@ -227,6 +228,7 @@ mod tests {
         );
         assert_eq!(Code::of_error(ErrorKind::ConnectFailed), Code::StartFailed);
         assert_eq!(Code::of_error(ErrorKind::Unauthorized), Code::StartFailed);
+        assert_eq!(Code::of_error(ErrorKind::AuthRequired), Code::StartFailed);
         assert_eq!(Code::of_error(ErrorKind::SessionLost), Code::StartFailed);
     }
 }

@@ -129,6 +129,7 @@ pub(super) async fn tools(fleet: &FleetHandle, server: Option<String>, options: 
                 let kind = match e {
                     SessionError::Lost(_) => ErrorKind::SessionLost,
                     SessionError::Unauthorized(_) => ErrorKind::Unauthorized,
+                    SessionError::AuthRequired(_) => ErrorKind::AuthRequired,
                     _ => ErrorKind::Protocol,
                 };
                 return failed("tools", name, kind, format!("tools/list failed: {}", chain(&e)));
@@ -213,6 +214,9 @@ async fn call_once(
             ),
             Ok(Err(SessionError::Unauthorized(m))) => {
                 failed("call", server, ErrorKind::Unauthorized, m)
+            }
+            Ok(Err(SessionError::AuthRequired(m))) => {
+                failed("call", server, ErrorKind::AuthRequired, m)
             }
             Ok(Err(SessionError::Http(m))) => failed(
                 "call",

@@ -266,6 +266,9 @@ async fn bounded<T>(
         Some(Err(SessionError::Unauthorized(m))) => {
             Err(ServerError::new(ErrorKind::Unauthorized, phase, m))
         }
+        Some(Err(SessionError::AuthRequired(m))) => {
+            Err(ServerError::new(ErrorKind::AuthRequired, phase, m))
+        }
         Some(Err(SessionError::Protocol(m))) => {
             Err(ServerError::new(ErrorKind::Protocol, phase, m.text()))
         }

@@ -136,6 +136,9 @@ pub(crate) enum FailureKind {
     SessionLost,
     /// 401 or 403: the server wants credentials, or other ones.
     Unauthorized,
+    /// No usable token for a server with `auth:` (or a bearer challenge to a
+    /// server without it): a person must log in.
+    AuthRequired,
     /// The URL speaks the legacy HTTP+SSE transport, not streamable HTTP.
     LegacySse,
     /// Any other refused request, or no answer at all.
@@ -348,6 +351,26 @@ impl ObservedClient {
                 .map(describe_challenge)
                 .filter(|c| !c.is_empty())
                 .map_or_else(String::new, |c| format!(" ({c})"));
+            // A bearer challenge that points at protected-resource metadata is
+            // MCP authorization (OAuth): headers will not do, a login will.
+            let oauth = status == StatusCode::UNAUTHORIZED
+                && !self.sends_credentials
+                && challenge.is_some_and(|c| {
+                    let c = c.to_ascii_lowercase();
+                    c.trim_start().starts_with("bearer") && c.contains("resource_metadata")
+                });
+            if oauth {
+                return (
+                    FailureKind::AuthRequired,
+                    format!(
+                        "{}{what}: the server requires MCP authorization (OAuth): add \
+                         `auth: oauth` to the server in the fleet file, then run \
+                         `mcpfleet login` for it",
+                        status_text(status)
+                    ),
+                    Some(status),
+                );
+            }
             let advice = match (status, self.sends_credentials) {
                 (StatusCode::FORBIDDEN, _) => {
                     "the credentials sent in `headers:` lack a permission the server requires"

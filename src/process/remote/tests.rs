@@ -183,3 +183,35 @@ async fn a_loss_fires_once_the_error_that_found_it_is_dropped() {
         .await
         .expect("the loss fired");
 }
+
+#[test]
+fn a_bearer_challenge_with_resource_metadata_is_auth_required_with_what_to_add() {
+    let bare = Remote {
+        url: "http://127.0.0.1:9/mcp".into(),
+        headers: Vec::new(),
+    };
+    let client = ObservedClient::new(&bare, DeleteProbe::default(), SessionLoss::default());
+    let challenge = "Bearer resource_metadata=\"http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp\", scope=\"read\"";
+    let error: Error = StreamableHttpError::AuthRequired(
+        rmcp::transport::streamable_http_client::AuthRequiredError::new(challenge.into()),
+    );
+    let (kind, message, status) = client.describe(&error);
+    assert_eq!(kind, FailureKind::AuthRequired);
+    assert_eq!(status, Some(StatusCode::UNAUTHORIZED));
+    assert!(message.contains("`auth: oauth`"), "{message}");
+    assert!(message.contains("mcpfleet login"), "{message}");
+
+    // Credentials in `headers:` that were refused are theirs to fix, as before;
+    // and a challenge without resource metadata is not MCP authorization.
+    let with_headers = Remote {
+        headers: vec![("Authorization".into(), "Bearer x".into())],
+        ..bare.clone()
+    };
+    let client = ObservedClient::new(&with_headers, DeleteProbe::default(), SessionLoss::default());
+    assert_eq!(client.describe(&error).0, FailureKind::Unauthorized);
+    let client = ObservedClient::new(&bare, DeleteProbe::default(), SessionLoss::default());
+    let plain: Error = StreamableHttpError::AuthRequired(
+        rmcp::transport::streamable_http_client::AuthRequiredError::new("Bearer realm=\"mcp\"".into()),
+    );
+    assert_eq!(client.describe(&plain).0, FailureKind::Unauthorized);
+}

@@ -20,6 +20,10 @@ pub(crate) enum SessionError {
     /// A remote server wants credentials, or other ones (HTTP 401 or 403).
     #[error("{0}")]
     Unauthorized(String),
+    /// No usable token for a server with `auth:`; the message names the command
+    /// to run.
+    #[error("{0}")]
+    AuthRequired(String),
     /// A remote server refused a request or could not be reached; the message
     /// names the HTTP status and the start of the answer's body.
     #[error("{0}")]
@@ -35,6 +39,7 @@ impl SessionError {
         Some(match failure.kind {
             FailureKind::SessionLost => SessionError::Lost(message),
             FailureKind::Unauthorized => SessionError::Unauthorized(message),
+            FailureKind::AuthRequired => SessionError::AuthRequired(message),
             FailureKind::LegacySse => SessionError::Protocol(Detail::words(message)),
             FailureKind::Other => SessionError::Http(message),
         })
