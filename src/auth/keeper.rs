@@ -1,12 +1,32 @@
 //! The keeper of one server's tokens: the one place that hands out the bearer
 //! token sent to the server, refreshes it (one refresh at a time, under the
 //! token file's lock), and says when a person must log in again.
+//!
+//! A refresh is rmcp's (`AuthorizationManager::refresh_token`, which sends
+//! `resource` and keeps a refresh token the answer does not rotate) over an
+//! in-memory credential store loaded from the grant; what it yields is written
+//! back to the token file under the lock before the new access token is used,
+//! so a rotated refresh token is never lost (L15).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use oauth2::TokenResponse;
+use rmcp::transport::auth::{
+    AuthError, AuthorizationManager, ClientCredentialsConfig, CredentialStore,
+    InMemoryCredentialStore, OAuthClientConfig, StoredCredentials,
+};
 
 use crate::config::AuthSpec;
 
-use super::store::TokenStore;
+use super::store::{Challenge, ClientRecord, ClientSource, Grant, ServerAuth, TokenStore};
+
+/// The longest wait for another holder of the token file's lock.
+const LOCK_WAIT: Duration = Duration::from_secs(30);
+/// The deadline of one request to the authorization server.
+pub const AS_TIMEOUT: Duration = Duration::from_secs(15);
+/// A token that expires within this is renewed before it is sent.
+const EXPIRY_MARGIN_SECS: u64 = 30;
 
 /// Why no usable token can be had.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,37 +58,509 @@ pub struct Keeper {
     store: TokenStore,
     url: String,
     spec: AuthSpec,
+    /// One renewal at a time in this process; the file's lock orders them
+    /// with other processes.
+    renewing: tokio::sync::Mutex<()>,
+    /// The tokens handed out and held, for redaction.
+    held: Mutex<Vec<String>>,
+}
+
+/// Seconds since the epoch.
+pub(crate) fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The access token of `grant` and, if it says, when it expires (seconds
+/// since the epoch).
+pub(crate) fn access_of(grant: &Grant) -> Option<(String, Option<u64>)> {
+    let response = grant.credentials.token_response.as_ref()?;
+    let expires = match (response.expires_in(), grant.credentials.token_received_at) {
+        (Some(lifetime), Some(at)) => Some(at.saturating_add(lifetime.as_secs())),
+        _ => None,
+    };
+    Some((response.access_token().secret().to_owned(), expires))
+}
+
+/// Whether `grant` holds a refresh token.
+pub(crate) fn can_refresh(grant: &Grant) -> bool {
+    grant
+        .credentials
+        .token_response
+        .as_ref()
+        .is_some_and(|r| r.refresh_token().is_some())
+}
+
+/// The access token of `grant` while it is good for more than the margin.
+fn fresh(grant: &Grant, now: u64) -> Option<String> {
+    let (token, expires) = access_of(grant)?;
+    let lifetime = grant
+        .credentials
+        .token_response
+        .as_ref()
+        .and_then(|r| r.expires_in())
+        .map_or(0, |d| d.as_secs());
+    let margin = EXPIRY_MARGIN_SECS.min(lifetime / 2).max(1);
+    match expires {
+        Some(at) if at < now.saturating_add(margin) => None,
+        _ => Some(token),
+    }
+}
+
+fn store_failure(e: super::StoreError) -> AuthFailure {
+    AuthFailure {
+        kind: AuthFailureKind::Unavailable,
+        message: e.to_string(),
+    }
 }
 
 impl Keeper {
     pub fn new(store: TokenStore, url: String, spec: AuthSpec) -> Arc<Keeper> {
-        Arc::new(Keeper { store, url, spec })
+        Arc::new(Keeper {
+            store,
+            url,
+            spec,
+            renewing: tokio::sync::Mutex::new(()),
+            held: Mutex::new(Vec::new()),
+        })
     }
 
-    /// The access token to send now, refreshed first when it is about to
+    fn name(&self) -> &str {
+        self.store.server()
+    }
+
+    fn needs_login(&self, why: &str) -> AuthFailure {
+        let name = self.name();
+        AuthFailure {
+            kind: AuthFailureKind::NeedsLogin,
+            message: format!("{why}: run `mcpfleet login {name}`"),
+        }
+    }
+
+    fn hold(&self, token: &str) {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if !held.iter().any(|t| t == token) {
+            held.push(token.to_owned());
+        }
+    }
+
+    /// The access token to send now, renewed first when it is about to
     /// expire.
     pub async fn bearer(&self) -> Result<String, AuthFailure> {
-        Err(AuthFailure {
-            kind: AuthFailureKind::NeedsLogin,
-            message: format!("run `mcpfleet login {}`", self.store.server()),
-        })
+        let auth = self.store.read().map_err(store_failure)?;
+        if let Some(token) = auth
+            .as_ref()
+            .and_then(|a| a.grant_for(&self.url))
+            .and_then(|(_, g)| fresh(g, now_secs()))
+        {
+            self.hold(&token);
+            return Ok(token);
+        }
+        self.renew(None).await
     }
 
     /// The server refused `sent` with `challenge` (its `WWW-Authenticate`):
     /// the token to retry with once (refreshed, or renewed by another holder
     /// meanwhile), or why there is none.
     pub async fn refused(&self, sent: &str, challenge: Option<&str>) -> Result<String, AuthFailure> {
-        let _ = (sent, challenge);
-        self.bearer().await
+        let params = challenge.map(parse_challenge).unwrap_or_default();
+        if params.error.as_deref() == Some("insufficient_scope") {
+            self.remember(&params).await;
+            let scope = params.scope.clone();
+            let name = self.name();
+            return Err(AuthFailure {
+                message: format!(
+                    "the server requires scope `{}`, which the grant lacks: run `mcpfleet \
+                     login {name}` to ask for it",
+                    scope.as_deref().unwrap_or("(unnamed)")
+                ),
+                kind: AuthFailureKind::InsufficientScope { scope },
+            });
+        }
+        self.renew(Some(sent)).await
+    }
+
+    /// Keeps what the server was last refused with, for the next login.
+    async fn remember(&self, params: &ChallengeParams) {
+        let Ok(lock) = self.store.lock(LOCK_WAIT).await else {
+            return;
+        };
+        let Ok(Some(mut auth)) = self.store.read() else {
+            return;
+        };
+        let url = self.url.clone();
+        if let Some(grant) = auth.grants.values_mut().find(|g| g.url == url) {
+            grant.last_challenge = Some(Challenge {
+                error: params.error.clone(),
+                scope: params.scope.clone(),
+                at: now_secs(),
+            });
+            if let Err(e) = self.store.write(&lock, &auth) {
+                tracing::warn!(server = self.name(), "cannot keep the challenge: {e}");
+            }
+        }
+    }
+
+    /// Renews the access token under the lock: takes one that another holder
+    /// renewed meanwhile (one that is not `refused`), else refreshes, else
+    /// obtains one by the client-credentials grant or the seed refresh token.
+    async fn renew(&self, refused: Option<&str>) -> Result<String, AuthFailure> {
+        let _one = self.renewing.lock().await;
+        let lock = self.store.lock(LOCK_WAIT).await.map_err(store_failure)?;
+        let mut auth = self.store.read().map_err(store_failure)?.unwrap_or_default();
+        let seed = self.seed();
+        let seed_hash = seed
+            .as_deref()
+            .map(|s| format!("{:016x}", crate::hash::fnv1a(s.as_bytes())));
+        let reseeded = seed_hash.is_some() && auth.seed != seed_hash;
+        let found = auth
+            .grant_for(&self.url)
+            .map(|(resource, g)| (resource.to_owned(), g.clone()));
+        match found {
+            Some((resource, grant)) if !reseeded => {
+                if let Some(token) = fresh(&grant, now_secs()).filter(|t| Some(t.as_str()) != refused) {
+                    self.hold(&token);
+                    return Ok(token);
+                }
+                if matches!(self.spec, AuthSpec::ClientCredentials(_)) && !can_refresh(&grant) {
+                    return self.client_credentials(&lock, auth, Some(grant.metadata)).await;
+                }
+                if !can_refresh(&grant) {
+                    return Err(self.needs_login("the access token expired and no refresh token was granted"));
+                }
+                let credentials = self.refresh(&grant, &resource).await;
+                let credentials = match credentials {
+                    Ok(c) => c,
+                    Err(e) => {
+                        if e.kind == AuthFailureKind::NeedsLogin {
+                            let mut marked = grant.clone();
+                            marked.last_challenge = Some(Challenge {
+                                error: Some("invalid_grant".into()),
+                                scope: None,
+                                at: now_secs(),
+                            });
+                            auth.grants.insert(resource, marked);
+                            let _ = self.store.write(&lock, &auth);
+                        }
+                        return Err(e);
+                    }
+                };
+                let token = self.keep(&lock, auth, resource, grant, credentials)?;
+                Ok(token)
+            }
+            _ => match (&self.spec, seed) {
+                (AuthSpec::ClientCredentials(_), _) => self.client_credentials(&lock, auth, None).await,
+                (AuthSpec::OAuth(_), Some(seed)) => {
+                    auth.seed = seed_hash;
+                    self.seeded(&lock, auth, &seed).await
+                }
+                (AuthSpec::OAuth(_), None) => Err(self.needs_login(&format!(
+                    "no authorization is kept for {}",
+                    self.name()
+                ))),
+            },
+        }
+    }
+
+    /// Writes the grant with its new credentials under the lock, and hands out
+    /// the new access token only once it is written.
+    fn keep(
+        &self,
+        lock: &super::StoreLock,
+        mut auth: ServerAuth,
+        resource: String,
+        mut grant: Grant,
+        credentials: StoredCredentials,
+    ) -> Result<String, AuthFailure> {
+        grant.credentials = credentials;
+        grant.last_challenge = None;
+        let token = access_of(&grant).map(|(t, _)| t).unwrap_or_default();
+        auth.grants.insert(resource, grant);
+        self.store.write(lock, &auth).map_err(store_failure)?;
+        self.hold(&token);
+        Ok(token)
+    }
+
+    /// `refresh_token: ${env:}` of `auth: oauth`, when set.
+    fn seed(&self) -> Option<String> {
+        match &self.spec {
+            AuthSpec::OAuth(o) => o.refresh_token.as_ref().map(|t| t.value.clone()),
+            AuthSpec::ClientCredentials(_) => None,
+        }
+    }
+
+    /// A manager for the token endpoint of `metadata`, with `resource` as what
+    /// its requests name.
+    async fn manager(&self, resource: &str) -> Result<AuthorizationManager, AuthFailure> {
+        AuthorizationManager::new_allowing_private_addresses(resource)
+            .await
+            .map_err(|e| self.unavailable(&e))
+    }
+
+    fn unavailable(&self, e: &AuthError) -> AuthFailure {
+        let message = crate::process::redact::redact(
+            &format!("the authorization server could not be asked: {e}"),
+            &self.secrets(),
+        );
+        AuthFailure {
+            kind: AuthFailureKind::Unavailable,
+            message,
+        }
+    }
+
+    /// The client's id and secret for a grant of `issuer`.
+    fn client_of(&self, auth: &ServerAuth, grant_client: &str, issuer: Option<&str>) -> OAuthClientConfig {
+        let registered = issuer
+            .and_then(|i| auth.clients.get(i))
+            .filter(|c| c.client_id == grant_client);
+        let secret = match &self.spec {
+            AuthSpec::OAuth(o) if o.client_id.as_ref().is_some_and(|c| c.value == grant_client) => {
+                o.client_secret.as_ref().map(|s| s.value.clone())
+            }
+            AuthSpec::ClientCredentials(c) => Some(c.client_secret.value.clone()),
+            _ => registered.and_then(|c| c.client_secret.clone()),
+        };
+        let redirect = registered
+            .and_then(|c| c.redirect_uri.clone())
+            .unwrap_or_else(|| "http://127.0.0.1/callback".into());
+        let mut config = OAuthClientConfig::new(grant_client, redirect);
+        if let Some(secret) = secret {
+            config = config.with_client_secret(secret);
+        }
+        config
+    }
+
+    /// Exchanges the grant's refresh token.
+    async fn refresh(&self, grant: &Grant, resource: &str) -> Result<StoredCredentials, AuthFailure> {
+        let auth = self.store.read().map_err(store_failure)?.unwrap_or_default();
+        let mut manager = self.manager(resource).await?;
+        manager.set_metadata(grant.metadata.clone());
+        let client = self.client_of(&auth, &grant.credentials.client_id, grant.metadata.issuer.as_deref());
+        manager.configure_client(client).map_err(|e| self.unavailable(&e))?;
+        let memory = InMemoryCredentialStore::new();
+        memory
+            .save(grant.credentials.clone())
+            .await
+            .map_err(|e| self.unavailable(&e))?;
+        manager.set_credential_store(memory.clone());
+        let refreshed = tokio::time::timeout(AS_TIMEOUT, manager.refresh_token()).await;
+        match refreshed {
+            Err(_) => Err(AuthFailure {
+                kind: AuthFailureKind::Unavailable,
+                message: format!(
+                    "the authorization server did not answer the refresh within {}s",
+                    AS_TIMEOUT.as_secs()
+                ),
+            }),
+            Ok(Ok(_)) => memory
+                .load()
+                .await
+                .ok()
+                .flatten()
+                .ok_or_else(|| self.needs_login("the refresh left no token")),
+            Ok(Err(AuthError::TokenRefreshRejected(_) | AuthError::AuthorizationRequired)) => Err(
+                self.needs_login("the authorization server refused to refresh the grant (invalid_grant)"),
+            ),
+            Ok(Err(e)) => Err(self.unavailable(&e)),
+        }
+    }
+
+    /// Discovers the authorization server of the server (RFC 9728, RFC 8414).
+    async fn discover(&self) -> Result<(AuthorizationManager, rmcp::transport::auth::AuthorizationMetadata), AuthFailure> {
+        let manager = self.manager(&self.url).await?;
+        let found = tokio::time::timeout(AS_TIMEOUT, manager.resolve_metadata())
+            .await
+            .map_err(|_| AuthFailure {
+                kind: AuthFailureKind::Unavailable,
+                message: "the server's authorization metadata did not come in time".into(),
+            })?
+            .map_err(|e| self.unavailable(&e))?;
+        Ok((manager, found.metadata))
+    }
+
+    /// The client-credentials grant (the MCP extension for machines).
+    async fn client_credentials(
+        &self,
+        lock: &super::StoreLock,
+        auth: ServerAuth,
+        metadata: Option<rmcp::transport::auth::AuthorizationMetadata>,
+    ) -> Result<String, AuthFailure> {
+        let AuthSpec::ClientCredentials(spec) = &self.spec else {
+            return Err(self.needs_login("no authorization is kept"));
+        };
+        let (mut manager, metadata) = match metadata {
+            Some(m) => (self.manager(&self.url).await?, m),
+            None => self.discover().await?,
+        };
+        manager.set_metadata(metadata.clone());
+        let config = ClientCredentialsConfig::ClientSecret {
+            client_id: spec.client_id.value.clone(),
+            client_secret: spec.client_secret.value.clone(),
+            scopes: spec.scopes.clone(),
+            resource: Some(self.url.clone()),
+        };
+        manager
+            .configure_client_credentials(&config)
+            .map_err(|e| self.unavailable(&e))?;
+        let answer = tokio::time::timeout(AS_TIMEOUT, manager.exchange_client_credentials(&config))
+            .await
+            .map_err(|_| AuthFailure {
+                kind: AuthFailureKind::Unavailable,
+                message: "the authorization server did not answer in time".into(),
+            })?;
+        let response = match answer {
+            Ok(r) => r,
+            Err(AuthError::ClientCredentialsError(why) | AuthError::TokenExchangeFailed(why)) => {
+                return Err(AuthFailure {
+                    kind: AuthFailureKind::NeedsLogin,
+                    message: crate::process::redact::redact(
+                        &format!("the authorization server refused the client credentials: {why}"),
+                        &self.secrets(),
+                    ),
+                });
+            }
+            Err(e) => return Err(self.unavailable(&e)),
+        };
+        let credentials = StoredCredentials::new(
+            spec.client_id.value.clone(),
+            Some(response),
+            spec.scopes.clone(),
+            Some(now_secs()),
+        )
+        .with_issuer(metadata.issuer.clone());
+        let grant = Grant {
+            url: self.url.clone(),
+            metadata,
+            credentials: credentials.clone(),
+            requested_scopes: spec.scopes.clone(),
+            last_challenge: None,
+            upgrade_attempts: 0,
+        };
+        self.keep(lock, auth, self.url.clone(), grant, credentials)
+    }
+
+    /// The first grant from `refresh_token: ${env:}` (CI): discovered, then
+    /// refreshed and kept like a login's; later refreshes rotate the kept one.
+    async fn seeded(&self, lock: &super::StoreLock, mut auth: ServerAuth, seed: &str) -> Result<String, AuthFailure> {
+        let AuthSpec::OAuth(spec) = &self.spec else {
+            return Err(self.needs_login("no authorization is kept"));
+        };
+        let Some(client_id) = spec.client_id.as_ref().map(|c| c.value.clone()) else {
+            return Err(self.needs_login(
+                "`refresh_token:` needs the `client_id` it was issued to in the server's `auth: {oauth: ...}`",
+            ));
+        };
+        let (_, metadata) = self.discover().await?;
+        let response: rmcp::transport::auth::OAuthTokenResponse = serde_json::from_value(serde_json::json!({
+            "access_token": "",
+            "token_type": "bearer",
+            "expires_in": 0,
+            "refresh_token": seed,
+        }))
+        .map_err(|e| self.needs_login(&format!("the seed refresh token cannot be used: {e}")))?;
+        let credentials = StoredCredentials::new(client_id.clone(), Some(response), spec.scopes.clone(), Some(0))
+            .with_issuer(metadata.issuer.clone());
+        if let Some(issuer) = &metadata.issuer {
+            auth.clients.entry(issuer.clone()).or_insert(ClientRecord {
+                client_id,
+                client_secret: None,
+                source: ClientSource::Preregistered,
+                redirect_uri: None,
+                registered_at: now_secs(),
+            });
+        }
+        let grant = Grant {
+            url: self.url.clone(),
+            metadata,
+            credentials,
+            requested_scopes: spec.scopes.clone(),
+            last_challenge: None,
+            upgrade_attempts: 0,
+        };
+        let refreshed = self.refresh(&grant, &self.url).await?;
+        self.keep(lock, auth, self.url.clone(), grant, refreshed)
     }
 
     /// The values that must never be shown: the tokens held now.
     pub fn secrets(&self) -> Vec<String> {
-        Vec::new()
+        let mut out = self.held.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(seed) = self.seed() {
+            out.push(seed);
+        }
+        match &self.spec {
+            AuthSpec::OAuth(o) => out.extend(o.client_secret.iter().map(|s| s.value.clone())),
+            AuthSpec::ClientCredentials(c) => out.push(c.client_secret.value.clone()),
+        }
+        out
     }
 
     /// The URL the keeper's tokens are sent to, and how they are obtained.
     pub fn target(&self) -> (&str, &AuthSpec) {
         (&self.url, &self.spec)
+    }
+}
+
+/// The parts of a `WWW-Authenticate: Bearer ...` challenge that matter here.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ChallengeParams {
+    pub error: Option<String>,
+    pub scope: Option<String>,
+}
+
+/// Reads `error` and `scope` of a bearer challenge (RFC 6750 §3).
+pub(crate) fn parse_challenge(header: &str) -> ChallengeParams {
+    let mut out = ChallengeParams::default();
+    let mut rest = header;
+    while let Some(eq) = rest.find('=') {
+        let key = rest[..eq]
+            .rsplit([',', ' '])
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
+        let after = &rest[eq + 1..];
+        let (value, next) = if let Some(quoted) = after.strip_prefix('"') {
+            match quoted.find('"') {
+                Some(end) => (&quoted[..end], &quoted[end + 1..]),
+                None => (quoted, ""),
+            }
+        } else {
+            let end = after.find(',').unwrap_or(after.len());
+            (after[..end].trim(), &after[end..])
+        };
+        match key.as_str() {
+            "error" => out.error = Some(value.to_owned()),
+            "scope" => out.scope = Some(value.to_owned()),
+            _ => {}
+        }
+        rest = next;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_challenge_is_read_quoted_or_not() {
+        assert_eq!(
+            parse_challenge(
+                r#"Bearer error="insufficient_scope", scope="files:read files:write", resource_metadata="https://h/.well-known/oauth-protected-resource""#
+            ),
+            ChallengeParams {
+                error: Some("insufficient_scope".into()),
+                scope: Some("files:read files:write".into()),
+            }
+        );
+        assert_eq!(
+            parse_challenge("Bearer realm=x,error=invalid_token"),
+            ChallengeParams {
+                error: Some("invalid_token".into()),
+                scope: None,
+            }
+        );
+        assert_eq!(parse_challenge("Bearer"), ChallengeParams::default());
     }
 }

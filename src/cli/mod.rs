@@ -126,6 +126,12 @@ pub enum Command {
     /// Print the supervisor's metrics once, in Prometheus' text format (from
     /// state.json when no supervisor runs)
     Metrics(MetricsArgs),
+    /// Authorize mcpfleet for remote servers with `auth: oauth` (OAuth 2.1 with
+    /// PKCE): opens the browser, or prints the URL to open, and keeps the tokens
+    Login(LoginArgs),
+    /// Forget the tokens of remote servers, revoking them where the
+    /// authorization server offers revocation
+    Logout(LogoutArgs),
     /// Check a fleet file and print the resolved fleet (secrets redacted)
     Validate,
     /// List the fleets under the state root: name, fleet file, state directory,
@@ -385,6 +391,26 @@ pub struct MetricsArgs {
 pub struct StatusArgs {
     /// Servers to show (default: all of them)
     #[arg(value_name = "SERVER")]
+    pub servers: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// Servers to authorize (default: every remote server with `auth: oauth`)
+    #[arg(value_name = "SERVER")]
+    pub servers: Vec<String>,
+    /// Print the URL to open, and start no browser
+    #[arg(long)]
+    pub no_browser: bool,
+    /// How long to wait for the authorization, per server (default 5m)
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub timeout: Option<Timeout>,
+}
+
+#[derive(Debug, Args)]
+pub struct LogoutArgs {
+    /// Servers whose tokens to forget
+    #[arg(value_name = "SERVER", required = true)]
     pub servers: Vec<String>,
 }
 

@@ -38,8 +38,17 @@ use crate::output::line::{RequestParts, unanswered};
 use crate::output::progress::Progress;
 use crate::output::report::{self, Format, NdjsonEvents, Report, ServerReport, TracingEvents};
 
-pub(crate) async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) -> Result<Code, CliError> {
+pub(crate) async fn run(
+    file: Option<&Path>,
+    state_dir: Option<&Path>,
+    args: &CheckArgs,
+    global: &Global,
+) -> Result<Code, CliError> {
     let fleet = load_fleet(file)?;
+    // Where the tokens of remote servers with `auth:` are kept: the state
+    // directory `up` would use (nothing is written there unless a token is
+    // obtained or renewed).
+    let auth_root = crate::state::StateDir::locate(&fleet, state_dir).ok();
     let specs = host::select(&fleet, &args.servers, Unnamed::Enabled).map_err(|e| {
         let known: Vec<&str> = fleet.servers.iter().map(|s| s.name.as_str()).collect();
         CliError::Usage(format!(
@@ -108,7 +117,10 @@ pub(crate) async fn run(file: Option<&Path>, args: &CheckArgs, global: &Global) 
 
     let handles: Vec<Handle> = specs
         .iter()
-        .map(|spec| authority::spawn(ServerConfig::from_spec(spec, None), 0, ctx.clone()))
+        .map(|spec| {
+            let config = ServerConfig::from_spec(spec, None, auth_root.as_deref());
+            authority::spawn(config, 0, ctx.clone())
+        })
         .collect();
     tracing::info!(servers = handles.len(), jobs, "check: starting");
 

@@ -15,7 +15,7 @@ use super::target::{FileNeed, Target};
 use super::cli_error::CliError;
 use super::global::Global;
 use super::fleet_ops::Supervisor;
-use super::{check, connect, fleet_ops, import, ls, metrics, observe, validate};
+use super::{auth, check, connect, fleet_ops, import, ls, metrics, observe, validate};
 
 /// Runs the parsed command line and returns its exit code. Prints the result and
 /// any error; never exits the process itself.
@@ -28,7 +28,7 @@ pub async fn run(cli: Cli, supervisor: Supervisor) -> Code {
     let (name, result) = match &cli.command {
         Command::Check(args) => (
             "check",
-            check::run(cli.file.as_deref(), args, &global).await,
+            check::run(cli.file.as_deref(), cli.state_dir.as_deref(), args, &global).await,
         ),
         Command::Validate => ("validate", validate::run(cli.file.as_deref(), &global)),
         Command::Ls => ("ls", ls::run(cli.state_dir.as_deref(), &global).await),
@@ -64,6 +64,14 @@ pub async fn run(cli: Cli, supervisor: Supervisor) -> Code {
         Command::Reset(args) => (
             "reset",
             with_target(&cli, FileNeed::File, |t| fleet_ops::reset(t, args, &global)).await,
+        ),
+        Command::Login(args) => (
+            "login",
+            with_target(&cli, FileNeed::File, |t| auth::login(t, args, &global)).await,
+        ),
+        Command::Logout(args) => (
+            "logout",
+            with_target(&cli, FileNeed::CopyWillDo, |t| auth::logout(t, args, &global)).await,
         ),
         Command::Tools(args) => (
             "tools",

@@ -25,7 +25,7 @@ pub const DEFAULTS_KEYS: &[&str] = &[
     "idle_timeout",
 ];
 /// Keys of a server. A server has `command` (stdio) or `url` (streamable HTTP);
-/// [`STDIO_ONLY_KEYS`] go with `command` only, `headers` with `url` only, and
+/// [`STDIO_ONLY_KEYS`] go with `command` only, [`REMOTE_ONLY_KEYS`] with `url` only, and
 /// the others with either.
 pub const SERVER_KEYS: &[&str] = &[
     "command",
@@ -36,6 +36,7 @@ pub const SERVER_KEYS: &[&str] = &[
     "shell",
     "url",
     "headers",
+    "auth",
     "enabled",
     "connect_timeout",
     "cleanup_timeout",
@@ -48,6 +49,27 @@ pub const SERVER_KEYS: &[&str] = &[
 /// Keys of a server that apply only to a stdio server (`command`): with `url`
 /// they are errors.
 pub const STDIO_ONLY_KEYS: &[&str] = &["args", "env", "env_file", "cwd", "shell"];
+/// Keys of a server that apply only to a remote server (`url`): with
+/// `command` they are errors.
+pub const REMOTE_ONLY_KEYS: &[&str] = &["headers", "auth"];
+/// Keys of `auth:` (docs/design.md, "Authorization"): one of them.
+pub const AUTH_KEYS: &[&str] = &["oauth", "client_credentials"];
+/// Keys of `auth: {oauth: ...}`.
+pub const OAUTH_KEYS: &[&str] = &[
+    "scopes",
+    "client_id",
+    "client_secret",
+    "issuer",
+    "client_metadata_url",
+    "redirect_port",
+    "refresh_token",
+    "offline_access",
+    "store",
+];
+/// Keys of `auth: {client_credentials: ...}`.
+pub const CLIENT_CREDENTIALS_KEYS: &[&str] = &["client_id", "client_secret", "scopes", "store"];
+/// The values of `store:` in `auth:`.
+pub const TOKEN_STORES: &[&str] = &["file", "keyring"];
 /// Keys of `restart:`.
 pub const RESTART_KEYS: &[&str] = &["policy", "backoff", "max_restarts", "window"];
 /// Keys of `restart.backoff:`.
@@ -140,6 +162,21 @@ const SUPERVISOR_SYNONYMS: &[(&str, &str)] = &[
     ("rotate", "keep_files"),
     ("backups", "keep_files"),
 ];
+const AUTH_SYNONYMS: &[(&str, &str)] = &[
+    ("oauth2", "oauth"),
+    ("oidc", "oauth"),
+    ("client-credentials", "client_credentials"),
+    ("m2m", "client_credentials"),
+];
+const OAUTH_SYNONYMS: &[(&str, &str)] = &[
+    ("scope", "scopes"),
+    ("client", "client_id"),
+    ("secret", "client_secret"),
+    ("authorization_server", "issuer"),
+    ("port", "redirect_port"),
+    ("callback_port", "redirect_port"),
+    ("storage", "store"),
+];
 const TOOLS_SYNONYMS: &[(&str, &str)] = &[
     ("include", "allow"),
     ("only", "allow"),
@@ -160,6 +197,9 @@ pub(super) enum Level {
     Metrics,
     Supervisor,
     Tools,
+    Auth,
+    OAuth,
+    ClientCredentials,
 }
 
 impl Level {
@@ -181,6 +221,9 @@ impl Level {
             Level::Metrics => (METRICS_KEYS, GATEWAY_SYNONYMS),
             Level::Supervisor => (SUPERVISOR_KEYS, SUPERVISOR_SYNONYMS),
             Level::Tools => (TOOLS_KEYS, TOOLS_SYNONYMS),
+            Level::Auth => (AUTH_KEYS, AUTH_SYNONYMS),
+            Level::OAuth => (OAUTH_KEYS, OAUTH_SYNONYMS),
+            Level::ClientCredentials => (CLIENT_CREDENTIALS_KEYS, OAUTH_SYNONYMS),
         }
     }
 

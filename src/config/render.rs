@@ -94,6 +94,9 @@ fn server_json(server: &ServerSpec) -> Value {
                     .collect::<Map<_, _>>()
                     .into(),
             );
+            if let Some(auth) = &http.auth {
+                out.insert("auth".into(), auth_json(auth));
+            }
         }
     }
     out.insert(
@@ -202,6 +205,10 @@ fn server_yaml(server: &ServerSpec) -> serde_yaml::Value {
                 headers.insert(k.as_str().into(), v.display().into());
             }
             out.insert("headers".into(), headers.into());
+            if let Some(auth) = &http.auth {
+                let yaml = serde_yaml::to_value(auth_json(auth)).unwrap_or_default();
+                out.insert("auth".into(), yaml);
+            }
         }
     }
     out.insert("enabled".into(), server.enabled.into());
@@ -220,4 +227,50 @@ fn server_yaml(server: &ServerSpec) -> serde_yaml::Value {
         optional_duration(server.idle_timeout).into(),
     );
     out.into()
+}
+
+/// A server's `auth:` as it may be shown and recorded: secrets as their
+/// `${env:}`, never their values.
+fn auth_json(auth: &crate::config::AuthSpec) -> Value {
+    use crate::config::{AuthSpec, TokenBackend};
+    let store = |b: TokenBackend| match b {
+        TokenBackend::File => "file",
+        TokenBackend::Keyring => "keyring",
+    };
+    let mut m = Map::new();
+    match auth {
+        AuthSpec::OAuth(o) => {
+            let mut inner = Map::new();
+            inner.insert("scopes".into(), o.scopes.clone().into());
+            if let Some(id) = &o.client_id {
+                inner.insert("client_id".into(), id.display().into());
+            }
+            if let Some(secret) = &o.client_secret {
+                inner.insert("client_secret".into(), secret.display().into());
+            }
+            for (key, value) in [("issuer", &o.issuer), ("client_metadata_url", &o.client_metadata_url)] {
+                if let Some(v) = value {
+                    inner.insert(key.into(), v.as_str().into());
+                }
+            }
+            if let Some(port) = o.redirect_port {
+                inner.insert("redirect_port".into(), port.into());
+            }
+            if let Some(token) = &o.refresh_token {
+                inner.insert("refresh_token".into(), token.display().into());
+            }
+            inner.insert("offline_access".into(), o.offline_access.into());
+            inner.insert("store".into(), store(o.store).into());
+            m.insert("oauth".into(), inner.into());
+        }
+        AuthSpec::ClientCredentials(c) => {
+            let mut inner = Map::new();
+            inner.insert("client_id".into(), c.client_id.display().into());
+            inner.insert("client_secret".into(), c.client_secret.display().into());
+            inner.insert("scopes".into(), c.scopes.clone().into());
+            inner.insert("store".into(), store(c.store).into());
+            m.insert("client_credentials".into(), inner.into());
+        }
+    }
+    m.into()
 }

@@ -80,7 +80,7 @@ impl Held {
             listener: Some(gateway.listener(slot)),
         };
         let handle = authority::spawn_with(
-            ServerConfig::from_spec(&spec, Some(dir.server_log(&spec.name))),
+            ServerConfig::from_spec(&spec, Some(dir.server_log(&spec.name)), Some(dir.root())),
             initial,
             ledger.clone(),
             ctx.clone(),
@@ -194,6 +194,7 @@ impl Roster {
                         held.handle.configure(ServerConfig::from_spec(
                             spec,
                             Some(fixed.dir.server_log(&spec.name)),
+                            Some(fixed.dir.root()),
                         ));
                     }
                     held.spec = spec.clone();

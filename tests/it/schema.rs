@@ -12,10 +12,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use mcpfleet::config::{
-    BACKOFF_KEYS, DEFAULTS_KEYS, DURATION_PATTERN, ENV_NAME_PATTERN, GATEWAY_KEYS,
-    HEADER_NAME_PATTERN, HEALTH_KEYS, METRICS_KEYS, NAME_PATTERN, RESTART_KEYS, RESTART_POLICIES,
-    SERVER_KEYS, SIZE_PATTERN, STDIO_ONLY_KEYS, SUPERVISOR_KEYS, TIMEOUT_PATTERN, TOOLS_KEYS,
-    TOP_KEYS, URL_PATTERN, load, load_str,
+    AUTH_KEYS, BACKOFF_KEYS, CLIENT_CREDENTIALS_KEYS, DEFAULTS_KEYS, DURATION_PATTERN,
+    ENV_NAME_PATTERN, GATEWAY_KEYS, HEADER_NAME_PATTERN, HEALTH_KEYS, METRICS_KEYS, NAME_PATTERN,
+    OAUTH_KEYS, REMOTE_ONLY_KEYS, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS, SIZE_PATTERN,
+    STDIO_ONLY_KEYS, SUPERVISOR_KEYS, TIMEOUT_PATTERN, TOKEN_STORES, TOOLS_KEYS, TOP_KEYS,
+    URL_PATTERN, load, load_str,
 };
 use serde_json::Value;
 
@@ -161,6 +162,17 @@ fn the_schema_allows_exactly_the_keys_the_parser_accepts() {
         ("metrics", s.at(&["metrics"]), METRICS_KEYS),
         ("supervisor", s.at(&["supervisor"]), SUPERVISOR_KEYS),
         ("tools", s.property(server, "tools"), TOOLS_KEYS),
+        ("auth", s.property(server, "auth"), AUTH_KEYS),
+        (
+            "auth.oauth",
+            s.property(s.property(server, "auth"), "oauth"),
+            OAUTH_KEYS,
+        ),
+        (
+            "auth.client_credentials",
+            s.property(s.property(server, "auth"), "client_credentials"),
+            CLIENT_CREDENTIALS_KEYS,
+        ),
         (
             "defaults.restart",
             s.property(defaults, "restart"),
@@ -187,6 +199,10 @@ fn the_schema_allows_exactly_the_keys_the_parser_accepts() {
     assert_eq!(
         s.property(s.property(server, "restart"), "policy")["enum"],
         serde_json::json!(RESTART_POLICIES),
+    );
+    assert_eq!(
+        s.resolve(s.property(s.property(s.property(server, "auth"), "oauth"), "store"))["enum"],
+        serde_json::json!(TOKEN_STORES),
     );
 }
 
@@ -222,10 +238,12 @@ fn the_schema_says_which_keys_go_with_which_transport() {
     let transports = transports(&s);
     let mut stdio_only = set(STDIO_ONLY_KEYS);
     stdio_only.insert("command".into());
+    let mut remote_only = set(REMOTE_ONLY_KEYS);
+    remote_only.insert("url".into());
     assert_eq!(
         transports,
         BTreeMap::from([
-            ("command".to_string(), set(&["url", "headers"])),
+            ("command".to_string(), remote_only),
             ("url".to_string(), stdio_only),
         ])
     );
@@ -240,6 +258,7 @@ fn the_schema_says_which_keys_go_with_which_transport() {
         "cwd" => ".",
         "shell" => "false",
         "command" => "x",
+        "auth" => "oauth",
         _ => "http://h",
     };
     for (required, forbidden) in &transports {

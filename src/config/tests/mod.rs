@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::*;
 
 mod env_file;
+mod auth;
 mod expansion;
 mod gateway;
 mod policies;

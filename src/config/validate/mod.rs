@@ -19,7 +19,7 @@ use std::path::Path;
 
 use super::duration::{DEFAULT_TIMEOUT, Timeout};
 use super::expand::{ExpandError, Text, expand};
-use super::keys::{Level, STDIO_ONLY_KEYS};
+use super::keys::{Level, REMOTE_ONLY_KEYS, STDIO_ONLY_KEYS};
 use super::policy::Policies;
 use super::walk::{At, Entry, Issue, Validator};
 use super::yaml::Node;
@@ -28,6 +28,7 @@ use super::{
     SupervisorSpec, Transport,
 };
 
+mod auth;
 mod env_file;
 mod gateway;
 mod remote;
@@ -257,6 +258,7 @@ impl Validator<'_> {
         let mut url_key = None;
         let mut url = None;
         let mut headers = Vec::new();
+        let mut auth = None;
         let mut enabled = true;
         let mut connect_timeout = defaults.connect_timeout;
         let mut cleanup_timeout = defaults.cleanup_timeout;
@@ -274,9 +276,9 @@ impl Validator<'_> {
                     &e.key_at,
                     format!("`{key}` only applies to stdio servers (`command`)"),
                 ),
-                "headers" if stdio_only => self.error(
+                key if stdio_only && REMOTE_ONLY_KEYS.contains(&key) => self.error(
                     &e.key_at,
-                    "`headers` only applies to remote servers (`url`)",
+                    format!("`{key}` only applies to remote servers (`url`)"),
                 ),
                 "command" => {
                     command_key = Some(e.key_at.clone());
@@ -298,6 +300,7 @@ impl Validator<'_> {
                     url = self.url(e);
                 }
                 "headers" => headers = self.headers(e),
+                "auth" => auth = self.auth(e),
                 "prefix" => self.prefix(e, &mut expose),
                 "tools" => self.tools(e, &mut expose),
                 // A listed key without a rule; the tests make sure there is none.
@@ -339,7 +342,7 @@ impl Validator<'_> {
             (None, Some(url)) => Transport::Http(HttpSpec {
                 url,
                 headers,
-                auth: None,
+                auth,
             }),
             // Each of these was reported above.
             _ => return None,

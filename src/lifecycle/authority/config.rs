@@ -49,9 +49,12 @@ impl Endpoint {
 
 impl ServerConfig {
     /// What the authority of `spec` needs, from the fleet file.
+    /// `auth_root` is the fleet's state directory, where a remote server's
+    /// tokens are kept (`auth/NAME.json`).
     pub fn from_spec(
         spec: &crate::config::ServerSpec,
         stderr_log: Option<std::path::PathBuf>,
+        auth_root: Option<&std::path::Path>,
     ) -> ServerConfig {
         let (endpoint, command_shown) = match &spec.transport {
             crate::config::Transport::Stdio(stdio) => {
@@ -87,6 +90,14 @@ impl ServerConfig {
                         .iter()
                         .map(|(k, v)| (k.clone(), v.value.clone()))
                         .collect(),
+                    keeper: match (&http.auth, auth_root) {
+                        (Some(auth), Some(root)) => Some(crate::auth::Keeper::new(
+                            crate::auth::TokenStore::for_spec(root, &spec.name, auth),
+                            http.url.value.clone(),
+                            (**auth).clone(),
+                        )),
+                        _ => None,
+                    },
                 };
                 (Endpoint::Http(remote), http.url.display().to_owned())
             }

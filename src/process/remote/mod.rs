@@ -53,6 +53,9 @@ pub struct Remote {
     pub url: String,
     /// Header name and value; values may hold secrets and are never shown.
     pub headers: Vec<(String, String)>,
+    /// The keeper of the server's OAuth tokens (`auth:`), which hands out the
+    /// bearer token of every request.
+    pub keeper: Option<Arc<crate::auth::Keeper>>,
 }
 
 /// How the DELETE that ended a session went.
@@ -187,6 +190,8 @@ pub(crate) struct ObservedClient {
     secrets: Arc<[String]>,
     /// Whether credentials are sent (an `Authorization` header).
     sends_credentials: bool,
+    /// The keeper of the server's OAuth tokens, when it has `auth:`.
+    keeper: Option<Arc<crate::auth::Keeper>>,
     /// Where what the server's messages carry is kept as written, for the
     /// session's handler (docs/design.md §14, "Values as written").
     heard: Option<crate::process::notice::WrittenAsks>,
@@ -203,10 +208,12 @@ impl ObservedClient {
             probe,
             loss,
             secrets: secrets_of(remote).into(),
-            sends_credentials: remote
-                .headers
-                .iter()
-                .any(|(name, _)| name.eq_ignore_ascii_case("authorization")),
+            sends_credentials: remote.keeper.is_some()
+                || remote
+                    .headers
+                    .iter()
+                    .any(|(name, _)| name.eq_ignore_ascii_case("authorization")),
+            keeper: remote.keeper.clone(),
             heard: None,
             seen: None,
         }
@@ -243,8 +250,40 @@ impl ObservedClient {
             .boxed()
     }
 
+    /// The values never to show: the fixed ones and the tokens held now.
+    fn secrets(&self) -> std::borrow::Cow<'_, [String]> {
+        match &self.keeper {
+            None => std::borrow::Cow::Borrowed(&self.secrets[..]),
+            Some(keeper) => {
+                let mut all = self.secrets.to_vec();
+                all.extend(crate::process::redact::secrets(
+                    keeper.secrets().iter().map(String::as_str),
+                ));
+                std::borrow::Cow::Owned(all)
+            }
+        }
+    }
+
+    /// No token could be had: a login is due, or the authorization server
+    /// could not be asked.
+    fn auth_failure(&self, failure: crate::auth::AuthFailure) -> Error {
+        let kind = match failure.kind {
+            crate::auth::AuthFailureKind::Unavailable => FailureKind::Other,
+            _ => FailureKind::AuthRequired,
+        };
+        self.failure(kind, failure.message)
+    }
+
+    /// The bearer token to send, from the keeper; `given` without one.
+    async fn bearer(&self, given: Option<String>) -> Result<Option<String>, Error> {
+        match &self.keeper {
+            None => Ok(given),
+            Some(keeper) => keeper.bearer().await.map(Some).map_err(|f| self.auth_failure(f)),
+        }
+    }
+
     fn failure(&self, kind: FailureKind, message: String) -> Error {
-        let message = redact(&message, &self.secrets);
+        let message = redact(&message, &self.secrets());
         StreamableHttpError::Io(std::io::Error::other(HttpFailure {
             kind,
             message,
@@ -253,13 +292,46 @@ impl ObservedClient {
     }
 
     fn lost(&self, how: &str) -> Error {
-        let how = redact(how, &self.secrets);
+        let how = redact(how, &self.secrets());
         let signal = self.loss.mark(&how);
         StreamableHttpError::Io(std::io::Error::other(HttpFailure {
             kind: FailureKind::SessionLost,
             message: lost_session(&how),
             signal: Some(signal),
         }))
+    }
+
+    /// One POST, the answer to `initialize` read here when it is kept.
+    #[expect(clippy::too_many_arguments, reason = "rmcp's POST, one token apart")]
+    async fn post_once(
+        &self,
+        sent: &Sent,
+        uri: &Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: &Headers,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, Error> {
+        match &self.seen {
+            Some(seen) if sent.initialize => {
+                let headers = custom_headers.clone();
+                self.post_initialize(seen, uri.clone(), message, session_id, auth_header, headers, limits)
+                    .await
+            }
+            _ => {
+                self.inner
+                    .post_message_with_response_limits(
+                        uri.clone(),
+                        message,
+                        session_id,
+                        auth_header,
+                        custom_headers.clone(),
+                        limits,
+                    )
+                    .await
+            }
+        }
     }
 
     /// Judges the answer to a POST: what rmcp passes on as it is, and what becomes
@@ -592,25 +664,41 @@ impl StreamableHttpClient for ObservedClient {
         if let Some(seen) = &self.seen {
             seen.post(&session_id, &custom_headers);
         }
-        let result = match &self.seen {
-            Some(seen) if sent.initialize => {
-                let headers = custom_headers.clone();
-                self.post_initialize(seen, uri.clone(), message, session_id, auth_header, headers, limits)
-                    .await
-            }
-            _ => {
-                self.inner
-                    .post_message_with_response_limits(
-                        uri.clone(),
-                        message,
-                        session_id,
-                        auth_header,
-                        custom_headers.clone(),
-                        limits,
-                    )
-                    .await
-            }
+        let token = match &self.keeper {
+            Some(_) => self.bearer(None).await?,
+            None => None,
         };
+        let auth_header = token.clone().or(auth_header);
+        // Kept to be sent once more with a renewed token after a 401.
+        let again = token.as_ref().map(|_| (message.clone(), session_id.clone(), limits));
+        let mut result = self
+            .post_once(&sent, &uri, message, session_id, auth_header, &custom_headers, limits)
+            .await;
+        if let (Some(keeper), Some(token), Some((message, session_id, limits))) =
+            (&self.keeper, &token, again)
+        {
+            let challenge = match &result {
+                Err(StreamableHttpError::AuthRequired(e)) => Some(Some(e.www_authenticate_header.clone())),
+                Err(StreamableHttpError::InsufficientScope(e)) => {
+                    Some(Some(e.www_authenticate_header.clone()))
+                }
+                Err(StreamableHttpError::UnexpectedServerResponse(text))
+                    if split_status(text).is_some_and(|(s, _)| s == StatusCode::UNAUTHORIZED) =>
+                {
+                    Some(None)
+                }
+                _ => None,
+            };
+            if let Some(challenge) = challenge {
+                let renewed = keeper
+                    .refused(token, challenge.as_deref())
+                    .await
+                    .map_err(|f| self.auth_failure(f))?;
+                result = self
+                    .post_once(&sent, &uri, message, session_id, Some(renewed), &custom_headers, limits)
+                    .await;
+            }
+        }
         let judged = self.judge_post(sent, scrub(result), &uri, &custom_headers).await;
         match judged {
             Ok(StreamableHttpPostResponse::Sse(stream, session)) => {
@@ -631,7 +719,7 @@ impl StreamableHttpClient for ObservedClient {
             .inner
             .delete(uri.as_ref())
             .header("Mcp-Session-Id", session_id.as_ref());
-        if let Some(token) = auth_header {
+        if let Some(token) = self.bearer(auth_header).await? {
             request = request.bearer_auth(token);
         }
         for (name, value) in custom_headers {
@@ -680,22 +768,22 @@ impl StreamableHttpClient for ObservedClient {
         }
     }
 
-    fn get_stream(
+    async fn get_stream(
         &self,
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
         last_event_id: Option<String>,
         auth_header: Option<String>,
         custom_headers: Headers,
-    ) -> impl Future<Output = Result<BoxStream<'static, Result<Sse, SseError>>, Error>> + Send + '_
-    {
-        let call =
-            self.inner
-                .get_stream(uri, session_id, last_event_id, auth_header, custom_headers);
-        async move { scrub(call.await).map(|stream| self.heard(stream)) }
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
+        let auth_header = self.bearer(auth_header).await?;
+        let call = self
+            .inner
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers);
+        scrub(call.await).map(|stream| self.heard(stream))
     }
 
-    fn get_stream_with_max_sse_event_size(
+    async fn get_stream_with_max_sse_event_size(
         &self,
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
@@ -703,8 +791,8 @@ impl StreamableHttpClient for ObservedClient {
         auth_header: Option<String>,
         custom_headers: Headers,
         max_sse_event_size: usize,
-    ) -> impl Future<Output = Result<BoxStream<'static, Result<Sse, SseError>>, Error>> + Send + '_
-    {
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
+        let auth_header = self.bearer(auth_header).await?;
         let call = self.inner.get_stream_with_max_sse_event_size(
             uri,
             session_id,
@@ -713,7 +801,7 @@ impl StreamableHttpClient for ObservedClient {
             custom_headers,
             max_sse_event_size,
         );
-        async move { scrub(call.await).map(|stream| self.heard(stream)) }
+        scrub(call.await).map(|stream| self.heard(stream))
     }
 }
 
