@@ -45,6 +45,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand logs 'Show the servers'' stderr logs'
             cand events 'Show the event log (every transition) as NDJSON'
             cand metrics 'Print the supervisor''s metrics once, in Prometheus'' text format (from state.json when no supervisor runs)'
+            cand login 'Authorize mcpfleet for remote servers with `auth: oauth` (OAuth 2.1 with PKCE): opens the browser, or prints the URL to open, and keeps the tokens'
+            cand logout 'Forget the tokens of remote servers, revoking them where the authorization server offers revocation'
             cand validate 'Check a fleet file and print the resolved fleet (secrets redacted)'
             cand ls 'List the fleets under the state root: name, fleet file, state directory, supervisor pid, servers running/total (with --state-dir, that one)'
             cand import 'Print a fleet file made from an MCP client''s configuration: Claude Desktop, Claude Code, Cursor, Windsurf or VS Code (secrets become ${env:NAME})'
@@ -276,6 +278,36 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
+        &'mcpfleet;login'= {
+            cand --timeout 'How long to wait for the authorization, per server (default 5m)'
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
+            cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
+            cand --no-browser 'Print the URL to open, and start no browser'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -q 'No progress and no log lines below errors on stderr'
+            cand --quiet 'No progress and no log lines below errors on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'mcpfleet;logout'= {
+            cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
+            cand --state-dir 'The fleet''s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)'
+            cand -o 'Output format for the result on stdout'
+            cand --output 'Output format for the result on stdout'
+            cand --color 'When to colour logs, warnings and errors on stderr, and help (auto: on a terminal, unless $NO_COLOR is set and not empty; always: also into a file or a pipe)'
+            cand -v 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand --verbose 'More logging on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides'
+            cand -q 'No progress and no log lines below errors on stderr'
+            cand --quiet 'No progress and no log lines below errors on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
         &'mcpfleet;validate'= {
             cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
@@ -348,6 +380,8 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
             cand logs 'Show the servers'' stderr logs'
             cand events 'Show the event log (every transition) as NDJSON'
             cand metrics 'Print the supervisor''s metrics once, in Prometheus'' text format (from state.json when no supervisor runs)'
+            cand login 'Authorize mcpfleet for remote servers with `auth: oauth` (OAuth 2.1 with PKCE): opens the browser, or prints the URL to open, and keeps the tokens'
+            cand logout 'Forget the tokens of remote servers, revoking them where the authorization server offers revocation'
             cand validate 'Check a fleet file and print the resolved fleet (secrets redacted)'
             cand ls 'List the fleets under the state root: name, fleet file, state directory, supervisor pid, servers running/total (with --state-dir, that one)'
             cand import 'Print a fleet file made from an MCP client''s configuration: Claude Desktop, Claude Code, Cursor, Windsurf or VS Code (secrets become ${env:NAME})'
@@ -379,6 +413,10 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         &'mcpfleet;help;events'= {
         }
         &'mcpfleet;help;metrics'= {
+        }
+        &'mcpfleet;help;login'= {
+        }
+        &'mcpfleet;help;logout'= {
         }
         &'mcpfleet;help;validate'= {
         }

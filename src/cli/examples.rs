@@ -106,6 +106,20 @@ pub fn of(command: &str) -> &'static [Example] {
                 "mcpfleet reconnect memory --if-generation 3",
             ),
         ],
+        "login" => &[
+            ex!(
+                "Authorize every server with `auth: oauth`, in the browser",
+                "mcpfleet login",
+            ),
+            ex!(
+                "Print the URL to open elsewhere, and wait up to 10 minutes",
+                "mcpfleet login github --no-browser --timeout 10m",
+            ),
+        ],
+        "logout" => &[ex!(
+            "Forget (and revoke) a server's tokens",
+            "mcpfleet logout github",
+        )],
         "reset" => &[ex!(
             "Clear the quarantine of a server once nothing of it is alive",
             "mcpfleet reset memory",
