@@ -149,13 +149,17 @@ impl Keeper {
     /// expire.
     pub async fn bearer(&self) -> Result<String, AuthFailure> {
         let auth = self.store.read().map_err(store_failure)?;
-        if let Some(token) = auth
-            .as_ref()
-            .and_then(|a| a.grant_for(&self.url))
-            .and_then(|(_, g)| fresh(g, now_secs()))
-        {
+        let grant = auth.as_ref().and_then(|a| a.grant_for(&self.url));
+        if let Some(token) = grant.and_then(|(_, g)| fresh(g, now_secs())) {
             self.hold(&token);
             return Ok(token);
+        }
+        // Nothing to renew and nothing to start from: a person must log in.
+        if grant.is_none() && matches!(self.spec, AuthSpec::OAuth(_)) && self.seed().is_none() {
+            return Err(self.needs_login(&format!(
+                "no authorization is kept for {}",
+                self.name()
+            )));
         }
         self.renew(None).await
     }

@@ -337,7 +337,8 @@ impl TokenStore {
 
     fn ensure_dir(&self) -> Result<(), StoreError> {
         use std::os::unix::fs::DirBuilderExt;
-        match std::fs::DirBuilder::new().mode(0o700).create(&self.dir) {
+        // The state directory itself may not exist yet (`check` makes none).
+        match std::fs::DirBuilder::new().mode(0o700).recursive(true).create(&self.dir) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
             Err(source) => Err(StoreError::Write {

@@ -32,6 +32,7 @@ mod junit;
 mod limits;
 mod lineage;
 mod metrics;
+mod oauth;
 mod pass_through;
 mod platform;
 mod published;

@@ -101,6 +101,9 @@ pub(crate) struct Sideband {
     /// Cancelled when the session ends (closed, or lost): what is in flight
     /// fails at once, as rmcp's requests do.
     ended: tokio_util::sync::CancellationToken,
+    /// The keeper of the server's OAuth tokens: a side request carries the
+    /// bearer token as rmcp's do.
+    keeper: Option<Arc<crate::auth::Keeper>>,
 }
 
 impl Sideband {
@@ -114,7 +117,14 @@ impl Sideband {
             modern: modern.map(Arc::new),
             next: Arc::default(),
             ended: tokio_util::sync::CancellationToken::new(),
+            keeper: None,
         }
+    }
+
+    /// Side requests that carry the bearer token `keeper` hands out.
+    pub(crate) fn with_keeper(mut self, keeper: Option<Arc<crate::auth::Keeper>>) -> Sideband {
+        self.keeper = keeper;
+        self
     }
 
     /// The session ended: side requests in flight fail, and later ones at once.
@@ -161,6 +171,13 @@ impl Sideband {
         }
         if let Some(session) = session {
             request = request.header("Mcp-Session-Id", session.as_ref());
+        }
+        if let Some(keeper) = &self.keeper {
+            let token = keeper
+                .bearer()
+                .await
+                .map_err(|f| unexpected(f.message))?;
+            request = request.bearer_auth(token);
         }
         if let Some(meta) = &self.modern {
             let mut own = meta.as_ref().clone();

@@ -248,7 +248,16 @@ impl Session {
         };
         let info = client.get_info();
         let params = era::discover_params(&info);
-        let reply = match crate::process::remote::discover(&remote.url, &remote.headers, &params, bound).await {
+        // The probe carries the bearer token too, when the keeper has one; a
+        // keeper that has none is the session's to report (the probe then
+        // goes without, and the handshake says why).
+        let mut headers = remote.headers.clone();
+        if let Some(keeper) = &remote.keeper
+            && let Ok(token) = keeper.bearer().await
+        {
+            headers.push(("Authorization".into(), format!("Bearer {token}")));
+        }
+        let reply = match crate::process::remote::discover(&remote.url, &headers, &params, bound).await {
             Some(crate::process::remote::Discovered::Result(r)) => era::Reply::Result(r),
             Some(crate::process::remote::Discovered::Error(e)) => era::Reply::Error(e),
             None => era::Reply::Nothing,
@@ -296,7 +305,8 @@ impl Session {
                     era,
                 )
                 .await;
-                let side = crate::process::remote::Sideband::new(&remote.url, seen, modern);
+                let side = crate::process::remote::Sideband::new(&remote.url, seen, modern)
+                    .with_keeper(remote.keeper.clone());
                 // A session the server no longer knows ends its side requests.
                 if let Some(loss) = session.loss.clone() {
                     let side = side.clone();

@@ -1,0 +1,400 @@
+//! OAuth for remote servers against a loopback authorization server that is
+//! also the protected MCP server (`tests/oauth/server.py`, standard library
+//! Python): `mcpfleet login --no-browser` completed by fetching the printed URL
+//! as a browser would, the bearer token sent only to the resource it was issued
+//! for, expiry and one refresh under concurrent calls, a rotated refresh token
+//! written before it is used (and so surviving a SIGKILL of the supervisor),
+//! logout with revocation, a denied consent, a login that times out, and no
+//! token in any output or state file. The server's journal (one JSON line per
+//! request, tokens only as hash prefixes) is what the tests judge by.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::*;
+
+/// The Python interpreter itself, not a launcher that would run it as its
+/// child (pyenv's shims do), so that stopping the server stops it.
+fn python() -> &'static Path {
+    static PYTHON: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let out = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3");
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    })
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oauth/server.py")
+}
+
+/// The loopback authorization server, stopped when dropped.
+struct AuthServer {
+    child: Child,
+    base: String,
+    journal: PathBuf,
+}
+
+impl AuthServer {
+    fn start(fleet: &TestFleet, args: &[&str]) -> AuthServer {
+        let journal = fleet.dir.path().join("journal.jsonl");
+        let mut child = Command::new(python())
+            .arg(script())
+            .arg("--journal")
+            .arg(&journal)
+            .args(args)
+            .env(TEST_ID_VAR, &fleet.test_id)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start tests/oauth/server.py");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("the server's address");
+        let base = line.trim().to_owned();
+        assert!(base.starts_with("http://127.0.0.1:"), "{base:?}");
+        AuthServer {
+            child,
+            base,
+            journal,
+        }
+    }
+
+    fn events(&self, kind: &str) -> Vec<Value> {
+        std::fs::read_to_string(&self.journal)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["event"] == kind)
+            .collect()
+    }
+
+    fn refreshes(&self) -> Vec<Value> {
+        self.events("token")
+            .into_iter()
+            .filter(|e| e["grant_type"] == "refresh_token")
+            .collect()
+    }
+}
+
+impl Drop for AuthServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn oauth_fleet(
+    label: &str,
+    body: impl Fn(&str) -> String,
+    server_args: &[&str],
+) -> (TestFleet, AuthServer) {
+    let fleet = TestFleet::raw(label, "version: 1\nservers: {}\n");
+    let server = AuthServer::start(&fleet, server_args);
+    std::fs::write(&fleet.path, body(&server.base)).unwrap();
+    (fleet, server)
+}
+
+fn one_server(base: &str) -> String {
+    format!("version: 1\nservers:\n  r:\n    url: {base}/mcp\n    auth: oauth\n")
+}
+
+/// What a browser does with the printed URL: follows the authorization
+/// server's redirect to mcpfleet's loopback listener.
+fn open_in_browser(url: &str) {
+    let out = run_bounded(
+        {
+            let mut c = Command::new("python3");
+            c.args([
+                "-c",
+                "import sys, urllib.request\ntry:\n    urllib.request.urlopen(sys.argv[1], timeout=20).read()\nexcept Exception as e:\n    print(e)\n",
+                url,
+            ]);
+            c
+        },
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// `mcpfleet login ARGS --no-browser`, completed by "a browser" (unless
+/// `browse` is false), to its end.
+fn login(fleet: &TestFleet, args: &[&str], browse: bool) -> (std::process::Output, String) {
+    let mut all = vec!["--output", "json", "login", "--no-browser"];
+    all.extend_from_slice(args);
+    let mut child = fleet.spawn(&all);
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    let url = first
+        .split_once(": http")
+        .map(|(_, rest)| format!("http{}", rest.trim()))
+        .unwrap_or_default();
+    if browse && !url.is_empty() {
+        open_in_browser(&url);
+    }
+    let mut rest = String::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "login did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out, format!("{first}{rest}"))
+}
+
+fn token_file(fleet: &TestFleet, server: &str) -> PathBuf {
+    fleet.state_dir().join(format!("auth/{server}.json"))
+}
+
+/// The raw tokens kept for `server`: every `access_token` and `refresh_token`
+/// in its token file.
+fn kept_tokens(fleet: &TestFleet, server: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(token_file(fleet, server)).unwrap_or_default();
+    let doc: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    let mut out = Vec::new();
+    for grant in doc["grants"]
+        .as_object()
+        .into_iter()
+        .flat_map(|g| g.values())
+    {
+        let response = &grant["credentials"]["token_response"];
+        for key in ["access_token", "refresh_token"] {
+            if let Some(t) = response[key].as_str() {
+                out.push(t.to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// The hash prefix the journal gives a token.
+fn journal_hash(token: &str) -> String {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import hashlib, sys; print(hashlib.sha256(sys.argv[1].encode()).hexdigest()[:16])",
+            token,
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// Fails when any of `secrets` is in `text`.
+fn assert_hidden(what: &str, text: &str, secrets: &[String]) {
+    for s in secrets {
+        assert!(!text.contains(s.as_str()), "a token is in {what}:\n{text}");
+    }
+}
+
+/// Every file of the state directory but the token files.
+fn state_files_text(fleet: &TestFleet) -> String {
+    fn walk(dir: &Path, out: &mut String) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n != "auth") {
+                    walk(&path, out);
+                }
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                out.push_str(&String::from_utf8_lossy(&bytes));
+            }
+        }
+    }
+    let mut out = String::new();
+    walk(&fleet.state_dir(), &mut out);
+    out
+}
+
+#[test]
+fn login_then_the_token_goes_only_to_its_resource_and_nowhere_else() {
+    let (fleet, auth) = oauth_fleet(
+        "oauth-login",
+        |base| {
+            format!(
+                "version: 1\nservers:\n  r:\n    url: {base}/mcp\n    auth: oauth\n  o:\n    url: {base}/other\n    auth: oauth\n"
+            )
+        },
+        &[],
+    );
+    // Before any login: a kind of its own, and the command that fixes it.
+    let (out, doc) = fleet.run_json(&["check", "r"]);
+    assert_code(&out, 3);
+    assert_eq!(server(&doc, "r")["error"]["kind"], "auth_required", "{doc}");
+    assert!(
+        stdout(&out).contains("mcpfleet login r"),
+        "{}",
+        stdout(&out)
+    );
+
+    let (out, err) = login(&fleet, &["r"], true);
+    assert_code(&out, 0);
+    let doc = parse_doc(&out);
+    let r = server(&doc, "r");
+    assert_eq!(r["ok"], true, "{doc}");
+    assert_eq!(r["resource"], format!("{}/mcp", auth.base));
+    assert_eq!(r["refresh"], true);
+    assert!(err.contains("open this URL to authorize r: "), "{err}");
+    // The token file: the owner's alone.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(token_file(&fleet, "r"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let tokens = kept_tokens(&fleet, "r");
+    assert_eq!(tokens.len(), 2, "an access and a refresh token");
+
+    let (out, doc) = fleet.run_json(&["check"]);
+    // `r` is authorized; `o` (another resource of the same server) is not.
+    assert!(server(&doc, "r")["error"].is_null(), "{doc}");
+    assert_eq!(server(&doc, "o")["error"]["kind"], "auth_required", "{doc}");
+    assert_code(&out, 3);
+    let requests = auth.events("request");
+    let to_mcp: Vec<&Value> = requests.iter().filter(|e| e["path"] == "/mcp").collect();
+    assert!(
+        to_mcp
+            .iter()
+            .any(|e| e["method"] == "tools/list" && e["status"] == 200),
+        "{requests:?}"
+    );
+    // Every request of mcpfleet's sessions carried the token (only the
+    // login's first, unauthorized request, which asks for the challenge, did
+    // not), and it was a token for /mcp.
+    let granted = auth
+        .events("token")
+        .iter()
+        .find(|e| e["grant_type"] == "authorization_code" && e["ok"] == true)
+        .map(|e| e["t"].as_f64().unwrap())
+        .expect("the login's code exchange");
+    for e in to_mcp.iter().filter(|e| e["token"].is_null()) {
+        assert!(
+            e["t"].as_f64().unwrap() < granted,
+            "a request without the token: {e}"
+        );
+    }
+    for e in to_mcp.iter().filter(|e| !e["token"].is_null()) {
+        assert_eq!(e["token_resource"], format!("{}/mcp", auth.base), "{e}");
+    }
+    // No token of /mcp was ever offered to /other.
+    for e in requests.iter().filter(|e| e["path"] == "/other") {
+        assert_ne!(e["token_resource"], format!("{}/mcp", auth.base), "{e}");
+    }
+    // Nothing shows a token: outputs, state files, the recorded fleet.
+    assert_hidden(
+        "check's output",
+        &format!("{}{}", stdout(&out), stderr(&out)),
+        &tokens,
+    );
+    assert_hidden("login's output", &format!("{}{err}", stdout(&out)), &tokens);
+    let (out, _) = fleet.run_json(&["status"]);
+    assert_hidden("status", &stdout(&out), &tokens);
+    assert_hidden("the state directory", &state_files_text(&fleet), &tokens);
+}
+
+#[test]
+fn an_expired_token_is_refreshed_once_under_concurrent_calls_and_the_rotation_is_kept() {
+    // 10 s tokens are renewed in their last 5 s (to the second).
+    let (fleet, auth) = oauth_fleet("oauth-refresh", one_server, &["--token-ttl", "10"]);
+    let (out, _) = login(&fleet, &[], true);
+    assert_code(&out, 0);
+    let (out, _) = fleet.run_json(&["up"]);
+    assert_code(&out, 0);
+    let before = kept_tokens(&fleet, "r");
+    std::thread::sleep(Duration::from_millis(6500));
+    let calls: Vec<_> = (0..8)
+        .map(|_| fleet.spawn(&["--output", "json", "call", "r", "whoami"]))
+        .collect();
+    for call in calls {
+        let out = call.wait_with_output().unwrap();
+        assert_code(&out, 0);
+        assert!(stdout(&out).contains("/mcp"), "{}", stdout(&out));
+    }
+    let refreshes = auth.refreshes();
+    assert_eq!(
+        refreshes.len(),
+        1,
+        "one refresh for eight calls: {refreshes:?}"
+    );
+    assert_eq!(refreshes[0]["ok"], true, "{refreshes:?}");
+    // The rotated refresh token is the one kept, written before its access
+    // token was sent: a SIGKILL of the supervisor now loses nothing.
+    let supervisor = fleet.lock_pid().expect("a supervisor");
+    let after = kept_tokens(&fleet, "r");
+    assert_ne!(before, after);
+    assert_eq!(
+        journal_hash(&after[1]),
+        refreshes[0]["refresh_token"].as_str().unwrap(),
+        "the file keeps the rotated refresh token"
+    );
+    kill_all(&[supervisor]);
+    // The next refresh, by another process, uses the rotated token and
+    // succeeds (the old one would be refused: the server rotates).
+    std::thread::sleep(Duration::from_millis(6500));
+    let (out, doc) = fleet.run_json(&["check"]);
+    assert_code(&out, 0);
+    assert!(server(&doc, "r")["error"].is_null(), "{doc}");
+    let refreshes = auth.refreshes();
+    assert_eq!(
+        refreshes.len(),
+        2,
+        "{refreshes:?}\n{:?}\n{}",
+        auth.events("request"),
+        stderr(&out)
+    );
+    assert!(refreshes.iter().all(|r| r["ok"] == true), "{refreshes:?}");
+    let (out, _) = fleet.run_json(&["down"]);
+    assert!(
+        out.status.success() || out.status.code() == Some(8),
+        "{}",
+        stdout(&out)
+    );
+    drop(auth);
+    fleet.assert_no_leftovers();
+}
+
+#[test]
+fn logout_revokes_and_forgets() {
+    let (fleet, auth) = oauth_fleet("oauth-logout", one_server, &[]);
+    let (out, _) = login(&fleet, &[], true);
+    assert_code(&out, 0);
+    let (out, doc) = fleet.run_json(&["logout", "r"]);
+    assert_code(&out, 0);
+    assert_eq!(server(&doc, "r")["forgotten"], true, "{doc}");
+    let revoked = auth.events("revoke");
+    assert!(revoked.iter().any(|e| e["revoked"] == true), "{revoked:?}");
+    assert!(!token_file(&fleet, "r").exists());
+    let (out, doc) = fleet.run_json(&["check"]);
+    assert_code(&out, 3);
+    assert_eq!(server(&doc, "r")["error"]["kind"], "auth_required", "{doc}");
+}
+
+#[test]
+fn a_denied_consent_and_a_login_nobody_completes_fail_with_what_to_do() {
+    let (fleet, _auth) = oauth_fleet("oauth-denied", one_server, &["--deny"]);
+    let (out, err) = login(&fleet, &["r"], true);
+    assert_code(&out, 3);
+    let doc = parse_doc(&out);
+    assert_eq!(server(&doc, "r")["kind"], "auth_denied", "{doc}");
+    assert!(err.contains("access_denied"), "{err}");
+    assert!(err.contains("mcpfleet login r"), "{err}");
+    assert!(!token_file(&fleet, "r").exists());
+
+    let (out, err) = login(&fleet, &["r", "--timeout", "1s"], false);
+    assert_code(&out, 4);
+    assert_eq!(server(&parse_doc(&out), "r")["kind"], "timeout");
+    assert!(err.contains("no redirect came within 1s"), "{err}");
+}
