@@ -10,8 +10,16 @@ scenario server, carries each request on. It ends with `mcpfleet down`.
 
     python client.py URL
 
-Environment: MCPFLEET_BIN (the binary; default `mcpfleet`). Exit status: 0 when
-every step was answered, 1 otherwise (the suite's checks decide the verdict).
+For an OAuth scenario (`auth/*`) the server gets an `auth:` first: `oauth`, with
+the pre-registered client the scenario's context names, or for the
+client-credentials extension `client_credentials`. `mcpfleet login --no-browser`
+then prints the authorization URL; the script opens it as a browser would (the
+suite's authorization server redirects at once to mcpfleet's loopback listener),
+and goes on once the login ends.
+
+Environment: MCPFLEET_BIN (the binary; default `mcpfleet`); MCPFLEET_EXIT_FILE, a
+file this script writes its exit status to. Exit status: 0 when every step was
+answered, 1 otherwise (the suite's checks decide the verdict).
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +41,38 @@ from mcp import Client, StdioServerParameters
 SERVER = "s"
 
 
-def fleet_file(directory: Path, url: str) -> Path:
+# The client ID metadata document the suite's `auth/basic-cimd` expects (a
+# constant of the suite; the document itself is never fetched).
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+SECRET_VAR = "MCPFLEET_CONFORMANCE_CLIENT_SECRET"
+
+
+def auth_block(scenario: str, context: dict[str, Any]) -> str:
+    """The server's `auth:` for an OAuth scenario, as YAML lines."""
+    if not scenario.startswith("auth/"):
+        return ""
+    if scenario.startswith("auth/client-credentials"):
+        return (
+            "    auth:\n"
+            "      client_credentials:\n"
+            f"        client_id: {json.dumps(context.get('client_id', ''))}\n"
+            f"        client_secret: ${{env:{SECRET_VAR}}}\n"
+        )
+    lines = ["    auth:", "      oauth:"]
+    if context.get("client_id"):
+        lines.append(f"        client_id: {json.dumps(context['client_id'])}")
+        if context.get("client_secret"):
+            lines.append(f"        client_secret: ${{env:{SECRET_VAR}}}")
+        if context.get("issuer"):
+            lines.append(f"        issuer: {json.dumps(context['issuer'])}")
+    if scenario == "auth/basic-cimd":
+        lines.append(f"        client_metadata_url: {CIMD_URL}")
+    if len(lines) == 2:
+        lines[1] = "      oauth: {}"
+    return "\n".join(lines) + "\n"
+
+
+def fleet_file(directory: Path, url: str, scenario: str, context: dict[str, Any]) -> Path:
     path = directory / "fleet.yaml"
     # `prefix: ""`: the gateway shows the scenario server's names unchanged.
     path.write_text(
@@ -39,9 +80,48 @@ def fleet_file(directory: Path, url: str) -> Path:
         "servers:\n"
         f"  {SERVER}:\n"
         f"    url: {json.dumps(url)}\n"
-        '    prefix: ""\n'
+        '    prefix: ""\n' + auth_block(scenario, context)
     )
     return path
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def browse(url: str) -> None:
+    """What a browser does with the authorization URL: follows the
+    authorization server's redirect to the loopback listener."""
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        opener.open(url, timeout=20)
+        return
+    except urllib.error.HTTPError as e:
+        location = e.headers.get("Location")
+        if not (300 <= e.code < 400 and location):
+            raise
+    with urllib.request.urlopen(location, timeout=20) as answer:
+        answer.read()
+
+
+def login(base: list[str]) -> int:
+    """`mcpfleet login --no-browser`, completed by `browse`."""
+    proc = subprocess.Popen(
+        [*base, "login", "--no-browser", "--timeout", "25s", SERVER],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        sys.stderr.write(line)
+        marker = f"open this URL to authorize {SERVER}: "
+        if line.startswith(marker):
+            try:
+                browse(line[len(marker) :].strip())
+            except Exception as e:  # noqa: BLE001 - the login says what came of it
+                print(f"client.py: opening the authorization URL: {e!r}", file=sys.stderr)
+    return proc.wait()
 
 
 def defaults_of(schema: dict[str, Any]) -> dict[str, Any]:
@@ -115,11 +195,16 @@ def main() -> int:
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     binary = os.environ.get("MCPFLEET_BIN", "mcpfleet")
+    if context.get("client_secret"):
+        os.environ[SECRET_VAR] = context["client_secret"]
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
-        fleet = fleet_file(directory, url)
+        fleet = fleet_file(directory, url, scenario, context)
         base = [binary, "-f", str(fleet), "--state-dir", str(directory / "state")]
         try:
+            if scenario.startswith("auth/") and not scenario.startswith("auth/client-credentials"):
+                if login(base) != 0:
+                    return 1
             up = subprocess.run([*base, "up"], check=False)
             if up.returncode != 0:
                 return 1
@@ -132,5 +217,13 @@ def main() -> int:
             subprocess.run([*base, "down"], check=False, stdout=subprocess.DEVNULL)
 
 
+def main_recorded() -> int:
+    code = main()
+    exit_file = os.environ.get("MCPFLEET_EXIT_FILE")
+    if exit_file:
+        Path(exit_file).write_text(f"{code}\n")
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_recorded())

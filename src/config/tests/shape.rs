@@ -405,6 +405,7 @@ fn every_listed_key_is_handled() {
         "command" => "x",
         "url" => "http://h",
         "headers" => "{X-A: b}",
+        "auth" => "oauth",
         "args" => "[]",
         "cwd" => ".",
         "shell" | "enabled" => "true",
@@ -441,7 +442,7 @@ fn every_listed_key_is_handled() {
     for key in SERVER_KEYS {
         let transport = match *key {
             "command" | "url" => "",
-            "headers" => "url: http://h, ",
+            "headers" | "auth" => "url: http://h, ",
             _ => "command: x, ",
         };
         ok(&format!(
@@ -456,6 +457,15 @@ fn every_listed_key_is_handled() {
                 value_for(key)
             )),
             format!("3:22: servers.a.{key}: `{key}` only applies to stdio servers (`command`)")
+        );
+    }
+    for key in REMOTE_ONLY_KEYS {
+        assert_eq!(
+            one_error(&format!(
+                "{HEAD}  a: {{command: x, {key}: {}}}\n",
+                value_for(key)
+            )),
+            format!("3:19: servers.a.{key}: `{key}` only applies to remote servers (`url`)")
         );
     }
     for key in RESTART_KEYS {
