@@ -15,7 +15,7 @@ use crate::cli::ColorChoice;
 /// rmcp logs every message it receives at info and debug, text included: a server
 /// that sends thousands of notifications would fill the log (and a message may
 /// hold what a secret gave it). Its own lines stay at `warn` unless `-vvv` or
-/// `RUST_LOG` names it.
+/// `RUST_LOG` names it; its OAuth lines never go below `info`.
 pub fn init(verbose: u8, quiet: bool, color: ColorChoice) {
     let default = match (quiet, verbose) {
         (true, _) => "error",
@@ -25,6 +25,12 @@ pub fn init(verbose: u8, quiet: bool, color: ColorChoice) {
         _ => "trace",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    // rmcp's OAuth lines below info print what must stay secret (an
+    // authorization code among them): never shown, whatever the level (L18).
+    let filter = match "rmcp::transport::auth=info".parse() {
+        Ok(cap) => filter.add_directive(cap),
+        Err(_) => filter,
+    };
     let ansi = colored(
         color,
         std::io::stderr().is_terminal(),

@@ -182,7 +182,12 @@ impl Keeper {
                 kind: AuthFailureKind::InsufficientScope { scope },
             });
         }
-        self.renew(Some(sent)).await
+        let renewed = self.renew(Some(sent)).await;
+        if renewed.is_err() && params.scope.is_some() {
+            // The scope the server named is what the next login asks for.
+            self.remember(&params).await;
+        }
+        renewed
     }
 
     /// Keeps what the server was last refused with, for the next login.

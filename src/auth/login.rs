@@ -117,14 +117,18 @@ pub async fn login(
     let challenge = challenge_of(url).await;
     let kept = store.read()?;
     let mut scopes = spec.scopes.clone();
-    if let Some(step_up) = kept
-        .as_ref()
-        .and_then(|a| a.grant_for(url))
-        .and_then(|(_, g)| g.last_challenge.as_ref())
-        .filter(|c| c.error.as_deref() == Some("insufficient_scope"))
-        .and_then(|c| c.scope.clone())
-    {
-        for scope in step_up.split_whitespace() {
+    // A step-up asks for what was granted and what the server wants on top
+    // (the union: a narrower grant would lose what worked).
+    let grant = kept.as_ref().and_then(|a| a.grant_for(url)).map(|(_, g)| g);
+    if let Some((granted, step_up)) = grant.and_then(|g| {
+        g.last_challenge
+            .as_ref()
+            .filter(|c| c.error.as_deref() != Some("invalid_grant"))
+            .and_then(|c| c.scope.clone())
+            .map(|s| (g.credentials.granted_scopes.clone(), s))
+    }) {
+        let wanted = granted.iter().map(String::as_str).chain(step_up.split_whitespace());
+        for scope in wanted.collect::<Vec<_>>() {
             if !scopes.iter().any(|s| s == scope) {
                 scopes.push(scope.to_owned());
             }

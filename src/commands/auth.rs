@@ -15,7 +15,7 @@ use crate::cli::{LoginArgs, LogoutArgs};
 use crate::config::{AuthSpec, ServerSpec, Timeout, Transport};
 use crate::host::{self, Unnamed};
 use crate::output::exit::Code;
-use crate::output::report::{Format, SCHEMA_VERSION, json_line, write_stdout};
+use crate::output::report::{AuthStatus, Format, Report, SCHEMA_VERSION, json_line, write_stdout};
 
 /// The default wait for a person to authorize.
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
@@ -187,4 +187,81 @@ pub(crate) async fn logout(t: Target, args: &LogoutArgs, g: &Global) -> Result<C
         }
     }
     print(g, "logout", code, docs, &lines)
+}
+
+/// Where the authorization of `spec`, a server with `auth:`, stands: read
+/// from its token file, never showing a token.
+fn auth_status(t: &Target, spec: &ServerSpec) -> Option<AuthStatus> {
+    use crate::auth::keeper::{access_of, can_refresh, now_secs};
+    let (url, auth) = auth_of(spec)?;
+    let needs = |reason: &str| AuthStatus {
+        state: "needs_login".into(),
+        expires_at: None,
+        refresh: false,
+        scopes: Vec::new(),
+        reason: Some(reason.into()),
+    };
+    let store = TokenStore::for_spec(t.dir.root(), &spec.name, auth);
+    let kept = match store.read() {
+        Ok(kept) => kept,
+        Err(e) => return Some(needs(&e.to_string())),
+    };
+    let seeded = matches!(auth, AuthSpec::OAuth(o) if o.refresh_token.is_some());
+    let Some((_, grant)) = kept.as_ref().and_then(|k| k.grant_for(url)) else {
+        return Some(match auth {
+            AuthSpec::OAuth(_) if !seeded => needs("no authorization is kept"),
+            _ => AuthStatus {
+                state: "none".into(),
+                expires_at: None,
+                refresh: false,
+                scopes: Vec::new(),
+                reason: None,
+            },
+        });
+    };
+    let refresh = can_refresh(grant);
+    let scopes = grant.credentials.granted_scopes.clone();
+    if let Some(c) = &grant.last_challenge {
+        match c.error.as_deref() {
+            Some("invalid_grant") => {
+                return Some(needs("the authorization server refused to refresh the grant"));
+            }
+            Some("insufficient_scope") => {
+                return Some(needs(&format!(
+                    "the server requires scope `{}`",
+                    c.scope.as_deref().unwrap_or("(unnamed)")
+                )));
+            }
+            _ => {}
+        }
+    }
+    let (_, expires) = access_of(grant)?;
+    let expired = expires.is_some_and(|at| at <= now_secs());
+    Some(match (expired, refresh || matches!(auth, AuthSpec::ClientCredentials(_))) {
+        (false, _) => AuthStatus {
+            state: "valid".into(),
+            expires_at: expires.map(rfc3339),
+            refresh,
+            scopes,
+            reason: None,
+        },
+        (true, true) => AuthStatus {
+            state: "expired".into(),
+            expires_at: expires.map(rfc3339),
+            refresh,
+            scopes,
+            reason: None,
+        },
+        (true, false) => needs("the access token expired and no refresh token was granted"),
+    })
+}
+
+/// Adds to `status`'s report where each server's authorization stands.
+pub(crate) fn with_auth_statuses(mut report: Report, t: &Target) -> Report {
+    for server in &mut report.servers {
+        if let Some(spec) = t.fleet.server(&server.name) {
+            server.auth = auth_status(t, spec);
+        }
+    }
+    report
 }

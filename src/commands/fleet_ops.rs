@@ -247,7 +247,11 @@ pub(crate) async fn status(t: Target, args: &StatusArgs, g: &Global) -> Result<C
             match client::request(stream, op, |_| {}).await {
                 // The supervisor was exiting idle: nothing runs, as state.json says.
                 Err(ClientError::Unread(_)) => offline_status(&t, args, g),
-                result => finish(result, "status", g),
+                result => finish(
+                    result.map(|r| super::auth::with_auth_statuses(r, &t)),
+                    "status",
+                    g,
+                ),
             }
         }
         Err(_) => offline_status(&t, args, g),
@@ -258,7 +262,8 @@ pub(crate) async fn status(t: Target, args: &StatusArgs, g: &Global) -> Result<C
 fn offline_status(t: &Target, args: &StatusArgs, g: &Global) -> Result<Code, CliError> {
     let persisted = Persisted::load(&t.dir.state()).map_err(|e| anyhow::anyhow!("{e}"))?;
     let lines = offline_lines(t, &persisted, &args.servers)?;
-    emit(Report::new("status", lines, false), g)
+    let report = super::auth::with_auth_statuses(Report::new("status", lines, false), t);
+    emit(report, g)
 }
 
 /// What `state.json` and the process table say when no supervisor runs.

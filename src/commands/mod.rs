@@ -8,7 +8,7 @@ mod global;
 mod request;
 mod run;
 
-mod auth;
+pub(crate) mod auth;
 pub(crate) mod chain;
 pub(crate) mod check;
 pub(crate) mod client;

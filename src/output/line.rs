@@ -108,6 +108,7 @@ impl ServerReport {
             exit_code: code.as_i32(),
             drift: None,
             tools_contract: None,
+            auth: None,
         }
     }
 
@@ -195,6 +196,7 @@ impl ServerReport {
             exit_code: code.as_i32(),
             drift: None,
             tools_contract: None,
+            auth: None,
         }
     }
 }

@@ -166,6 +166,53 @@ pub struct ServerReport {
     /// --expect-tools`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools_contract: Option<ToolsContract>,
+    /// The server's OAuth authorization, for a remote server with `auth:`
+    /// (`status`; never a token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthStatus>,
+}
+
+/// Where a server's OAuth authorization stands (docs/design.md,
+/// "Authorization").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuthStatus {
+    /// `valid` (a token good until `expires_at`), `expired` (renewed at the
+    /// next request: `refresh` is true), `needs_login` (`mcpfleet login NAME`),
+    /// or `none` (none yet: the authority obtains one by itself, from
+    /// `client_credentials` or a `refresh_token:` seed).
+    pub state: String,
+    /// RFC 3339, when the access token expires.
+    pub expires_at: Option<String>,
+    /// Whether a refresh token is held.
+    pub refresh: bool,
+    pub scopes: Vec<String>,
+    /// Why a login is needed, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl AuthStatus {
+    /// The line under a server's row in `status`.
+    pub fn text(&self, name: &str) -> String {
+        let scopes = if self.scopes.is_empty() {
+            String::new()
+        } else {
+            format!("; scopes {}", self.scopes.join(" "))
+        };
+        let refresh = if self.refresh { "; refresh possible" } else { "" };
+        match self.state.as_str() {
+            "valid" => format!(
+                "auth: valid until {}{refresh}{scopes}",
+                self.expires_at.as_deref().unwrap_or("(no expiry given)")
+            ),
+            "expired" => format!("auth: expired, renewed at the next request{refresh}{scopes}"),
+            "needs_login" => format!(
+                "auth: needs login ({}): run `mcpfleet login {name}`",
+                self.reason.as_deref().unwrap_or("no authorization is kept")
+            ),
+            _ => "auth: none yet; obtained when the server starts".into(),
+        }
+    }
 }
 
 /// The whole result of a command.
@@ -381,6 +428,9 @@ fn render_text(report: &Report) -> String {
         }
         if let Some(text) = s.drift.as_ref().and_then(Drift::text) {
             out.push_str(&format!("  {text}\n"));
+        }
+        if let Some(auth) = &s.auth {
+            out.push_str(&format!("  {}\n", auth.text(&s.name)));
         }
         if let Some(contract) = &s.tools_contract {
             let file = report

@@ -150,7 +150,25 @@ async def on_roots(context: Any) -> types.ListRootsResult:
     return types.ListRootsResult(roots=[types.Root(uri="file:///tmp", name="tmp")])
 
 
-async def drive(command: list[str], scenario: str, context: dict[str, Any]) -> None:
+# How many times a step is tried again after a login it asked for (a scope the
+# grant lacks, a grant the server no longer takes).
+RELOGINS = 2
+
+
+async def relogging(base: list[str], step: Any) -> Any:
+    """`step()`, and once more after each `mcpfleet login` its failure asks for."""
+    for attempt in range(RELOGINS + 1):
+        try:
+            return await step()
+        except Exception as e:  # noqa: BLE001 - only an authorization failure is retried
+            if not base or attempt == RELOGINS or "mcpfleet login" not in str(e):
+                raise
+            print(f"client.py: {e}; logging in again", file=sys.stderr)
+            if await anyio.to_thread.run_sync(login, base) != 0:
+                raise
+
+
+async def drive(command: list[str], scenario: str, context: dict[str, Any], base: list[str]) -> None:
     server = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     async with Client(
         server,
@@ -160,7 +178,7 @@ async def drive(command: list[str], scenario: str, context: dict[str, Any]) -> N
         list_roots_callback=on_roots,
         cache=None,
     ) as client:
-        tools = (await client.list_tools()).tools
+        tools = (await relogging(base, client.list_tools)).tools
         names = [t.name for t in tools]
         calls: list[tuple[str, dict[str, Any]]] = []
         if context.get("toolCalls"):
@@ -177,7 +195,9 @@ async def drive(command: list[str], scenario: str, context: dict[str, Any]) -> N
             # server decides what each call shows.
             calls = [(name, {}) for name in names]
         for name, arguments in calls:
-            await client.call_tool(name, arguments)
+            result = await relogging(base, lambda: client.call_tool(name, arguments))
+            if getattr(result, "is_error", False) and "mcpfleet login" in str(result):
+                raise RuntimeError(str(result))
         if scenario == "http-standard-headers":
             resources = (await client.list_resources()).resources
             for resource in resources[:1]:
@@ -202,13 +222,20 @@ def main() -> int:
         fleet = fleet_file(directory, url, scenario, context)
         base = [binary, "-f", str(fleet), "--state-dir", str(directory / "state")]
         try:
-            if scenario.startswith("auth/") and not scenario.startswith("auth/client-credentials"):
+            oauth = scenario.startswith("auth/") and not scenario.startswith("auth/client-credentials")
+            if oauth and login(base) != 0:
+                return 1
+            up = subprocess.run([*base, "up"], check=False, capture_output=True, text=True)
+            for _ in range(RELOGINS if oauth else 0):
+                if up.returncode == 0 or "mcpfleet login" not in up.stdout:
+                    break
                 if login(base) != 0:
                     return 1
-            up = subprocess.run([*base, "up"], check=False)
+                up = subprocess.run([*base, "up"], check=False, capture_output=True, text=True)
+            sys.stderr.write(up.stdout + up.stderr)
             if up.returncode != 0:
                 return 1
-            anyio.run(drive, [*base, "connect"], scenario, context)
+            anyio.run(drive, [*base, "connect"], scenario, context, base if oauth else [])
             return 0
         except Exception as e:  # noqa: BLE001 - the verdict is the suite's; say what failed
             print(f"client.py: {scenario}: {e!r}", file=sys.stderr)

@@ -398,3 +398,56 @@ fn a_denied_consent_and_a_login_nobody_completes_fail_with_what_to_do() {
     assert_eq!(server(&parse_doc(&out), "r")["kind"], "timeout");
     assert!(err.contains("no redirect came within 1s"), "{err}");
 }
+
+#[test]
+fn a_scope_the_grant_lacks_asks_for_a_login_that_asks_for_both() {
+    let (fleet, auth) = oauth_fleet(
+        "oauth-step-up",
+        |base| {
+            format!(
+                "version: 1\nservers:\n  r:\n    url: {base}/mcp\n    auth: {{oauth: {{scopes: [\"mcp:read\"]}}}}\n"
+            )
+        },
+        &[],
+    );
+    let (out, _) = login(&fleet, &[], true);
+    assert_code(&out, 0);
+    let (out, _) = fleet.run_json(&["up"]);
+    assert_code(&out, 0);
+    let (out, doc) = fleet.run_json(&["call", "r", "write"]);
+    assert_code(&out, 3);
+    assert_eq!(doc["error"]["kind"], "auth_required", "{doc}");
+    let said = doc.to_string();
+    assert!(
+        said.contains("mcp:write") && said.contains("mcpfleet login r"),
+        "{said}"
+    );
+    let (_, doc) = fleet.run_json(&["status", "r"]);
+    assert_eq!(server(&doc, "r")["auth"]["state"], "needs_login", "{doc}");
+    // The second login asks for what was granted and what the server wants.
+    let (out, _) = login(&fleet, &[], true);
+    assert_code(&out, 0);
+    let asked: Vec<String> = auth
+        .events("authorize")
+        .iter()
+        .map(|e| e["scope"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(
+        asked[1].contains("mcp:read") && asked[1].contains("mcp:write"),
+        "{asked:?}"
+    );
+    // The running server takes the new token at its next request.
+    let (out, doc) = fleet.run_json(&["call", "r", "write"]);
+    assert_code(&out, 0);
+    let (_, status) = fleet.run_json(&["status", "r"]);
+    assert_eq!(
+        server(&status, "r")["auth"]["state"],
+        "valid",
+        "{status} {doc}"
+    );
+    let (out, _) = fleet.run_json(&["down"]);
+    assert_code(&out, 0);
+    drop(auth);
+    fleet.assert_no_leftovers();
+}

@@ -128,9 +128,16 @@ fn server_entry(out: &mut String, server: &Server) {
                 out.push_str(&format!("    cwd: {}\n", scalar(cwd)));
             }
         }
-        Transport::Http { url, headers } => {
+        Transport::Http {
+            url,
+            headers,
+            oauth,
+        } => {
             out.push_str(&format!("    url: {}\n", scalar(url)));
             mapping(out, "headers", headers);
+            if *oauth {
+                out.push_str("    auth: oauth\n");
+            }
         }
     }
     if let Some(timeout) = server.connect_timeout {

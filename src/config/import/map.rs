@@ -147,7 +147,8 @@ impl Entry<'_, '_> {
                         return Err(format!("a stdio server (`command`) with `{key}`"));
                     }
                 }
-                self.stdio(entry)?
+                let stdio = self.stdio(entry)?;
+                self.bridged(stdio)
             }
             Kind::Http => {
                 for key in ["command", "args", "env", "cwd", "envFile"] {
@@ -344,6 +345,64 @@ impl Entry<'_, '_> {
             env_files,
             cwd,
         })
+    }
+
+    /// `npx mcp-remote URL`: the bridge that gives OAuth to clients without
+    /// it, imported as the remote server it bridges to with `auth: oauth`. A
+    /// bridge given headers, options mcpfleet has no equivalent of, or a URL
+    /// of the legacy SSE transport stays as it is.
+    fn bridged(&mut self, transport: Transport) -> Transport {
+        let Transport::Stdio { command, args, env, .. } = &transport else {
+            return transport;
+        };
+        if !matches!(package_runner(command), Some("npx" | "pnpx" | "bunx")) || !env.is_empty() {
+            return transport;
+        }
+        let Some(at) = args
+            .iter()
+            .position(|a| a == "mcp-remote" || a.starts_with("mcp-remote@"))
+        else {
+            return transport;
+        };
+        if !args[..at].iter().all(|a| matches!(a.as_str(), "-y" | "--yes")) {
+            return transport;
+        }
+        let Some(url) = args.get(at + 1).filter(|u| check_url(u).is_ok()) else {
+            return transport;
+        };
+        let path = url.split(['?', '#']).next().unwrap_or_default();
+        if path.trim_end_matches('/').ends_with("/sse") {
+            return transport;
+        }
+        let mut rest = args[at + 2..].iter();
+        let mut port = None;
+        while let Some(arg) = rest.next() {
+            match arg.as_str() {
+                "--allow-http" | "--debug" => {}
+                "--transport" => {
+                    if rest.next().is_none() {
+                        return transport;
+                    }
+                }
+                digits if port.is_none() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
+                    port = Some(digits.to_owned());
+                }
+                _ => return transport,
+            }
+        }
+        let url = url.clone();
+        self.notes.push(format!(
+            "ran `mcp-remote`, the OAuth bridge: imported as the remote server it bridges \
+             to, with `auth: oauth`; run `mcpfleet login {}` once{}",
+            self.name,
+            port.map(|p| format!(" (its callback port {p} is not needed: set `redirect_port` if the authorization server wants a fixed one)"))
+                .unwrap_or_default()
+        ));
+        Transport::Http {
+            url,
+            headers: Vec::new(),
+            oauth: true,
+        }
     }
 
     /// A path as the fleet file needs it: a relative one is taken from the
@@ -578,7 +637,11 @@ impl Entry<'_, '_> {
                 self.place(&fleet, &json, m.value.pos);
             }
         }
-        Ok(Transport::Http { url, headers })
+        Ok(Transport::Http {
+            url,
+            headers,
+            oauth: false,
+        })
     }
 
     /// A literal URL with the values of its secret query parameters

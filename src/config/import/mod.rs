@@ -121,6 +121,9 @@ pub(crate) enum Transport {
     Http {
         url: String,
         headers: Vec<(String, String)>,
+        /// `auth: oauth`: the entry ran `mcp-remote`, the OAuth bridge of
+        /// clients without OAuth.
+        oauth: bool,
     },
 }
 

@@ -76,7 +76,7 @@ fn stdio(server: &Server) -> StdioParts<'_> {
 
 fn http(server: &Server) -> (&str, &[(String, String)]) {
     match &server.transport {
-        Transport::Http { url, headers } => (url, headers),
+        Transport::Http { url, headers, .. } => (url, headers),
         other => panic!("{other:?}"),
     }
 }
@@ -797,4 +797,38 @@ fn a_fleet_name_from_a_directory() {
     let fleet = load_str(&text, Path::new("/f.yaml"), &|_| Some("https://x".into()))
         .unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(fleet.name.as_deref(), Some("team"));
+}
+
+#[test]
+fn an_mcp_remote_bridge_becomes_the_remote_server_with_oauth() {
+    let imported = import(
+        r#"{"mcpServers": {
+            "linear": {"command": "npx", "args": ["-y", "mcp-remote", "https://mcp.linear.app/mcp"]},
+            "atlassian": {"command": "npx", "args": ["mcp-remote@0.1.18", "https://mcp.atlassian.com/v1/mcp", "3334", "--allow-http"]},
+            "legacy": {"command": "npx", "args": ["mcp-remote", "https://example.com/sse"]},
+            "headers": {"command": "npx", "args": ["mcp-remote", "https://example.com/mcp", "--header", "X-A: b"]}
+        }}"#,
+        "claude_desktop_config.json",
+    );
+    for name in ["linear", "atlassian"] {
+        let s = server(&imported, name);
+        assert!(
+            matches!(s.transport, Transport::Http { oauth: true, .. }),
+            "{name}: {:?}",
+            s.transport
+        );
+        assert!(s.notes.iter().any(|n| n.contains("mcpfleet login")), "{:?}", s.notes);
+    }
+    assert_eq!(http(server(&imported, "linear")).0, "https://mcp.linear.app/mcp");
+    // What mcpfleet cannot speak, or would lose, stays the bridge.
+    assert_eq!(stdio(server(&imported, "legacy")).0, "npx");
+    assert_eq!(stdio(server(&imported, "headers")).0, "npx");
+    let fleet = round_trip(&imported, &tmp());
+    match &fleet.server("linear").unwrap().transport {
+        Running::Http(h) => assert!(matches!(
+            h.auth.as_deref(),
+            Some(crate::config::AuthSpec::OAuth(_))
+        )),
+        other => panic!("{other:?}"),
+    }
 }
