@@ -260,35 +260,64 @@ pub async fn login(
     Ok(outcome)
 }
 
-/// The `WWW-Authenticate` of the server's answer to an unauthorized
-/// `initialize`, if it asks for a bearer token.
+/// The `WWW-Authenticate` of the server's answer to an unauthorized request,
+/// if it asks for a bearer token: `server/discover` first (a server may let
+/// `initialize` through without a token and challenge everything after it),
+/// then `initialize`.
 async fn challenge_of(url: &str) -> Option<String> {
     let client = reqwest::Client::builder().timeout(AS_TIMEOUT).build().ok()?;
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")},
-        },
-    });
-    let response = client
-        .post(url)
-        .header(http::header::ACCEPT, "application/json, text/event-stream")
-        .json(&body)
-        .send()
-        .await
-        .ok()?;
-    if response.status() != http::StatusCode::UNAUTHORIZED {
-        return None;
+    let client_info = serde_json::json!({"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")});
+    let probes = [
+        (
+            "2026-07-28",
+            serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "server/discover",
+                "params": {"_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientInfo": client_info,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                }},
+            }),
+        ),
+        (
+            "2025-11-25",
+            serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": client_info,
+                },
+            }),
+        ),
+    ];
+    for (version, body) in probes {
+        let Ok(response) = client
+            .post(url)
+            .header(http::header::ACCEPT, "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", version)
+            .json(&body)
+            .send()
+            .await
+        else {
+            continue;
+        };
+        if response.status() != http::StatusCode::UNAUTHORIZED {
+            continue;
+        }
+        if let Some(challenge) = response
+            .headers()
+            .get(http::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+        {
+            return Some(challenge.to_owned());
+        }
     }
-    response
-        .headers()
-        .get(http::header::WWW_AUTHENTICATE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
+    None
 }
 
 /// Starts the user's browser on `url` (`$BROWSER`, else `xdg-open`), without

@@ -144,6 +144,10 @@ const AUTH_SCENARIOS: &[Scenario] = &[
 /// OAuth scenarios whose server is one mcpfleet must refuse (a resource, an
 /// issuer or a scope that is not what it should be): the client ends in an
 /// error there, and the suite judges what it did before.
+///
+/// Like a user, the script logs in again (at most twice) when a step fails with
+/// `auth_required`: a step-up to a scope the grant lacks, or a server that moved
+/// to another authorization server.
 const REFUSALS: &[&str] = &[
     "auth/resource-mismatch",
     "auth/scope-retry-limit",
@@ -156,29 +160,15 @@ const REFUSALS: &[&str] = &[
 
 /// Why an extension scenario is not passed: mcpfleet does not implement it.
 const NOT_IMPLEMENTED: &str = "an OAuth extension mcpfleet does not implement";
-/// Why a step-up is not passed yet.
-const STEP_UP: &str = "a step-up needs a second interactive authorization in the middle of a \
-                       session (`mcpfleet login` again after the 403), which the script does not do";
-
 /// Scenarios mcpfleet does not pass yet, by suite, spec version and name, with
 /// what is missing.
 const GAPS: &[(&str, &str, &str, &str)] = &[
-    (OLD, "2025-11-25", "auth/scope-step-up", STEP_UP),
-    (NEW, "2025-11-25", "auth/scope-step-up", STEP_UP),
-    (NEW, "2026-07-28", "auth/scope-step-up", STEP_UP),
     (
         OLD,
         "2025-11-25",
         "auth/2025-03-26-oauth-metadata-backcompat",
         "this suite's authorization server names an issuer (`/oauth`) other than the one \
          its metadata is found by, which RFC 8414 (and rmcp) refuse",
-    ),
-    (
-        NEW,
-        "2026-07-28",
-        "auth/authorization-server-migration",
-        "a move to another authorization server mid-session needs a second registration \
-         and login, which the script does not do",
     ),
     (OLD, "", "auth/client-credentials-jwt", NOT_IMPLEMENTED),
     (
