@@ -451,3 +451,147 @@ fn a_scope_the_grant_lacks_asks_for_a_login_that_asks_for_both() {
     drop(auth);
     fleet.assert_no_leftovers();
 }
+
+/// A POST of `form` to `url`, as the authorization server's clients send.
+fn post_form(url: &str, form: &str) {
+    let out = Command::new(python())
+        .args([
+            "-c",
+            "import sys, urllib.request\nurllib.request.urlopen(urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), headers={'Content-Type': 'application/x-www-form-urlencoded'}), timeout=20).read()\n",
+            url,
+            form,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_refresh_the_authorization_server_refuses_needs_a_login_and_says_so() {
+    let (fleet, auth) = oauth_fleet("oauth-refused", one_server, &["--token-ttl", "10"]);
+    let (out, _) = login(&fleet, &[], true);
+    assert_code(&out, 0);
+    let (out, _) = fleet.run_json(&["up"]);
+    assert_code(&out, 0);
+    // The grant is revoked behind mcpfleet's back.
+    let refresh = kept_tokens(&fleet, "r").pop().unwrap();
+    post_form(
+        &format!("{}/revoke", auth.base),
+        &format!("token={refresh}"),
+    );
+    std::thread::sleep(Duration::from_millis(6500));
+    let (out, doc) = fleet.run_json(&["call", "r", "whoami"]);
+    assert_code(&out, 3);
+    assert_eq!(doc["error"]["kind"], "auth_required", "{doc}");
+    assert!(doc.to_string().contains("mcpfleet login r"), "{doc}");
+    let refreshes = auth.refreshes();
+    assert_eq!(
+        refreshes.len(),
+        1,
+        "no retry of a refused refresh: {refreshes:?}"
+    );
+    assert_eq!(refreshes[0]["ok"], false);
+    let (_, doc) = fleet.run_json(&["status", "r"]);
+    let state = &server(&doc, "r")["auth"];
+    assert_eq!(state["state"], "needs_login", "{doc}");
+    assert_hidden("status", &doc.to_string(), &[refresh]);
+    let (out, _) = fleet.run_json(&["down"]);
+    assert_code(&out, 0);
+    drop(auth);
+    fleet.assert_no_leftovers();
+}
+
+#[test]
+fn ci_starts_from_a_refresh_token_in_the_environment_and_keeps_its_rotation() {
+    // A developer's login gives the refresh token CI is handed.
+    let (dev, auth) = oauth_fleet("oauth-seed", one_server, &[]);
+    let (out, _) = login(&dev, &[], true);
+    assert_code(&out, 0);
+    let seed = kept_tokens(&dev, "r").pop().unwrap();
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(token_file(&dev, "r")).unwrap()).unwrap();
+    let client_id =
+        doc["grants"].as_object().unwrap().values().next().unwrap()["credentials"]["client_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let ci = TestFleet::raw(
+        "oauth-seed-ci",
+        &format!(
+            "version: 1\nservers:\n  r:\n    url: {}/mcp\n    auth:\n      oauth:\n        client_id: {client_id}\n        refresh_token: ${{env:SEED_TOKEN}}\n",
+            auth.base
+        ),
+    );
+    let run = |args: &[&str]| {
+        let mut cmd = ci.command(&["--output", "json"]);
+        cmd.args(args).env("SEED_TOKEN", &seed);
+        run_bounded(cmd, Duration::from_secs(60))
+    };
+    let out = run(&["check"]);
+    assert_code(&out, 0);
+    assert_hidden(
+        "check",
+        &format!("{}{}", stdout(&out), stderr(&out)),
+        std::slice::from_ref(&seed),
+    );
+    // The seed was exchanged once, and its rotation is what is kept now.
+    let kept = kept_tokens(&ci, "r");
+    assert_eq!(kept.len(), 2);
+    assert_ne!(kept[1], seed);
+    let out = run(&["check"]);
+    assert_code(&out, 0);
+    assert_eq!(auth.refreshes().len(), 1, "{:?}", auth.refreshes());
+    assert_hidden(
+        "the state directory",
+        &state_files_text(&ci),
+        &[seed, kept[1].clone()],
+    );
+}
+
+#[test]
+fn a_forged_redirect_and_a_taken_port_are_refused_with_what_to_do() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let (fleet, _auth) = oauth_fleet(
+        "oauth-forged",
+        |base| {
+            format!(
+                "version: 1\nservers:\n  r:\n    url: {base}/mcp\n    auth: oauth\n  p:\n    url: {base}/mcp\n    auth: {{oauth: {{redirect_port: {port}}}}}\n"
+            )
+        },
+        &[],
+    );
+    let (out, err) = login(&fleet, &["p"], false);
+    assert_code(&out, 2);
+    assert_eq!(server(&parse_doc(&out), "p")["kind"], "port_taken");
+    assert!(
+        err.contains(&format!("127.0.0.1:{port}")) && err.contains("redirect_port"),
+        "{err}"
+    );
+    drop(taken);
+
+    // A redirect with another `state` than the login sent is refused.
+    let mut child = fleet.spawn(&["--output", "json", "login", "--no-browser", "r"]);
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    let url = first
+        .split_once(": http")
+        .map(|(_, r)| format!("http{}", r.trim()))
+        .unwrap();
+    let redirect = url::Url::parse(&url)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "redirect_uri")
+        .map(|(_, v)| v.into_owned())
+        .unwrap();
+    open_in_browser(&format!("{redirect}?code=forged&state=not-the-one"));
+    let out = child.wait_with_output().unwrap();
+    assert_code(&out, 3);
+    assert_eq!(server(&parse_doc(&out), "r")["kind"], "auth_wrong_state");
+    assert!(!token_file(&fleet, "r").exists());
+}
