@@ -256,11 +256,19 @@ fn auth_status(t: &Target, spec: &ServerSpec) -> Option<AuthStatus> {
     })
 }
 
-/// Adds to `status`'s report where each server's authorization stands.
+/// Adds to `status`'s report where each server's authorization stands. An
+/// enabled server that needs a login makes the exit code 3, as a failed one
+/// does: a script learns it before a call fails.
 pub(crate) fn with_auth_statuses(mut report: Report, t: &Target) -> Report {
     for server in &mut report.servers {
-        if let Some(spec) = t.fleet.server(&server.name) {
-            server.auth = auth_status(t, spec);
+        let Some(spec) = t.fleet.server(&server.name) else {
+            continue;
+        };
+        server.auth = auth_status(t, spec);
+        if spec.enabled && server.auth.as_ref().is_some_and(|a| a.state == "needs_login") {
+            let code = Code::from_i32(server.exit_code).max(Code::StartFailed);
+            server.exit_code = code.as_i32();
+            report.exit_code = Code::from_i32(report.exit_code).max(code).as_i32();
         }
     }
     report

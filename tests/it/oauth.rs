@@ -495,9 +495,12 @@ fn a_refresh_the_authorization_server_refuses_needs_a_login_and_says_so() {
         "no retry of a refused refresh: {refreshes:?}"
     );
     assert_eq!(refreshes[0]["ok"], false);
-    let (_, doc) = fleet.run_json(&["status", "r"]);
+    let (out, doc) = fleet.run_json(&["status", "r"]);
+    assert_code(&out, 3);
     let state = &server(&doc, "r")["auth"];
     assert_eq!(state["state"], "needs_login", "{doc}");
+    let out = fleet.run(&["status"]);
+    assert!(stdout(&out).contains("auth: needs login (the authorization server refused to refresh the grant): run `mcpfleet login r`"), "{}", stdout(&out));
     assert_hidden("status", &doc.to_string(), &[refresh]);
     let (out, _) = fleet.run_json(&["down"]);
     assert_code(&out, 0);
