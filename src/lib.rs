@@ -42,6 +42,9 @@ on_implemented_platforms! {
     pub mod commands;
     pub mod config;
     pub(crate) mod contract;
+    /// A fleet that spans hosts, through etcd (docs/design.md §19).
+    #[cfg(feature = "etcd")]
+    pub mod coordination;
     pub(crate) mod errors;
     pub(crate) mod gateway;
     pub(crate) mod hash;

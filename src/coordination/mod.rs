@@ -1,0 +1,368 @@
+//! A fleet's authority kept in etcd v3, for a fleet that spans hosts
+//! (docs/design.md §19, L19 to L24). Built with the `etcd` feature.
+//!
+//! Keys, under a per-fleet prefix `P`:
+//!
+//! - `P/hosts/HOST`: bound to the host's lease (its TTL, kept alive); gone when
+//!   the host is.
+//! - `P/servers/NAME/owner`: the owner host, bound to its lease (L19).
+//! - `P/servers/NAME/state`: durable, the server's record. Its mod revision is
+//!   what every change compares (L21); the revision at which a host took the
+//!   server is the generation it runs (L20).
+//!
+//! A host fences itself: its lease is confirmed until the last acknowledged
+//! keepalive (taken at the moment it was sent) plus the TTL, minus a margin, on
+//! the monotonic clock; past that it may no longer act (L22), and every change
+//! it makes compares its lease in the same transaction, so one that lapsed
+//! meanwhile fails.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, Txn, TxnOp,
+};
+
+/// How much of the TTL a host keeps in hand before its own deadline: a
+/// keepalive's answer may come late, and the clocks of hosts differ in rate.
+const MARGIN_FRACTION: u32 = 5;
+/// The deadline of one request to etcd.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why the coordination could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum CoordinationError {
+    #[error("etcd could not be reached or refused: {0}")]
+    Etcd(String),
+    /// This host's lease is not confirmed: it may no longer act (L22).
+    #[error("this host's lease is not confirmed (last confirmed {0:?} ago): it is fenced")]
+    Unconfirmed(Duration),
+    /// The server is owned by another host, whose lease is alive.
+    #[error("{server} is owned by host {host}")]
+    Owned { server: String, host: String },
+    /// The server's record is not at the revision the caller last saw: another
+    /// host changed it, or this one is fenced (L21).
+    #[error("{server} moved on (record at revision {found}, expected {expected}): fenced")]
+    Fenced {
+        server: String,
+        expected: i64,
+        found: i64,
+    },
+}
+
+fn etcd(e: impl std::fmt::Display) -> CoordinationError {
+    CoordinationError::Etcd(e.to_string())
+}
+
+/// What taking a server gave: its generation and the revision of its record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Taken {
+    /// The generation, the revision of the transaction that took the server
+    /// (L20): unique and increasing across the cluster.
+    pub generation: i64,
+    /// The revision of the server's record now, what the next change compares.
+    pub revision: i64,
+}
+
+/// What etcd holds of one server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerRecord {
+    /// The owner host, while its lease lives.
+    pub owner: Option<String>,
+    /// The record's mod revision; 0 when there is none.
+    pub revision: i64,
+    /// The record as written.
+    pub record: Option<String>,
+}
+
+/// One host's membership of the fleet in etcd.
+pub struct Coordinator {
+    client: Client,
+    prefix: String,
+    host: String,
+    lease: i64,
+    ttl: Duration,
+    /// Until when the lease is known to live (monotonic); `None` once lost.
+    confirmed_until: Arc<Mutex<Option<Instant>>>,
+    keepalive: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Coordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coordinator")
+            .field("prefix", &self.prefix)
+            .field("host", &self.host)
+            .field("lease", &self.lease)
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Coordinator {
+    /// Joins the fleet under `prefix` as `host`: a lease of `ttl`, kept alive
+    /// every third of it, and the host's key bound to it.
+    pub async fn join(
+        endpoints: &[String],
+        prefix: &str,
+        host: &str,
+        ttl: Duration,
+    ) -> Result<Coordinator, CoordinationError> {
+        let options = ConnectOptions::new()
+            .with_connect_timeout(REQUEST_TIMEOUT)
+            .with_timeout(REQUEST_TIMEOUT);
+        let mut client = Client::connect(endpoints, Some(options)).await.map_err(etcd)?;
+        let secs = i64::try_from(ttl.as_secs().max(1)).unwrap_or(i64::MAX);
+        let asked = Instant::now();
+        let lease = client.lease_grant(secs, None).await.map_err(etcd)?.id();
+        let prefix = prefix.trim_end_matches('/').to_owned();
+        client
+            .put(
+                format!("{prefix}/hosts/{host}"),
+                host,
+                Some(PutOptions::new().with_lease(lease)),
+            )
+            .await
+            .map_err(etcd)?;
+        let confirmed_until = Arc::new(Mutex::new(Some(asked + ttl - ttl / MARGIN_FRACTION)));
+        let keepalive = tokio::spawn(keep_alive(
+            client.clone(),
+            lease,
+            ttl,
+            confirmed_until.clone(),
+        ));
+        Ok(Coordinator {
+            client,
+            prefix,
+            host: host.to_owned(),
+            lease,
+            ttl,
+            confirmed_until,
+            keepalive,
+        })
+    }
+
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    pub fn lease(&self) -> i64 {
+        self.lease
+    }
+
+    fn owner_key(&self, server: &str) -> String {
+        format!("{}/servers/{server}/owner", self.prefix)
+    }
+
+    fn state_key(&self, server: &str) -> String {
+        format!("{}/servers/{server}/state", self.prefix)
+    }
+
+    /// Whether this host may act now: its lease is confirmed on the
+    /// monotonic clock (L22).
+    pub fn confirmed(&self) -> Result<(), CoordinationError> {
+        let until = *self.confirmed_until.lock().unwrap_or_else(|p| p.into_inner());
+        match until {
+            Some(until) if Instant::now() < until => Ok(()),
+            Some(until) => Err(CoordinationError::Unconfirmed(
+                Instant::now().saturating_duration_since(until) + self.ttl / MARGIN_FRACTION,
+            )),
+            None => Err(CoordinationError::Unconfirmed(self.ttl)),
+        }
+    }
+
+    /// Stops renewing the lease: the host leaves by letting it lapse (its keys
+    /// go with it once the TTL has passed), and is fenced from its deadline on.
+    pub fn stop_renewing(&self) {
+        self.keepalive.abort();
+    }
+
+    /// Leaves at once: the lease is revoked, and with it the host's and its
+    /// servers' owner keys.
+    pub async fn leave(mut self) -> Result<(), CoordinationError> {
+        self.keepalive.abort();
+        *self.confirmed_until.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.client.lease_revoke(self.lease).await.map_err(etcd)?;
+        Ok(())
+    }
+
+    /// What etcd holds of `server`.
+    pub async fn server(&self, server: &str) -> Result<ServerRecord, CoordinationError> {
+        let mut client = self.client.clone();
+        let owner = client.get(self.owner_key(server), None).await.map_err(etcd)?;
+        let state = client.get(self.state_key(server), None).await.map_err(etcd)?;
+        let state = state.kvs().first();
+        Ok(ServerRecord {
+            owner: owner
+                .kvs()
+                .first()
+                .map(|kv| String::from_utf8_lossy(kv.value()).into_owned()),
+            revision: state.map_or(0, |kv| kv.mod_revision()),
+            record: state.map(|kv| String::from_utf8_lossy(kv.value()).into_owned()),
+        })
+    }
+
+    /// The hosts whose leases live now.
+    pub async fn hosts(&self) -> Result<Vec<String>, CoordinationError> {
+        let mut client = self.client.clone();
+        let found = client
+            .get(
+                format!("{}/hosts/", self.prefix),
+                Some(GetOptions::new().with_prefix()),
+            )
+            .await
+            .map_err(etcd)?;
+        Ok(found
+            .kvs()
+            .iter()
+            .map(|kv| String::from_utf8_lossy(kv.value()).into_owned())
+            .collect())
+    }
+
+    /// Takes `server` for this host, in one transaction: no owner, and the
+    /// record at `seen` (the revision last seen; 0 for none), then the owner key
+    /// bound to this host's lease and `record` written (L19).
+    pub async fn take(
+        &self,
+        server: &str,
+        seen: i64,
+        record: &str,
+    ) -> Result<Taken, CoordinationError> {
+        self.confirmed()?;
+        let owner = self.owner_key(server);
+        let state = self.state_key(server);
+        let txn = Txn::new()
+            .when(vec![
+                Compare::version(owner.clone(), CompareOp::Equal, 0),
+                Compare::mod_revision(state.clone(), CompareOp::Equal, seen),
+            ])
+            .and_then(vec![
+                TxnOp::put(owner, self.host.clone(), Some(PutOptions::new().with_lease(self.lease))),
+                TxnOp::put(state, record, None),
+            ]);
+        let mut client = self.client.clone();
+        let answer = client.txn(txn).await.map_err(etcd)?;
+        if answer.succeeded() {
+            let revision = answer.header().map_or(0, |h| h.revision());
+            return Ok(Taken {
+                generation: revision,
+                revision,
+            });
+        }
+        let now = self.server(server).await?;
+        match now.owner {
+            Some(host) => Err(CoordinationError::Owned {
+                server: server.to_owned(),
+                host,
+            }),
+            None => Err(CoordinationError::Fenced {
+                server: server.to_owned(),
+                expected: seen,
+                found: now.revision,
+            }),
+        }
+    }
+
+    /// Writes `record` for `server`, which this host owns, if the record is
+    /// still at `seen` and the owner key still holds this host's lease (L21);
+    /// the new revision. A failure means this host is fenced: it ends the
+    /// server's generation at once.
+    pub async fn update(
+        &self,
+        server: &str,
+        seen: i64,
+        record: &str,
+    ) -> Result<i64, CoordinationError> {
+        self.confirmed()?;
+        let txn = Txn::new()
+            .when(self.owned_at(server, seen))
+            .and_then(vec![TxnOp::put(self.state_key(server), record, None)]);
+        self.fenced_txn(server, seen, txn).await
+    }
+
+    /// Gives `server` up: its record written as `record` and its owner key
+    /// deleted, under the same compares as [`Coordinator::update`]. Allowed
+    /// past this host's own deadline: giving up is what a fenced host does.
+    pub async fn release(
+        &self,
+        server: &str,
+        seen: i64,
+        record: &str,
+    ) -> Result<i64, CoordinationError> {
+        let txn = Txn::new().when(self.owned_at(server, seen)).and_then(vec![
+            TxnOp::put(self.state_key(server), record, None),
+            TxnOp::delete(self.owner_key(server), None),
+        ]);
+        self.fenced_txn(server, seen, txn).await
+    }
+
+    fn owned_at(&self, server: &str, seen: i64) -> Vec<Compare> {
+        vec![
+            Compare::mod_revision(self.state_key(server), CompareOp::Equal, seen),
+            Compare::lease(self.owner_key(server), CompareOp::Equal, self.lease),
+        ]
+    }
+
+    async fn fenced_txn(&self, server: &str, seen: i64, txn: Txn) -> Result<i64, CoordinationError> {
+        let mut client = self.client.clone();
+        let answer = client.txn(txn).await.map_err(etcd)?;
+        if answer.succeeded() {
+            return Ok(answer.header().map_or(0, |h| h.revision()));
+        }
+        let now = self.server(server).await?;
+        Err(CoordinationError::Fenced {
+            server: server.to_owned(),
+            expected: seen,
+            found: now.revision,
+        })
+    }
+}
+
+impl Drop for Coordinator {
+    fn drop(&mut self) {
+        self.keepalive.abort();
+    }
+}
+
+/// Renews `lease` every third of `ttl`; each acknowledged renewal confirms
+/// the lease until the moment it was sent plus the TTL, minus the margin. A
+/// renewal that etcd answers with TTL 0 means the lease is gone: the host is
+/// fenced for good.
+async fn keep_alive(
+    mut client: Client,
+    lease: i64,
+    ttl: Duration,
+    confirmed_until: Arc<Mutex<Option<Instant>>>,
+) {
+    let period = (ttl / 3).max(Duration::from_millis(100));
+    let mut stream = None;
+    loop {
+        tokio::time::sleep(period).await;
+        if stream.is_none() {
+            stream = client.lease_keep_alive(lease).await.ok();
+        }
+        let Some((keeper, answers)) = stream.as_mut() else {
+            continue;
+        };
+        let sent = Instant::now();
+        let answered = async {
+            keeper.keep_alive().await.ok()?;
+            answers.message().await.ok().flatten()
+        };
+        match tokio::time::timeout(period, answered).await {
+            Ok(Some(answer)) if answer.ttl() > 0 => {
+                let until = sent + ttl - ttl / MARGIN_FRACTION;
+                let mut confirmed = confirmed_until.lock().unwrap_or_else(|p| p.into_inner());
+                if confirmed.is_some() {
+                    *confirmed = Some(until);
+                }
+            }
+            Ok(Some(_)) => {
+                *confirmed_until.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                return;
+            }
+            // No answer: the stream is opened again at the next period; the
+            // deadline stays where the last answer put it.
+            _ => stream = None,
+        }
+    }
+}
