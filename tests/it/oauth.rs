@@ -598,3 +598,117 @@ fn a_forged_redirect_and_a_taken_port_are_refused_with_what_to_do() {
     assert_eq!(server(&parse_doc(&out), "r")["kind"], "auth_wrong_state");
     assert!(!token_file(&fleet, "r").exists());
 }
+
+/// A private session bus with a Secret Service (GNOME Keyring) in a temporary
+/// home, tagged with the fleet's test id; ended when dropped.
+struct SecretService {
+    bus: String,
+    pid: i32,
+    _home: tempfile::TempDir,
+}
+
+impl SecretService {
+    fn start(fleet: &TestFleet) -> SecretService {
+        use std::io::Write;
+        let home = tempfile::tempdir().unwrap();
+        let out = Command::new("dbus-daemon")
+            .args(["--session", "--fork", "--print-address=1", "--print-pid=1"])
+            .env("HOME", home.path())
+            .env(TEST_ID_VAR, &fleet.test_id)
+            .output()
+            .expect("dbus-daemon (package dbus-daemon) runs");
+        let out = String::from_utf8(out.stdout).unwrap();
+        let mut lines = out.lines();
+        let bus = lines.next().unwrap().to_owned();
+        let pid = lines.next().unwrap().trim().parse().unwrap();
+        let service = SecretService {
+            bus,
+            pid,
+            _home: home,
+        };
+        let mut keyring = Command::new("gnome-keyring-daemon")
+            .args(["--unlock", "--components=secrets"])
+            .env("HOME", service._home.path())
+            .env("XDG_DATA_HOME", service._home.path())
+            .env("DBUS_SESSION_BUS_ADDRESS", &service.bus)
+            .env(TEST_ID_VAR, &fleet.test_id)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("gnome-keyring-daemon (package gnome-keyring) runs");
+        keyring.stdin.take().unwrap().write_all(b"test").unwrap();
+        assert!(keyring.wait().unwrap().success());
+        service
+    }
+}
+
+impl Drop for SecretService {
+    fn drop(&mut self) {
+        // The keyring daemon leaves with its bus.
+        kill_all(&[self.pid]);
+    }
+}
+
+#[test]
+fn tokens_kept_in_the_desktop_keyring_serve_like_the_files_and_leave_no_token_on_disk() {
+    let (fleet, auth) = oauth_fleet(
+        "oauth-keyring",
+        |base| {
+            format!(
+                "version: 1\nservers:\n  r:\n    url: {base}/mcp\n    auth: {{oauth: {{store: keyring}}}}\n"
+            )
+        },
+        &[],
+    );
+    let service = SecretService::start(&fleet);
+    let with_bus = |args: &[&str]| {
+        let mut cmd = fleet.command(&["--output", "json"]);
+        cmd.args(args).env("DBUS_SESSION_BUS_ADDRESS", &service.bus);
+        run_bounded(cmd, Duration::from_secs(60))
+    };
+    // The login, with the bus, completed by "a browser".
+    let mut login = fleet.command(&["--output", "json", "login", "--no-browser"]);
+    login
+        .env("DBUS_SESSION_BUS_ADDRESS", &service.bus)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = login.spawn().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    let url = first
+        .split_once(": http")
+        .map(|(_, r)| format!("http{}", r.trim()))
+        .unwrap();
+    open_in_browser(&url);
+    let out = child.wait_with_output().unwrap();
+    assert_code(&out, 0);
+    // Nothing of the grant is on disk: only the lock file.
+    assert!(!token_file(&fleet, "r").exists());
+    let out = with_bus(&["check"]);
+    assert_code(&out, 0);
+    let tokens: Vec<String> = auth
+        .events("token")
+        .iter()
+        .filter_map(|e| e["access_token"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(tokens.len(), 1, "one token, from the login");
+    let requests = auth.events("request");
+    assert!(
+        requests
+            .iter()
+            .any(|e| e["method"] == "tools/list" && e["token"] == tokens[0].as_str()),
+        "{requests:?}"
+    );
+    let status = parse_doc(&with_bus(&["status", "r"]));
+    assert_eq!(server(&status, "r")["auth"]["state"], "valid", "{status}");
+    let out = with_bus(&["logout", "r"]);
+    assert_code(&out, 0);
+    assert_eq!(server(&parse_doc(&out), "r")["forgotten"], true);
+    let out = with_bus(&["check"]);
+    assert_code(&out, 3);
+    drop(service);
+    drop(auth);
+    fleet.assert_no_leftovers();
+}
