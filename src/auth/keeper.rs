@@ -63,6 +63,10 @@ pub struct Keeper {
     renewing: tokio::sync::Mutex<()>,
     /// The tokens handed out and held, for redaction.
     held: Mutex<Vec<String>>,
+    /// The token handed out last and until when it is fresh: the token file
+    /// (or the keyring) is read again only when it is not, or after the server
+    /// refused it.
+    current: Mutex<Option<(String, u64)>>,
 }
 
 /// Seconds since the epoch.
@@ -92,8 +96,9 @@ pub(crate) fn can_refresh(grant: &Grant) -> bool {
         .is_some_and(|r| r.refresh_token().is_some())
 }
 
-/// The access token of `grant` while it is good for more than the margin.
-fn fresh(grant: &Grant, now: u64) -> Option<String> {
+/// The access token of `grant` and until when (seconds since the epoch) it
+/// is good for more than the margin; `u64::MAX` when it gives no expiry.
+fn usable(grant: &Grant) -> Option<(String, u64)> {
     let (token, expires) = access_of(grant)?;
     let lifetime = grant
         .credentials
@@ -102,10 +107,12 @@ fn fresh(grant: &Grant, now: u64) -> Option<String> {
         .and_then(|r| r.expires_in())
         .map_or(0, |d| d.as_secs());
     let margin = EXPIRY_MARGIN_SECS.min(lifetime / 2).max(1);
-    match expires {
-        Some(at) if at < now.saturating_add(margin) => None,
-        _ => Some(token),
-    }
+    Some((token, expires.map_or(u64::MAX, |at| at.saturating_sub(margin))))
+}
+
+/// The access token of `grant` while it is good for more than the margin.
+fn fresh(grant: &Grant, now: u64) -> Option<String> {
+    usable(grant).filter(|(_, until)| now <= *until).map(|(t, _)| t)
 }
 
 fn store_failure(e: super::StoreError) -> AuthFailure {
@@ -123,6 +130,7 @@ impl Keeper {
             spec,
             renewing: tokio::sync::Mutex::new(()),
             held: Mutex::new(Vec::new()),
+            current: Mutex::new(None),
         })
     }
 
@@ -145,13 +153,33 @@ impl Keeper {
         }
     }
 
+    /// Hands out the access token of `grant`, kept as the current one.
+    fn hand_out(&self, grant: &Grant) -> Option<String> {
+        let (token, until) = usable(grant)?;
+        self.hold(&token);
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some((token.clone(), until));
+        Some(token)
+    }
+
+    fn forget_current(&self) {
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
     /// The access token to send now, renewed first when it is about to
     /// expire.
     pub async fn bearer(&self) -> Result<String, AuthFailure> {
+        let cached = self.current.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some((token, until)) = cached
+            && now_secs() <= until
+        {
+            return Ok(token);
+        }
         let auth = self.store.read().map_err(store_failure)?;
         let grant = auth.as_ref().and_then(|a| a.grant_for(&self.url));
-        if let Some(token) = grant.and_then(|(_, g)| fresh(g, now_secs())) {
-            self.hold(&token);
+        if let Some((_, g)) = grant
+            && fresh(g, now_secs()).is_some()
+            && let Some(token) = self.hand_out(g)
+        {
             return Ok(token);
         }
         // Nothing to renew and nothing to start from: a person must log in.
@@ -168,8 +196,18 @@ impl Keeper {
     /// the token to retry with once (refreshed, or renewed by another holder
     /// meanwhile), or why there is none.
     pub async fn refused(&self, sent: &str, challenge: Option<&str>) -> Result<String, AuthFailure> {
+        self.forget_current();
         let params = challenge.map(parse_challenge).unwrap_or_default();
         if params.error.as_deref() == Some("insufficient_scope") {
+            // A login since the token was handed out may have granted the
+            // scope: its token is tried once.
+            if let Ok(Some(auth)) = self.store.read()
+                && let Some((_, g)) = auth.grant_for(&self.url)
+                && fresh(g, now_secs()).is_some_and(|t| t != sent)
+                && let Some(token) = self.hand_out(g)
+            {
+                return Ok(token);
+            }
             self.remember(&params).await;
             let scope = params.scope.clone();
             let name = self.name();
@@ -228,8 +266,9 @@ impl Keeper {
             .map(|(resource, g)| (resource.to_owned(), g.clone()));
         match found {
             Some((resource, grant)) if !reseeded => {
-                if let Some(token) = fresh(&grant, now_secs()).filter(|t| Some(t.as_str()) != refused) {
-                    self.hold(&token);
+                if fresh(&grant, now_secs()).is_some_and(|t| Some(t.as_str()) != refused)
+                    && let Some(token) = self.hand_out(&grant)
+                {
                     return Ok(token);
                 }
                 if matches!(self.spec, AuthSpec::ClientCredentials(_)) && !can_refresh(&grant) {
@@ -284,11 +323,10 @@ impl Keeper {
     ) -> Result<String, AuthFailure> {
         grant.credentials = credentials;
         grant.last_challenge = None;
-        let token = access_of(&grant).map(|(t, _)| t).unwrap_or_default();
-        auth.grants.insert(resource, grant);
+        auth.grants.insert(resource, grant.clone());
         self.store.write(lock, &auth).map_err(store_failure)?;
-        self.hold(&token);
-        Ok(token)
+        self.hand_out(&grant)
+            .ok_or_else(|| self.needs_login("the authorization server answered without an access token"))
     }
 
     /// `refresh_token: ${env:}` of `auth: oauth`, when set.
