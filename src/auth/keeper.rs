@@ -17,7 +17,7 @@ use rmcp::transport::auth::{
     InMemoryCredentialStore, OAuthClientConfig, StoredCredentials,
 };
 
-use crate::config::AuthSpec;
+use crate::config::{AuthSpec, OAuthSpec};
 
 use super::store::{Challenge, ClientRecord, ClientSource, Grant, ServerAuth, TokenStore};
 
@@ -25,6 +25,14 @@ use super::store::{Challenge, ClientRecord, ClientSource, Grant, ServerAuth, Tok
 const LOCK_WAIT: Duration = Duration::from_secs(30);
 /// The deadline of one request to the authorization server.
 pub const AS_TIMEOUT: Duration = Duration::from_secs(15);
+/// The token endpoint's errors that no retry cures (RFC 6749 §5.2, RFC 8707).
+const REFUSALS: &[&str] = &[
+    "invalid_client",
+    "unauthorized_client",
+    "unsupported_grant_type",
+    "invalid_scope",
+    "invalid_target",
+];
 /// A token that expires within this is renewed before it is sent.
 const EXPIRY_MARGIN_SECS: u64 = 30;
 
@@ -52,8 +60,7 @@ pub struct AuthFailure {
 }
 
 /// The keeper of one server's tokens, shared by its authority and its HTTP
-/// client.
-#[derive(Debug)]
+/// client. Its `Debug` shows no token.
 pub struct Keeper {
     store: TokenStore,
     url: String,
@@ -67,6 +74,15 @@ pub struct Keeper {
     /// (or the keyring) is read again only when it is not, or after the server
     /// refused it.
     current: Mutex<Option<(String, u64)>>,
+}
+
+impl std::fmt::Debug for Keeper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keeper")
+            .field("server", &self.store.server())
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Seconds since the epoch.
@@ -135,6 +151,11 @@ impl Keeper {
     }
 
     fn name(&self) -> &str {
+        self.store.server()
+    }
+
+    /// The name of the server whose tokens these are.
+    pub fn server_name(&self) -> &str {
         self.store.server()
     }
 
@@ -253,7 +274,15 @@ impl Keeper {
     /// renewed meanwhile (one that is not `refused`), else refreshes, else
     /// obtains one by the client-credentials grant or the seed refresh token.
     async fn renew(&self, refused: Option<&str>) -> Result<String, AuthFailure> {
-        let _one = self.renewing.lock().await;
+        let Ok(_one) = tokio::time::timeout(LOCK_WAIT, self.renewing.lock()).await else {
+            return Err(AuthFailure {
+                kind: AuthFailureKind::Unavailable,
+                message: format!(
+                    "another renewal of the token took longer than {}s",
+                    LOCK_WAIT.as_secs()
+                ),
+            });
+        };
         let lock = self.store.lock(LOCK_WAIT).await.map_err(store_failure)?;
         let mut auth = self.store.read().map_err(store_failure)?.unwrap_or_default();
         let seed = self.seed();
@@ -271,8 +300,21 @@ impl Keeper {
                 {
                     return Ok(token);
                 }
-                if matches!(self.spec, AuthSpec::ClientCredentials(_)) && !can_refresh(&grant) {
+                let client_credentials = matches!(self.spec, AuthSpec::ClientCredentials(_));
+                if client_credentials && !can_refresh(&grant) {
                     return self.client_credentials(&lock, auth, Some(grant.metadata)).await;
+                }
+                // A grant the authorization server refused stays refused: no
+                // request asks again until a login replaces it.
+                if !client_credentials
+                    && grant
+                        .last_challenge
+                        .as_ref()
+                        .is_some_and(|c| c.error.as_deref() == Some("invalid_grant"))
+                {
+                    return Err(self.needs_login(
+                        "the authorization server refused to refresh the grant (invalid_grant)",
+                    ));
                 }
                 if !can_refresh(&grant) {
                     return Err(self.needs_login("the access token expired and no refresh token was granted"));
@@ -280,6 +322,11 @@ impl Keeper {
                 let credentials = self.refresh(&grant, &resource).await;
                 let credentials = match credentials {
                     Ok(c) => c,
+                    // A machine's grant is obtained again, never logged into.
+                    Err(_) if client_credentials => {
+                        auth.grants.retain(|_, g| g.url != self.url);
+                        return self.client_credentials(&lock, auth, Some(grant.metadata)).await;
+                    }
                     Err(e) => {
                         if e.kind == AuthFailureKind::NeedsLogin {
                             let mut marked = grant.clone();
@@ -323,6 +370,8 @@ impl Keeper {
     ) -> Result<String, AuthFailure> {
         grant.credentials = credentials;
         grant.last_challenge = None;
+        // One grant per URL: another one kept for it under another resource goes.
+        auth.grants.retain(|r, g| g.url != grant.url || *r == resource);
         auth.grants.insert(resource, grant.clone());
         self.store.write(lock, &auth).map_err(store_failure)?;
         self.hand_out(&grant)
@@ -409,6 +458,16 @@ impl Keeper {
             Ok(Err(AuthError::TokenRefreshRejected(_) | AuthError::AuthorizationRequired)) => Err(
                 self.needs_login("the authorization server refused to refresh the grant (invalid_grant)"),
             ),
+            // The authorization server refused the client or the request for
+            // good (RFC 6749 §5.2): a new login, not a retry.
+            Ok(Err(AuthError::TokenRefreshFailed(why)))
+                if REFUSALS.iter().any(|code| why.contains(code)) =>
+            {
+                let code = REFUSALS.iter().find(|c| why.contains(**c)).copied().unwrap_or_default();
+                Err(self.needs_login(&format!(
+                    "the authorization server refused to refresh the grant ({code})"
+                )))
+            }
             Ok(Err(e)) => Err(self.unavailable(&e)),
         }
     }
@@ -423,6 +482,22 @@ impl Keeper {
                 message: "the server's authorization metadata did not come in time".into(),
             })?
             .map_err(|e| self.unavailable(&e))?;
+        // A client, and the seed issued to it, go only to the authorization
+        // server they belong to (L17).
+        if let AuthSpec::OAuth(OAuthSpec {
+            issuer: Some(expected),
+            ..
+        }) = &self.spec
+        {
+            let found_issuer = found.metadata.issuer.as_deref().map(|i| i.trim_end_matches('/'));
+            if found_issuer != Some(expected.trim_end_matches('/')) {
+                return Err(self.needs_login(&format!(
+                    "the server names the authorization server {}, not the `issuer: {expected}` \
+                     its client belongs to; nothing was sent to it",
+                    found.metadata.issuer.as_deref().unwrap_or("(none)")
+                )));
+            }
+        }
         Ok((manager, found.metadata))
     }
 

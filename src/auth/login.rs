@@ -41,9 +41,9 @@ pub enum LoginError {
     },
     #[error(
         "the redirect carried a `state` that this login did not send; it was refused (another \
-         login, or a forged request)"
+         login, an old tab, or a forged request): run `mcpfleet login {server}` again"
     )]
-    WrongState,
+    WrongState { server: String },
     #[error("no redirect came within {}s; run `mcpfleet login {server}` again (`--timeout` waits longer)", .waited.as_secs())]
     Timeout { server: String, waited: Duration },
     #[error("{0}")]
@@ -58,7 +58,7 @@ impl LoginError {
         match self {
             LoginError::PortTaken { .. } => "port_taken",
             LoginError::Denied { .. } => "auth_denied",
-            LoginError::WrongState => "auth_wrong_state",
+            LoginError::WrongState { .. } => "auth_wrong_state",
             LoginError::Timeout { .. } => "timeout",
             LoginError::Unavailable(_) => "auth_unavailable",
             LoginError::Store(_) => "internal",
@@ -157,7 +157,14 @@ pub async fn login(
             found.as_deref().unwrap_or("(none)")
         )));
     }
-    manager.set_metadata(metadata.clone());
+    let mut offered = metadata.clone();
+    if !spec.offline_access
+        && let Some(scopes) = offered.scopes_supported.as_mut()
+    {
+        // `offline_access: false`: not asked for, as if it were not offered.
+        scopes.retain(|s| s != "offline_access");
+    }
+    manager.set_metadata(offered);
 
     let mut request = AuthorizationRequest::new(redirect_uri.clone()).with_client_name(CLIENT_NAME);
     if scopes.is_empty() {
@@ -332,12 +339,12 @@ fn open_browser(url: &str) {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
         .spawn();
     match child {
+        // The browser is the user's: it is reaped when it exits, never ended.
         Ok(mut child) => {
             tokio::spawn(async move {
-                let _ = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
+                let _ = child.wait().await;
             });
         }
         Err(e) => tracing::debug!("no browser started ({program}: {e}); open the URL by hand"),
@@ -399,7 +406,9 @@ async fn wait_for_redirect(
         };
         if get("state").as_deref() != Some(state) {
             respond(&mut stream, 400, "This redirect does not belong to the login under way.").await;
-            return Err(LoginError::WrongState);
+            return Err(LoginError::WrongState {
+                server: server.to_owned(),
+            });
         }
         if let Some(error) = get("error") {
             respond(&mut stream, 200, &format!("The authorization of {server} was not given ({error}). You can close this tab.")).await;
@@ -468,8 +477,17 @@ async fn respond(stream: &mut TcpStream, status: u16, text: &str) {
 /// and what revocation could not do.
 pub async fn logout(store: &TokenStore) -> Result<(bool, Vec<String>), LoginError> {
     let lock = store.lock(Duration::from_secs(30)).await?;
-    let Some(auth) = store.read()? else {
-        return Ok((false, Vec::new()));
+    let auth = match store.read() {
+        Ok(Some(auth)) => auth,
+        Ok(None) => return Ok((false, Vec::new())),
+        // What cannot be read cannot be revoked, but it goes all the same.
+        Err(e) => {
+            store.remove(&lock)?;
+            return Ok((
+                true,
+                vec![format!("{e}; it was removed without revoking its tokens")],
+            ));
+        }
     };
     let mut problems = Vec::new();
     let client = reqwest::Client::builder()

@@ -171,6 +171,9 @@ pub enum StoreError {
     Keyring { server: String, why: String },
 }
 
+/// The most `secret-tool store` takes from its stdin.
+const KEYRING_MAX_BYTES: usize = 8192;
+
 /// The longest wait for the desktop keyring (it may ask the user to unlock it).
 const KEYRING_WAIT: Duration = Duration::from_secs(30);
 
@@ -279,6 +282,16 @@ impl TokenStore {
     }
 
     fn corrupt(&self, why: String) -> StoreError {
+        if let Backend::Keyring { .. } = self.backend {
+            return StoreError::Keyring {
+                server: self.server.clone(),
+                why: format!(
+                    "holds an item that is not a token document of this version of mcpfleet \
+                     ({why}): run `mcpfleet logout {0}`, then `mcpfleet login {0}`",
+                    self.server
+                ),
+            };
+        }
         StoreError::Corrupt {
             path: self.path(),
             server: self.server.clone(),
@@ -307,16 +320,32 @@ impl TokenStore {
         let path = self.path();
         let mut auth = auth.clone();
         auth.version = VERSION;
-        let bytes = serde_json::to_vec_pretty(&auth).map_err(|e| StoreError::Write {
-            path: path.clone(),
-            source: io::Error::other(e.to_string()),
-        })?;
         if let Backend::Keyring { .. } = self.backend {
+            // `secret-tool store` keeps at most 8 KiB of what it reads, and
+            // says nothing of the rest: a longer document is refused here.
+            let bytes = serde_json::to_vec(&auth).map_err(|e| StoreError::Write {
+                path: path.clone(),
+                source: io::Error::other(e.to_string()),
+            })?;
+            if bytes.len() > KEYRING_MAX_BYTES {
+                return Err(StoreError::Keyring {
+                    server: self.server.clone(),
+                    why: format!(
+                        "keeps at most {KEYRING_MAX_BYTES} bytes per item through `secret-tool`, and \
+                         these tokens take {}: use `store: file`",
+                        bytes.len()
+                    ),
+                });
+            }
             let label = format!("mcpfleet: the OAuth tokens of {}", self.server);
             return self
                 .keyring(&["store", "--label", &label], Some(&bytes))
                 .map(|_| ());
         }
+        let bytes = serde_json::to_vec_pretty(&auth).map_err(|e| StoreError::Write {
+            path: path.clone(),
+            source: io::Error::other(e.to_string()),
+        })?;
         let written = crate::state::replace_atomically(&path, &bytes)
             .and_then(|()| sync_dir(&self.dir));
         written.map_err(|source| StoreError::Write { path, source })
@@ -583,6 +612,14 @@ mod tests {
         assert!(!store.path().exists(), "the token file is not written");
         assert!(store.place().contains("desktop keyring"), "{}", store.place());
         store.remove(&lock).unwrap();
+        assert!(store.read().unwrap().is_none());
+        // More than `secret-tool` keeps is refused, not cut short.
+        let mut big = auth.clone();
+        let mut g = grant("https://mcp.example/mcp");
+        g.requested_scopes = vec!["s".repeat(9000)];
+        big.grants.insert("https://mcp.example/mcp".into(), g);
+        let err = store.write(&lock, &big).unwrap_err().to_string();
+        assert!(err.contains("use `store: file`"), "{err}");
         assert!(store.read().unwrap().is_none());
     }
 

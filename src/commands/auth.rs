@@ -39,8 +39,11 @@ fn selected<'f>(t: &'f Target, names: &[String]) -> Result<Vec<&'f ServerSpec>, 
     })
 }
 
+/// A time as RFC 3339; one past 9999-12-31 (an authorization server's "never")
+/// is shown as that day's end.
 fn rfc3339(secs: u64) -> String {
-    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(secs)).to_string()
+    const LAST: u64 = 253_402_300_799;
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(secs.min(LAST))).to_string()
 }
 
 fn print(g: &Global, command: &str, code: Code, servers: Vec<Value>, text: &[String]) -> Result<Code, CliError> {

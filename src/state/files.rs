@@ -91,7 +91,13 @@ pub fn replace_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .mode(0o600)
         .custom_flags(crate::platform::O_NOFOLLOW)
         .open(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_data()?;
-    fs::rename(&tmp, path)
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_data())
+        .and_then(|()| fs::rename(&tmp, path));
+    if written.is_err() {
+        // What was half written may hold secrets (a token file): it goes.
+        let _ = fs::remove_file(&tmp);
+    }
+    written
 }

@@ -713,3 +713,23 @@ fn tokens_kept_in_the_desktop_keyring_serve_like_the_files_and_leave_no_token_on
     drop(auth);
     fleet.assert_no_leftovers();
 }
+
+#[test]
+fn offline_access_false_asks_for_no_refresh_token() {
+    let (fleet, auth) = oauth_fleet(
+        "oauth-online",
+        |base| {
+            format!(
+                "version: 1\nservers:\n  r:\n    url: {base}/mcp\n    auth: {{oauth: {{scopes: [\"mcp:read\"], offline_access: false}}}}\n"
+            )
+        },
+        &[],
+    );
+    let (out, _) = login(&fleet, &[], true);
+    assert_code(&out, 0);
+    let asked: Vec<Value> = auth.events("authorize");
+    assert_eq!(asked.len(), 1);
+    // Asked for without `offline_access` (whether a refresh token comes all
+    // the same is the authorization server's choice).
+    assert_eq!(asked[0]["scope"], "mcp:read", "{asked:?}");
+}

@@ -345,7 +345,8 @@ impl ObservedClient {
     ) -> Result<StreamableHttpPostResponse, Error> {
         let error = match result {
             Ok(StreamableHttpPostResponse::Json(JsonRpcMessage::Error(e), session)) => {
-                let said = text_excerpt(&e.error.message);
+                // Whole tokens go before the message is cut short.
+                let said = text_excerpt(&redact(&e.error.message, &self.secrets()));
                 // An error that answers the request itself is the request's own
                 // (a tool may well have sessions of its own to not find).
                 let answers_request = match (&sent.request, &e.id) {
@@ -443,6 +444,29 @@ impl ObservedClient {
                     Some(status),
                 );
             }
+            if let Some(keeper) = &self.keeper {
+                let name = keeper.server_name();
+                return if status == StatusCode::UNAUTHORIZED {
+                    (
+                        FailureKind::AuthRequired,
+                        format!(
+                            "{}{what}: the server refused the OAuth token: run `mcpfleet login {name}`",
+                            status_text(status)
+                        ),
+                        Some(status),
+                    )
+                } else {
+                    (
+                        FailureKind::Unauthorized,
+                        format!(
+                            "{}{what}: the OAuth grant lacks a permission the server requires \
+                             (`mcpfleet login {name}` asks for the scopes it names)",
+                            status_text(status)
+                        ),
+                        Some(status),
+                    )
+                };
+            }
             let advice = match (status, self.sends_credentials) {
                 (StatusCode::FORBIDDEN, _) => {
                     "the credentials sent in `headers:` lack a permission the server requires"
@@ -471,7 +495,7 @@ impl ObservedClient {
                     unauthorized(status, None)
                 }
                 Some((status, body)) => {
-                    let body = body_excerpt(&redact(body, &self.secrets));
+                    let body = body_excerpt(&redact(body, &self.secrets()));
                     let repeats_reason = status
                         .canonical_reason()
                         .is_some_and(|r| r.eq_ignore_ascii_case(&body));
@@ -679,7 +703,11 @@ impl StreamableHttpClient for ObservedClient {
         {
             let challenge = match &result {
                 Err(StreamableHttpError::AuthRequired(e)) => Some(Some(e.www_authenticate_header.clone())),
-                Err(StreamableHttpError::InsufficientScope(e)) => {
+                // A 403 is the keeper's only when it names a scope the grant
+                // lacks; another refusal is not cured by a new token.
+                Err(StreamableHttpError::InsufficientScope(e))
+                    if e.www_authenticate_header.contains("insufficient_scope") =>
+                {
                     Some(Some(e.www_authenticate_header.clone()))
                 }
                 Err(StreamableHttpError::UnexpectedServerResponse(text))
@@ -741,7 +769,7 @@ impl StreamableHttpClient for ObservedClient {
                 } else if status == StatusCode::NOT_FOUND {
                     DeleteOutcome::AlreadyGone("HTTP 404".into())
                 } else {
-                    let body = redact(&read_prefix(response).await, &self.secrets);
+                    let body = redact(&read_prefix(response).await, &self.secrets());
                     let said = error_message_of(&body);
                     if status == StatusCode::BAD_REQUEST && names_unknown_session(&said) {
                         DeleteOutcome::AlreadyGone(format!("HTTP 400: {}", body_excerpt(&said)))

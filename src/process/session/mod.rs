@@ -263,7 +263,12 @@ impl Session {
             None => era::Reply::Nothing,
         };
         let mut era = era::classify(&reply);
-        tracing::debug!(era = %era.label(), reply = ?reply, "era probe over HTTP");
+        // What a server answered may echo the bearer token the probe sent.
+        let said = match &remote.keeper {
+            Some(keeper) => crate::process::redact::redact(&format!("{reply:?}"), &keeper.secrets()),
+            None => format!("{reply:?}"),
+        };
+        tracing::debug!(era = %era.label(), reply = %said, "era probe over HTTP");
         let mut result = client
             .clone()
             .serve_with_lifecycle(transport(), lifecycle(&era))
