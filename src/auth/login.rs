@@ -176,14 +176,43 @@ pub async fn login(
         request = request.with_challenge(challenge.clone());
     }
     let mut source = ClientSource::Registered;
+    let mut registered_secret = None;
+    let metadata_documents = metadata
+        .additional_fields
+        .get("client_id_metadata_document_supported")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
     if let Some(id) = &spec.client_id {
         request = request.with_preregistered_client(id.value.clone());
         source = ClientSource::Preregistered;
         if let Some(secret) = &spec.client_secret {
             request = request.with_client_secret(secret.value.clone());
         }
-    } else if let Some(document) = &spec.client_metadata_url {
+    } else if let (Some(document), true) = (&spec.client_metadata_url, metadata_documents) {
         request = request.with_client_metadata_url(document.clone());
+    } else {
+        // Dynamic registration (RFC 7591), made here so that a secret it
+        // gives is kept for the refreshes to come.
+        let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+        let registered = tokio::time::timeout(
+            AS_TIMEOUT,
+            manager.register_client(CLIENT_NAME, &redirect_uri, &scope_refs),
+        )
+        .await
+        .map_err(|_| LoginError::Unavailable("the registration endpoint did not answer in time".into()))?
+        .map_err(|e| {
+            LoginError::Unavailable(format!(
+                "{}; where the authorization server registers no clients, add the `client_id` \
+                 of an application registered with it (and its `client_secret: ${{env:NAME}}`) \
+                 to the server's `auth: {{oauth: ...}}`",
+                crate::process::redact::redact(&e.to_string(), &secrets)
+            ))
+        })?;
+        request = request.with_preregistered_client(registered.client_id.clone());
+        if let Some(secret) = registered.client_secret {
+            request = request.with_client_secret(secret.clone());
+            registered_secret = Some(secret);
+        }
     }
     let session = tokio::time::timeout(AS_TIMEOUT, AuthorizationSession::new(manager, request))
         .await
@@ -236,7 +265,7 @@ pub async fn login(
             issuer.clone(),
             ClientRecord {
                 client_id: credentials.client_id.clone(),
-                client_secret: None,
+                client_secret: registered_secret,
                 source,
                 redirect_uri: Some(redirect_uri),
                 registered_at: now_secs(),
@@ -475,7 +504,10 @@ async fn respond(stream: &mut TcpStream, status: u16, text: &str) {
 /// Forgets the server's grants, first revoking them where the authorization
 /// server offers revocation (RFC 7009). Returns whether anything was kept,
 /// and what revocation could not do.
-pub async fn logout(store: &TokenStore) -> Result<(bool, Vec<String>), LoginError> {
+pub async fn logout(
+    store: &TokenStore,
+    client_secret: Option<&str>,
+) -> Result<(bool, Vec<String>), LoginError> {
     let lock = store.lock(Duration::from_secs(30)).await?;
     let auth = match store.read() {
         Ok(Some(auth)) => auth,
@@ -519,15 +551,31 @@ pub async fn logout(store: &TokenStore) -> Result<(bool, Vec<String>), LoginErro
                 .append_pair("token_type_hint", hint)
                 .append_pair("client_id", &grant.credentials.client_id)
                 .finish();
-            let sent = client
+            // A confidential client authenticates (RFC 7009 §2.1): the
+            // fleet file's secret, else the one its registration gave.
+            let secret = client_secret.map(str::to_owned).or_else(|| {
+                grant
+                    .metadata
+                    .issuer
+                    .as_ref()
+                    .and_then(|i| auth.clients.get(i))
+                    .filter(|c| c.client_id == grant.credentials.client_id)
+                    .and_then(|c| c.client_secret.clone())
+            });
+            let mut request = client
                 .post(endpoint)
-                .header(http::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-                .body(body)
-                .send()
-                .await;
+                .header(http::header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+            if let Some(secret) = &secret {
+                request = request.basic_auth(&grant.credentials.client_id, Some(secret));
+            }
+            let sent = request.body(body).send().await;
             match sent {
                 Ok(r) if r.status().is_success() => {}
-                Ok(r) => problems.push(format!("revoking the {hint} answered HTTP {}", r.status().as_u16())),
+                Ok(r) => problems.push(format!(
+                    "revoking the {hint} answered HTTP {}; it may still be valid until it \
+                     expires: revoke it where the server's account settings list it",
+                    r.status().as_u16()
+                )),
                 Err(e) => problems.push(format!(
                     "revoking the {hint} failed: {}",
                     crate::process::redact::redact(&e.without_url().to_string(), &[token])

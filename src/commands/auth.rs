@@ -161,11 +161,17 @@ pub(crate) async fn logout(t: Target, args: &LogoutArgs, g: &Global) -> Result<C
     let mut lines = Vec::new();
     let mut code = Code::Ok;
     for spec in specs {
-        let store = match auth_of(spec) {
-            Some((_, auth)) => TokenStore::for_spec(t.dir.root(), &spec.name, auth),
-            None => TokenStore::new(t.dir.root(), &spec.name),
+        let (store, secret) = match auth_of(spec) {
+            Some((_, auth)) => (
+                TokenStore::for_spec(t.dir.root(), &spec.name, auth),
+                match auth {
+                    AuthSpec::OAuth(o) => o.client_secret.as_ref().map(|s| s.value.as_str()),
+                    AuthSpec::ClientCredentials(c) => Some(c.client_secret.value.as_str()),
+                },
+            ),
+            None => (TokenStore::new(t.dir.root(), &spec.name), None),
         };
-        match crate::auth::logout(&store).await {
+        match crate::auth::logout(&store, secret).await {
             Ok((kept, problems)) => {
                 for p in &problems {
                     eprintln!("mcpfleet logout: {}: {p}", spec.name);
