@@ -182,6 +182,20 @@ impl Keeper {
         Some(token)
     }
 
+    /// What is kept, read off the runtime's threads: the desktop keyring may
+    /// take its time (up to its bound) to answer.
+    async fn read(&self) -> Result<Option<ServerAuth>, super::StoreError> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || store.read())
+            .await
+            .unwrap_or_else(|e| {
+                Err(super::StoreError::Keyring {
+                    server: self.store.server().to_owned(),
+                    why: format!("could not be read: {e}"),
+                })
+            })
+    }
+
     fn forget_current(&self) {
         *self.current.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
@@ -195,7 +209,7 @@ impl Keeper {
         {
             return Ok(token);
         }
-        let auth = self.store.read().map_err(store_failure)?;
+        let auth = self.read().await.map_err(store_failure)?;
         let grant = auth.as_ref().and_then(|a| a.grant_for(&self.url));
         if let Some((_, g)) = grant
             && fresh(g, now_secs()).is_some()
@@ -222,7 +236,7 @@ impl Keeper {
         if params.error.as_deref() == Some("insufficient_scope") {
             // A login since the token was handed out may have granted the
             // scope: its token is tried once.
-            if let Ok(Some(auth)) = self.store.read()
+            if let Ok(Some(auth)) = self.read().await
                 && let Some((_, g)) = auth.grant_for(&self.url)
                 && fresh(g, now_secs()).is_some_and(|t| t != sent)
                 && let Some(token) = self.hand_out(g)
@@ -254,7 +268,7 @@ impl Keeper {
         let Ok(lock) = self.store.lock(LOCK_WAIT).await else {
             return;
         };
-        let Ok(Some(mut auth)) = self.store.read() else {
+        let Ok(Some(mut auth)) = self.read().await else {
             return;
         };
         let url = self.url.clone();
@@ -284,7 +298,7 @@ impl Keeper {
             });
         };
         let lock = self.store.lock(LOCK_WAIT).await.map_err(store_failure)?;
-        let mut auth = self.store.read().map_err(store_failure)?.unwrap_or_default();
+        let mut auth = self.read().await.map_err(store_failure)?.unwrap_or_default();
         let seed = self.seed();
         let seed_hash = seed
             .as_deref()
@@ -429,7 +443,7 @@ impl Keeper {
 
     /// Exchanges the grant's refresh token.
     async fn refresh(&self, grant: &Grant, resource: &str) -> Result<StoredCredentials, AuthFailure> {
-        let auth = self.store.read().map_err(store_failure)?.unwrap_or_default();
+        let auth = self.read().await.map_err(store_failure)?.unwrap_or_default();
         let mut manager = self.manager(resource).await?;
         manager.set_metadata(grant.metadata.clone());
         let client = self.client_of(&auth, &grant.credentials.client_id, grant.metadata.issuer.as_deref());
