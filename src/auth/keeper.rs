@@ -333,7 +333,7 @@ impl Keeper {
                 if !can_refresh(&grant) {
                     return Err(self.needs_login("the access token expired and no refresh token was granted"));
                 }
-                let credentials = self.refresh(&grant, &resource).await;
+                let credentials = self.refresh(&auth, &grant, &resource).await;
                 let credentials = match credentials {
                     Ok(c) => c,
                     // A machine's grant is obtained again, never logged into.
@@ -441,12 +441,17 @@ impl Keeper {
         config
     }
 
-    /// Exchanges the grant's refresh token.
-    async fn refresh(&self, grant: &Grant, resource: &str) -> Result<StoredCredentials, AuthFailure> {
-        let auth = self.read().await.map_err(store_failure)?.unwrap_or_default();
+    /// Exchanges the grant's refresh token; `auth` is the document read under
+    /// the lock, which holds the client.
+    async fn refresh(
+        &self,
+        auth: &ServerAuth,
+        grant: &Grant,
+        resource: &str,
+    ) -> Result<StoredCredentials, AuthFailure> {
         let mut manager = self.manager(resource).await?;
         manager.set_metadata(grant.metadata.clone());
-        let client = self.client_of(&auth, &grant.credentials.client_id, grant.metadata.issuer.as_deref());
+        let client = self.client_of(auth, &grant.credentials.client_id, grant.metadata.issuer.as_deref());
         manager.configure_client(client).map_err(|e| self.unavailable(&e))?;
         let memory = InMemoryCredentialStore::new();
         memory
@@ -614,7 +619,7 @@ impl Keeper {
             last_challenge: None,
             upgrade_attempts: 0,
         };
-        let refreshed = self.refresh(&grant, &self.url).await?;
+        let refreshed = self.refresh(&auth, &grant, &self.url).await?;
         self.keep(lock, auth, self.url.clone(), grant, refreshed)
     }
 
@@ -631,10 +636,6 @@ impl Keeper {
         out
     }
 
-    /// The URL the keeper's tokens are sent to, and how they are obtained.
-    pub fn target(&self) -> (&str, &AuthSpec) {
-        (&self.url, &self.spec)
-    }
 }
 
 /// The parts of a `WWW-Authenticate: Bearer ...` challenge that matter here.
@@ -644,35 +645,16 @@ pub(crate) struct ChallengeParams {
     pub scope: Option<String>,
 }
 
-/// Reads `error` and `scope` of a bearer challenge (RFC 6750 §3).
+/// Reads `error` and `scope` of a bearer challenge (RFC 6750 §3), as rmcp
+/// reads them.
 pub(crate) fn parse_challenge(header: &str) -> ChallengeParams {
-    let mut out = ChallengeParams::default();
-    let mut rest = header;
-    while let Some(eq) = rest.find('=') {
-        let key = rest[..eq]
-            .rsplit([',', ' '])
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_ascii_lowercase();
-        let after = &rest[eq + 1..];
-        let (value, next) = if let Some(quoted) = after.strip_prefix('"') {
-            match quoted.find('"') {
-                Some(end) => (&quoted[..end], &quoted[end + 1..]),
-                None => (quoted, ""),
-            }
-        } else {
-            let end = after.find(',').unwrap_or(after.len());
-            (after[..end].trim(), &after[end..])
-        };
-        match key.as_str() {
-            "error" => out.error = Some(value.to_owned()),
-            "scope" => out.scope = Some(value.to_owned()),
-            _ => {}
-        }
-        rest = next;
+    // The base only resolves a relative `resource_metadata`, not read here.
+    let base = url::Url::parse("http://localhost/").expect("a valid URL");
+    let params = rmcp::transport::auth::WWWAuthenticateParams::parse(header, &base);
+    ChallengeParams {
+        error: params.error,
+        scope: params.scope,
     }
-    out
 }
 
 #[cfg(test)]

@@ -443,8 +443,8 @@ async fn wait_for_redirect(
             respond(&mut stream, 200, &format!("The authorization of {server} was not given ({error}). You can close this tab.")).await;
             return Err(LoginError::Denied {
                 server: server.to_owned(),
-                error: text_excerpt(&error),
-                description: get("error_description").map(|d| text_excerpt(&d)),
+                error: crate::process::remote::text_excerpt(&error),
+                description: get("error_description").map(|d| crate::process::remote::text_excerpt(&d)),
             });
         }
         let Some(code) = get("code") else {
@@ -457,14 +457,6 @@ async fn wait_for_redirect(
             issuer: get("iss"),
         });
     }
-}
-
-/// At most 200 printable characters of what another party wrote.
-fn text_excerpt(text: &str) -> String {
-    text.chars()
-        .filter(|c| !c.is_control())
-        .take(200)
-        .collect()
 }
 
 async fn read_head(stream: &mut TcpStream) -> Option<String> {

@@ -28,15 +28,7 @@ fn auth_of(spec: &ServerSpec) -> Option<(&str, &AuthSpec)> {
 }
 
 fn selected<'f>(t: &'f Target, names: &[String]) -> Result<Vec<&'f ServerSpec>, CliError> {
-    host::select(&t.fleet, names, Unnamed::All).map_err(|e| {
-        let known: Vec<&str> = t.fleet.servers.iter().map(|s| s.name.as_str()).collect();
-        CliError::Usage(format!(
-            "no server named {} in {} (servers: {})",
-            e.quoted(),
-            t.fleet.file.display(),
-            known.join(", ")
-        ))
-    })
+    host::select(&t.fleet, names, Unnamed::All).map_err(|e| CliError::unknown_servers(&t.fleet, &e))
 }
 
 /// A time as RFC 3339; one past 9999-12-31 (an authorization server's "never")

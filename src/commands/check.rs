@@ -49,15 +49,8 @@ pub(crate) async fn run(
     // directory `up` would use (nothing is written there unless a token is
     // obtained or renewed).
     let auth_root = crate::state::StateDir::locate(&fleet, state_dir).ok();
-    let specs = host::select(&fleet, &args.servers, Unnamed::Enabled).map_err(|e| {
-        let known: Vec<&str> = fleet.servers.iter().map(|s| s.name.as_str()).collect();
-        CliError::Usage(format!(
-            "no server named {} in {} (servers: {})",
-            e.quoted(),
-            fleet.file.display(),
-            known.join(", ")
-        ))
-    })?;
+    let specs = host::select(&fleet, &args.servers, Unnamed::Enabled)
+        .map_err(|e| CliError::unknown_servers(&fleet, &e))?;
     let expected = match &args.expect_tools {
         Some(path) => Some(read_tools(path)?),
         None => None,

@@ -31,6 +31,18 @@ pub enum CliError {
 }
 
 impl CliError {
+    /// Servers named on the command line that `fleet` does not have, with the
+    /// names it has.
+    pub(super) fn unknown_servers(fleet: &crate::config::Fleet, e: &crate::host::UnknownServers) -> CliError {
+        let known: Vec<&str> = fleet.servers.iter().map(|s| s.name.as_str()).collect();
+        CliError::Usage(format!(
+            "no server named {} in {} (servers: {})",
+            e.quoted(),
+            fleet.file.display(),
+            known.join(", ")
+        ))
+    }
+
     pub fn code(&self) -> Code {
         match self {
             CliError::Config(_)

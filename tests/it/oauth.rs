@@ -125,12 +125,19 @@ fn open_in_browser(url: &str) {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
-/// `mcpfleet login ARGS --no-browser`, completed by "a browser" (unless
-/// `browse` is false), to its end.
-fn login(fleet: &TestFleet, args: &[&str], browse: bool) -> (std::process::Output, String) {
-    let mut all = vec!["--output", "json", "login", "--no-browser"];
-    all.extend_from_slice(args);
-    let mut child = fleet.spawn(&all);
+/// A login started with `cmd` (stdout and stderr piped): the process, its
+/// stderr past the first line, and that line with the URL it prints (empty
+/// when it printed none).
+struct Started {
+    child: Child,
+    err: BufReader<std::process::ChildStderr>,
+    first: String,
+    url: String,
+}
+
+fn start_login(mut cmd: Command) -> Started {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn mcpfleet login");
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut first = String::new();
     err.read_line(&mut first).unwrap();
@@ -138,6 +145,31 @@ fn login(fleet: &TestFleet, args: &[&str], browse: bool) -> (std::process::Outpu
         .split_once(": http")
         .map(|(_, rest)| format!("http{}", rest.trim()))
         .unwrap_or_default();
+    Started {
+        child,
+        err,
+        first,
+        url,
+    }
+}
+
+/// `mcpfleet login ARGS --no-browser`, completed by "a browser" (unless
+/// `browse` is false), to its end.
+fn login(fleet: &TestFleet, args: &[&str], browse: bool) -> (std::process::Output, String) {
+    let mut all = vec!["--output", "json", "login", "--no-browser"];
+    all.extend_from_slice(args);
+    login_with(fleet.command(&all), browse)
+}
+
+/// The login `cmd`, completed by "a browser" (unless `browse` is false), to
+/// its end: its output, and all it wrote on stderr.
+fn login_with(cmd: Command, browse: bool) -> (std::process::Output, String) {
+    let Started {
+        mut child,
+        mut err,
+        first,
+        url,
+    } = start_login(cmd);
     if browse && !url.is_empty() {
         open_in_browser(&url);
     }
@@ -579,22 +611,15 @@ fn a_forged_redirect_and_a_taken_port_are_refused_with_what_to_do() {
     drop(taken);
 
     // A redirect with another `state` than the login sent is refused.
-    let mut child = fleet.spawn(&["--output", "json", "login", "--no-browser", "r"]);
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
-    let url = first
-        .split_once(": http")
-        .map(|(_, r)| format!("http{}", r.trim()))
-        .unwrap();
-    let redirect = url::Url::parse(&url)
+    let started = start_login(fleet.command(&["--output", "json", "login", "--no-browser", "r"]));
+    let redirect = url::Url::parse(&started.url)
         .unwrap()
         .query_pairs()
         .find(|(k, _)| k == "redirect_uri")
         .map(|(_, v)| v.into_owned())
         .unwrap();
     open_in_browser(&format!("{redirect}?code=forged&state=not-the-one"));
-    let out = child.wait_with_output().unwrap();
+    let out = started.child.wait_with_output().unwrap();
     assert_code(&out, 3);
     assert_eq!(server(&parse_doc(&out), "r")["kind"], "auth_wrong_state");
     assert!(!token_file(&fleet, "r").exists());
@@ -670,20 +695,8 @@ fn tokens_kept_in_the_desktop_keyring_serve_like_the_files_and_leave_no_token_on
     };
     // The login, with the bus, completed by "a browser".
     let mut login = fleet.command(&["--output", "json", "login", "--no-browser"]);
-    login
-        .env("DBUS_SESSION_BUS_ADDRESS", &service.bus)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = login.spawn().unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
-    let url = first
-        .split_once(": http")
-        .map(|(_, r)| format!("http{}", r.trim()))
-        .unwrap();
-    open_in_browser(&url);
-    let out = child.wait_with_output().unwrap();
+    login.env("DBUS_SESSION_BUS_ADDRESS", &service.bus);
+    let (out, _) = login_with(login, true);
     assert_code(&out, 0);
     // Nothing of the grant is on disk: only the lock file.
     assert!(!token_file(&fleet, "r").exists());

@@ -92,7 +92,7 @@ pub(super) fn body_excerpt(body: &str) -> String {
 
 /// Text from a server as one bounded line: runs of whitespace become one space,
 /// control characters are escaped, and it is cut at [`EXCERPT_CHARS`].
-pub(super) fn text_excerpt(text: &str) -> String {
+pub(crate) fn text_excerpt(text: &str) -> String {
     let mut out = String::new();
     let mut chars = 0;
     for word in text.split_whitespace() {

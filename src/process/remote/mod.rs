@@ -42,7 +42,7 @@ mod sideband;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use describe::names_unknown_session;
+pub(crate) use describe::{names_unknown_session, text_excerpt};
 pub(crate) use probe::{Discovered, discover};
 pub(crate) use sideband::{Seen, Sideband};
 use describe::*;
