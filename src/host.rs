@@ -36,6 +36,7 @@ impl Unreached {
         match self.0 {
             NotRunning::NotStarted(started) => Ok(started),
             NotRunning::StoppedAgain => Err(stopped_again()),
+            NotRunning::Refused(e) => Err(e),
         }
     }
 

@@ -271,3 +271,393 @@ async fn the_fleet_goes_on_when_an_etcd_member_is_killed() {
     assert!(second.generation > first.generation);
     assert!(a.confirmed().is_ok());
 }
+
+// --- Three supervisors as three hosts ----------------------------------------
+
+/// A fleet file with `coordination:` and three supervisors, each with its own
+/// state directory and host name, as three hosts; their servers are fixture
+/// servers that journal their start and every call they serve.
+struct Hosts {
+    dir: tempfile::TempDir,
+    file: std::path::PathBuf,
+    journal: std::path::PathBuf,
+    test_id: String,
+}
+
+const HOSTS: [&str; 3] = ["a", "b", "c"];
+
+fn fixture_bin() -> std::path::PathBuf {
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--quiet", "-p", "mcpfleet-fixture"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exe = std::env::current_exe().unwrap();
+    exe.parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("mcpfleet-fixture")
+}
+
+impl Hosts {
+    fn new(cluster: &Cluster, label: &str, servers: &[&str], ttl: &str, lock_delay: &str) -> Hosts {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("journal.ndjson");
+        let fixture = fixture_bin();
+        let mut body = format!(
+            "version: 1\nname: {label}\ncoordination:\n  etcd: [{}]\n  ttl: {ttl}\n  lock_delay: {lock_delay}\nservers:\n",
+            cluster.endpoints.join(", ")
+        );
+        for name in servers {
+            body.push_str(&format!(
+                "  {name}:\n    command: {}\n    args: [--journal, {}]\n",
+                serde_json::to_string(fixture.to_str().unwrap()).unwrap(),
+                serde_json::to_string(journal.to_str().unwrap()).unwrap(),
+            ));
+        }
+        let file = dir.path().join("mcpfleet.yaml");
+        std::fs::write(&file, body).unwrap();
+        Hosts {
+            file,
+            journal,
+            test_id: format!("{label}-{}", std::process::id()),
+            dir,
+        }
+    }
+
+    fn state_dir(&self, host: &str) -> std::path::PathBuf {
+        self.dir.path().join(format!("state-{host}"))
+    }
+
+    /// `mcpfleet -f FILE --output json ARGS` on `host`, bounded.
+    fn run(&self, host: &str, args: &[&str]) -> (i32, serde_json::Value) {
+        let out = Command::new("timeout")
+            .arg("120")
+            .arg(env!("CARGO_BIN_EXE_mcpfleet"))
+            .arg("-f")
+            .arg(&self.file)
+            .args(["--output", "json"])
+            .args(args)
+            .env(TEST_ID_VAR, &self.test_id)
+            .env("MCPFLEET_HOST", host)
+            .env("MCPFLEET_STATE_DIR", self.state_dir(host))
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let code = out.status.code().unwrap_or(-1);
+        let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+            panic!(
+                "{host}: mcpfleet {args:?} exit {code}, no JSON: {}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (code, doc)
+    }
+
+    /// `(state, generation, host)` of each server, as `status` on `host` shows it.
+    fn placement(&self, host: &str) -> Vec<(String, String, Option<u64>, Option<String>)> {
+        let (_, doc) = self.run(host, &["status"]);
+        doc["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["name"].as_str().unwrap().to_owned(),
+                    s["state"].as_str().unwrap().to_owned(),
+                    s["generation"].as_u64(),
+                    s["host"].as_str().map(str::to_owned),
+                )
+            })
+            .collect()
+    }
+
+    /// Waits until `status` on `host` shows `server` running on a host that
+    /// `pick` accepts; its host and generation.
+    fn wait_running(
+        &self,
+        host: &str,
+        server: &str,
+        limit: Duration,
+        pick: impl Fn(&str) -> bool,
+    ) -> (String, u64) {
+        let deadline = Instant::now() + limit;
+        loop {
+            let seen = self.placement(host);
+            let found = seen
+                .iter()
+                .find(|(name, state, _, on)| {
+                    name == server && state == "running" && on.as_deref().is_some_and(&pick)
+                })
+                .map(|(_, _, g, on)| (on.clone().unwrap(), g.unwrap()));
+            if let Some(found) = found {
+                return found;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{server} never ran as asked: {seen:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Every living process of `host`: its supervisor, guardian and servers
+    /// (they carry its state directory in their environment).
+    fn processes_of(&self, host: &str) -> Vec<i32> {
+        let entry = format!("MCPFLEET_STATE_DIR={}", self.state_dir(host).display());
+        processes_with(&[&entry, &format!("{TEST_ID_VAR}={}", self.test_id)])
+    }
+
+    /// The pid of the supervisor of `host`.
+    fn supervisor(&self, host: &str) -> i32 {
+        let text = std::fs::read_to_string(self.state_dir(host).join("supervisor.lock")).unwrap();
+        text.lines().next().unwrap().trim().parse().unwrap()
+    }
+
+    /// The fixture servers alive now, by their `MCPFLEET_TAG` (`scope:server:generation`).
+    fn servers_alive(&self) -> Vec<(i32, String)> {
+        let mut out = Vec::new();
+        for pid in processes_with(&[&format!("{TEST_ID_VAR}={}", self.test_id)]) {
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            if let Some(tag) = env
+                .split(|b| *b == 0)
+                .find_map(|e| e.strip_prefix(b"MCPFLEET_TAG="))
+            {
+                out.push((pid, String::from_utf8_lossy(tag).into_owned()));
+            }
+        }
+        out
+    }
+
+    fn journal(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.journal)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for pid in processes_with(&[&format!("{TEST_ID_VAR}={}", self.test_id)]) {
+            unsafe_kill(pid, 9);
+        }
+    }
+}
+
+fn unsafe_kill(pid: i32, signal: i32) {
+    let _ = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status();
+}
+
+/// Living processes whose environment holds every one of `entries`.
+fn processes_with(entries: &[&str]) -> Vec<i32> {
+    let mut out = Vec::new();
+    for dir in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = dir.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(dir.path().join("environ")) else {
+            continue;
+        };
+        let vars: Vec<&[u8]> = env.split(|b| *b == 0).collect();
+        let zombie = std::fs::read_to_string(dir.path().join("stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        });
+        if !zombie && entries.iter().all(|e| vars.contains(&e.as_bytes())) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// The checker of a run's journal: per server, generations start in
+/// increasing order, and no call is served by a generation older than one
+/// that has already served a call.
+fn check_journal(journal: &[serde_json::Value]) -> Vec<String> {
+    let mut violations = Vec::new();
+    let mut started: std::collections::HashMap<String, u64> = Default::default();
+    let mut newest_call: std::collections::HashMap<String, u64> = Default::default();
+    for line in journal {
+        let tag = line["tag"].as_str().unwrap_or_default();
+        let mut parts = tag.rsplitn(3, ':');
+        let generation: u64 = parts.next().and_then(|g| g.parse().ok()).unwrap_or(0);
+        let server = parts.next().unwrap_or_default().to_owned();
+        match line["event"].as_str() {
+            Some("start") => {
+                if let Some(last) = started.get(&server)
+                    && *last >= generation
+                {
+                    violations.push(format!(
+                        "{server}: generation {generation} started after {last}"
+                    ));
+                }
+                started.insert(server, generation);
+            }
+            Some("call") => {
+                let newest = newest_call.entry(server.clone()).or_insert(generation);
+                if generation < *newest {
+                    violations.push(format!(
+                        "{server}: generation {generation} served a call after generation {newest} did"
+                    ));
+                }
+                *newest = (*newest).max(generation);
+            }
+            _ => {}
+        }
+    }
+    violations
+}
+
+#[test]
+fn the_checker_finds_what_it_looks_for() {
+    let line = |event: &str, generation: u64| serde_json::json!({"event": event, "tag": format!("s0:alpha:{generation}")});
+    assert!(
+        check_journal(&[
+            line("start", 5),
+            line("call", 5),
+            line("start", 9),
+            line("call", 9)
+        ])
+        .is_empty()
+    );
+    assert_eq!(
+        check_journal(&[line("start", 9), line("start", 5)]).len(),
+        1
+    );
+    assert_eq!(
+        check_journal(&[
+            line("start", 5),
+            line("start", 9),
+            line("call", 9),
+            line("call", 5)
+        ])
+        .len(),
+        1
+    );
+}
+
+#[test]
+fn three_supervisors_run_each_server_once_and_a_lost_or_paused_host_is_taken_over() {
+    let cluster = Cluster::start("hosts-takeover");
+    wait_for_quorum(&cluster);
+    let hosts = Hosts::new(&cluster, "takeover", &["alpha", "beta"], "3s", "1s");
+
+    // `up` on the three hosts at once: each server runs on exactly one of them.
+    std::thread::scope(|s| {
+        let ups: Vec<_> = HOSTS
+            .iter()
+            .map(|h| s.spawn(|| hosts.run(h, &["up"])))
+            .collect();
+        for (host, up) in HOSTS.iter().zip(ups) {
+            let (code, doc) = up.join().unwrap();
+            assert_eq!(code, 0, "up on {host}: {doc}");
+        }
+    });
+    let views: Vec<_> = HOSTS.iter().map(|h| hosts.placement(h)).collect();
+    for view in &views {
+        assert_eq!(view, &views[0], "every host shows the same fleet");
+        for (name, state, generation, on) in view {
+            assert_eq!(state, "running", "{name}: {view:?}");
+            assert!(generation.is_some() && on.is_some(), "{name}: {view:?}");
+        }
+    }
+    let alive = hosts.servers_alive();
+    assert_eq!(alive.len(), 2, "one process per server: {alive:?}");
+    let owner = views[0][0].3.clone().unwrap();
+    let first = views[0][0].2.unwrap();
+    let (code, doc) = hosts.run(&owner, &["call", "alpha", "echo"]);
+    assert_eq!(code, 0, "{doc}");
+
+    // The owner of alpha is lost: its supervisor, guardian and servers SIGKILLed.
+    let lost = hosts.processes_of(&owner);
+    assert!(lost.len() >= 3, "{owner}: {lost:?}");
+    let killed = Instant::now();
+    for pid in &lost {
+        unsafe_kill(*pid, 9);
+    }
+    let witness = HOSTS.iter().find(|h| **h != owner).unwrap();
+    let (heir, second) =
+        hosts.wait_running(witness, "alpha", Duration::from_secs(30), |h| h != owner);
+    let takeover = killed.elapsed();
+    eprintln!("takeover after a host loss: {takeover:?} (ttl 3s, lock delay 1s)");
+    assert!(second > first, "generation {second} after {first}");
+    // TTL + lock delay + a read period + the start, with room for a loaded machine.
+    assert!(takeover < Duration::from_secs(15), "{takeover:?}");
+    let (code, doc) = hosts.run(&heir, &["call", "alpha", "echo"]);
+    assert_eq!(code, 0, "{doc}");
+
+    // The heir is paused past its TTL: a third host takes alpha over, and the
+    // paused one, once it runs again, tears its generation down (fenced).
+    let paused = hosts.supervisor(&heir);
+    let heirs_server: Vec<i32> = hosts
+        .servers_alive()
+        .into_iter()
+        .filter(|(_, tag)| tag.ends_with(&format!(":alpha:{second}")))
+        .map(|(pid, _)| pid)
+        .collect();
+    assert_eq!(heirs_server.len(), 1);
+    unsafe_kill(paused, 19);
+    let third_host = HOSTS.iter().find(|h| **h != owner && **h != heir).unwrap();
+    let (on, third) = hosts.wait_running(third_host, "alpha", Duration::from_secs(30), |h| {
+        h == *third_host
+    });
+    assert_eq!(on, *third_host);
+    assert!(third > second);
+    let (code, doc) = hosts.run(third_host, &["call", "alpha", "echo"]);
+    assert_eq!(code, 0, "{doc}");
+    unsafe_kill(paused, 18);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while heirs_server.iter().any(|p| {
+        std::path::Path::new(&format!("/proc/{p}")).exists()
+            && !std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .unwrap_or_default()
+                .contains(") Z")
+    }) {
+        assert!(
+            Instant::now() < deadline,
+            "the paused host did not fence its generation"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // `down` on any host stops the fleet on every host, and every supervisor leaves.
+    let (code, doc) = hosts.run(third_host, &["down"]);
+    assert_eq!(code, 0, "{doc}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let left = processes_with(&[&format!("{TEST_ID_VAR}={}", hosts.test_id)]);
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "left after down: {left:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let violations = check_journal(&hosts.journal());
+    assert!(
+        violations.is_empty(),
+        "{violations:?}\n{:?}",
+        hosts.journal()
+    );
+}
+
+/// Waits until the cluster has a leader.
+fn wait_for_quorum(cluster: &Cluster) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let c = join(cluster, "/quorum", "probe", Duration::from_secs(5)).await;
+        let _ = c.leave().await;
+    });
+}

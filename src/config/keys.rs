@@ -12,8 +12,11 @@ pub const TOP_KEYS: &[&str] = &[
     "gateway",
     "metrics",
     "supervisor",
+    "coordination",
     "servers",
 ];
+/// Keys of `coordination:` (docs/design.md §19).
+pub const COORDINATION_KEYS: &[&str] = &["etcd", "prefix", "ttl", "lock_delay"];
 /// Keys of `defaults:`; each applies to every server that does not set it
 /// (`env_file` to every stdio server, before the server's own).
 pub const DEFAULTS_KEYS: &[&str] = &[
@@ -162,6 +165,14 @@ const SUPERVISOR_SYNONYMS: &[(&str, &str)] = &[
     ("rotate", "keep_files"),
     ("backups", "keep_files"),
 ];
+const COORDINATION_SYNONYMS: &[(&str, &str)] = &[
+    ("endpoints", "etcd"),
+    ("etcd_endpoints", "etcd"),
+    ("lease", "ttl"),
+    ("lease_ttl", "ttl"),
+    ("lock-delay", "lock_delay"),
+    ("key_prefix", "prefix"),
+];
 const AUTH_SYNONYMS: &[(&str, &str)] = &[
     ("oauth2", "oauth"),
     ("oidc", "oauth"),
@@ -196,6 +207,7 @@ pub(super) enum Level {
     Gateway,
     Metrics,
     Supervisor,
+    Coordination,
     Tools,
     Auth,
     OAuth,
@@ -220,6 +232,7 @@ impl Level {
             Level::Gateway => (GATEWAY_KEYS, GATEWAY_SYNONYMS),
             Level::Metrics => (METRICS_KEYS, GATEWAY_SYNONYMS),
             Level::Supervisor => (SUPERVISOR_KEYS, SUPERVISOR_SYNONYMS),
+            Level::Coordination => (COORDINATION_KEYS, COORDINATION_SYNONYMS),
             Level::Tools => (TOOLS_KEYS, TOOLS_SYNONYMS),
             Level::Auth => (AUTH_KEYS, AUTH_SYNONYMS),
             Level::OAuth => (OAUTH_KEYS, OAUTH_SYNONYMS),

@@ -51,11 +51,15 @@ pub use duration::{DEFAULT_TIMEOUT, DurationError, Timeout, parse_duration};
 pub use error::{ConfigError, ConfigErrors};
 pub use expand::{ExpandError, Text};
 pub use keys::{
-    AUTH_KEYS, BACKOFF_KEYS, CLIENT_CREDENTIALS_KEYS, DEFAULTS_KEYS, GATEWAY_KEYS, HEALTH_KEYS,
+    AUTH_KEYS, BACKOFF_KEYS, CLIENT_CREDENTIALS_KEYS, COORDINATION_KEYS, DEFAULTS_KEYS, GATEWAY_KEYS, HEALTH_KEYS,
     METRICS_KEYS, OAUTH_KEYS, REMOTE_ONLY_KEYS, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS,
     STDIO_ONLY_KEYS, SUPERVISOR_KEYS, TOKEN_STORES, TOOLS_KEYS, TOP_KEYS,
 };
 pub(crate) use validate::is_name;
+
+/// What a build without the `etcd` feature says of a fleet file with
+/// `coordination:`.
+pub const NO_ETCD: &str = "this fleet file has `coordination:` (a fleet that spans hosts), but this mcpfleet was built without etcd support; install it with `cargo install mcpfleet --features etcd` (it needs protoc)";
 pub use validate::{
     DURATION_PATTERN, ENV_NAME_PATTERN, HEADER_NAME_PATTERN, NAME_PATTERN, SIZE_PATTERN,
     TIMEOUT_PATTERN, URL_PATTERN, parse_size,
@@ -69,5 +73,5 @@ pub use parse::{load_recorded, load_str};
 pub use read::{MAX_FILE_BYTES, read};
 pub use spec::{
     AuthSpec, ClientCredentialsSpec, EnvFile, ExposeSpec, Fleet, GatewaySpec, HealthCheck, HttpSpec, MAX_CAP, MetricsSpec,
-    OAuthSpec, RestartMode, RestartPolicy, Rotation, ServerSpec, StdioSpec, SupervisorSpec, TokenBackend, Transport,
+    OAuthSpec, CoordinationSpec, RestartMode, RestartPolicy, Rotation, ServerSpec, StdioSpec, SupervisorSpec, TokenBackend, Transport,
 };

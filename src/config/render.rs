@@ -16,12 +16,21 @@ impl Fleet {
     /// `{"version": 1, "file", "name", "servers": [{"name", "enabled", "transport", …}]}`,
     /// servers in file order; secrets redacted.
     pub fn resolved_json(&self) -> Value {
-        json!({
+        let mut doc = json!({
             "version": 1,
             "file": self.file.display().to_string(),
             "name": self.name,
             "servers": self.servers.iter().map(server_json).collect::<Vec<_>>(),
-        })
+        });
+        if let Some(c) = &self.coordination {
+            doc["coordination"] = json!({
+                "etcd": c.etcd,
+                "prefix": self.coordination_prefix(),
+                "ttl": duration(c.ttl),
+                "lock_delay": duration(c.lock_delay),
+            });
+        }
+        doc
     }
 
     /// The resolved fleet as a fleet file, secrets redacted.
@@ -34,6 +43,18 @@ impl Fleet {
         let mut servers = serde_yaml::Mapping::new();
         for server in &self.servers {
             servers.insert(server.name.as_str().into(), server_yaml(server));
+        }
+        if let Some(c) = &self.coordination {
+            let mut m = serde_yaml::Mapping::new();
+            let etcd: Vec<serde_yaml::Value> = c.etcd.iter().map(|e| e.as_str().into()).collect();
+            m.insert("etcd".into(), etcd.into());
+            m.insert("prefix".into(), self.coordination_prefix().into());
+            m.insert("ttl".into(), duration(c.ttl).into());
+            m.insert("lock_delay".into(), match c.lock_delay.is_zero() {
+                true => 0.into(),
+                false => duration(c.lock_delay).into(),
+            });
+            top.insert("coordination".into(), m.into());
         }
         top.insert("servers".into(), servers.into());
         // A line break in the path would end the comment and corrupt the document.

@@ -22,10 +22,37 @@ pub struct Fleet {
     pub metrics: MetricsSpec,
     /// Settings of the supervisor process itself: `supervisor:`.
     pub supervisor: SupervisorSpec,
+    /// The etcd cluster that keeps the fleet's authority when it spans hosts
+    /// (docs/design.md §19); `None`: one host, as always.
+    pub coordination: Option<CoordinationSpec>,
     /// What the user should be told about the file, one line each: for an MCP
     /// client's file read with `-f`, the servers renamed and the entries not
     /// carried over (docs/design.md §15). Empty for a fleet file.
     pub notices: Vec<String>,
+}
+
+impl Fleet {
+    /// The fleet's etcd key prefix: `coordination.prefix`, else
+    /// `/mcpfleet/<fleet name>` (the file's stem when the fleet has no name).
+    pub fn coordination_prefix(&self) -> String {
+        if let Some(prefix) = self.coordination.as_ref().and_then(|c| c.prefix.clone()) {
+            return prefix;
+        }
+        let name = self.name.clone().unwrap_or_else(|| {
+            self.file
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "fleet".to_owned())
+        });
+        let name: String = name
+            .chars()
+            .map(|c| match c.is_ascii_alphanumeric() || "._-".contains(c) {
+                true => c,
+                false => '_',
+            })
+            .collect();
+        format!("/mcpfleet/{name}")
+    }
 }
 
 /// The highest cap the fleet file may set on what an HTTP door's peers hold at
@@ -65,6 +92,30 @@ pub struct MetricsSpec {
     /// Open connections of that door at most (default 64); one more is
     /// answered 503.
     pub max_connections: Option<usize>,
+}
+
+/// The fleet file's `coordination:` (docs/design.md §19).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoordinationSpec {
+    /// The etcd endpoints, `http://HOST:PORT`.
+    pub etcd: Vec<String>,
+    /// The key prefix of the fleet; default `/mcpfleet/<fleet name>`.
+    pub prefix: Option<String>,
+    /// Each host's lease.
+    pub ttl: std::time::Duration,
+    /// How long a standby waits once an owner's lease is gone (L23).
+    pub lock_delay: std::time::Duration,
+}
+
+impl Default for CoordinationSpec {
+    fn default() -> CoordinationSpec {
+        CoordinationSpec {
+            etcd: Vec::new(),
+            prefix: None,
+            ttl: std::time::Duration::from_secs(10),
+            lock_delay: std::time::Duration::from_secs(5),
+        }
+    }
 }
 
 /// The fleet file's `supervisor:`.

@@ -65,10 +65,16 @@ pub struct Taken {
 }
 
 /// What etcd holds of one server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ServerRecord {
     /// The owner host, while its lease lives.
     pub owner: Option<String>,
+    /// The lease the owner key is bound to (0 without an owner): tells this
+    /// host's lease from one a previous supervisor of the same host held.
+    pub owner_lease: i64,
+    /// Whether the fleet wants the server running (`up`) or not (`down`),
+    /// as the last `up` or `down` on any host said; `None` before either.
+    pub desired: Option<bool>,
     /// The record's mod revision; 0 when there is none.
     pub revision: i64,
     /// The record as written.
@@ -157,6 +163,56 @@ impl Coordinator {
         format!("{}/servers/{server}/state", self.prefix)
     }
 
+    fn desired_key(&self, server: &str) -> String {
+        format!("{}/servers/{server}/desired", self.prefix)
+    }
+
+    /// Records whether the fleet wants `server` running. Not fenced: any
+    /// host may say it, and the owner follows (docs/design.md §19).
+    pub async fn set_desired(&self, server: &str, up: bool) -> Result<(), CoordinationError> {
+        let mut client = self.client.clone();
+        let value = if up { "up" } else { "down" };
+        client
+            .put(self.desired_key(server), value, None)
+            .await
+            .map_err(etcd)?;
+        Ok(())
+    }
+
+    /// Every server etcd holds anything of, by name: one range read.
+    pub async fn servers(
+        &self,
+    ) -> Result<std::collections::BTreeMap<String, ServerRecord>, CoordinationError> {
+        let mut client = self.client.clone();
+        let base = format!("{}/servers/", self.prefix);
+        let found = client
+            .get(base.clone(), Some(GetOptions::new().with_prefix()))
+            .await
+            .map_err(etcd)?;
+        let mut out = std::collections::BTreeMap::<String, ServerRecord>::new();
+        for kv in found.kvs() {
+            let key = String::from_utf8_lossy(kv.key());
+            let Some((name, what)) = key.strip_prefix(&base).and_then(|k| k.split_once('/')) else {
+                continue;
+            };
+            let rec = out.entry(name.to_owned()).or_default();
+            let value = String::from_utf8_lossy(kv.value()).into_owned();
+            match what {
+                "owner" => {
+                    rec.owner = Some(value);
+                    rec.owner_lease = kv.lease();
+                }
+                "state" => {
+                    rec.revision = kv.mod_revision();
+                    rec.record = Some(value);
+                }
+                "desired" => rec.desired = Some(value == "up"),
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+
     /// Whether this host may act now: its lease is confirmed on the
     /// monotonic clock (L22).
     pub fn confirmed(&self) -> Result<(), CoordinationError> {
@@ -190,12 +246,13 @@ impl Coordinator {
         let mut client = self.client.clone();
         let owner = client.get(self.owner_key(server), None).await.map_err(etcd)?;
         let state = client.get(self.state_key(server), None).await.map_err(etcd)?;
+        let desired = client.get(self.desired_key(server), None).await.map_err(etcd)?;
         let state = state.kvs().first();
+        let owner = owner.kvs().first();
         Ok(ServerRecord {
-            owner: owner
-                .kvs()
-                .first()
-                .map(|kv| String::from_utf8_lossy(kv.value()).into_owned()),
+            owner: owner.map(|kv| String::from_utf8_lossy(kv.value()).into_owned()),
+            owner_lease: owner.map_or(0, |kv| kv.lease()),
+            desired: desired.kvs().first().map(|kv| kv.value() == b"up"),
             revision: state.map_or(0, |kv| kv.mod_revision()),
             record: state.map(|kv| String::from_utf8_lossy(kv.value()).into_owned()),
         })

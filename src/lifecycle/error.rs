@@ -33,6 +33,9 @@ pub enum ErrorKind {
     /// refresh refused, or a scope the grant lacks. The message names the
     /// command that fixes it (`mcpfleet login NAME`).
     AuthRequired,
+    /// In a fleet that spans hosts, another host owns the server and runs it
+    /// (docs/design.md §19); the message names the host.
+    OwnedElsewhere,
 }
 
 /// Where in a server's life the error happened.

@@ -9,6 +9,7 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 
 use super::Generation;
+use super::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::process::lineage::ProcId;
 
 /// A spawned generation, as needed to find it again after a crash: never by pid
@@ -43,15 +44,28 @@ pub struct QuarantineRecord {
 /// Resolves once a note is durable, or with the error that kept it from being so.
 pub(crate) type Durable = Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>>;
 
+/// Resolves with the generation a reservation gave once it is durable, or with
+/// why none was given.
+pub(crate) type Granted = Pin<Box<dyn Future<Output = Result<Generation, ServerError>> + Send>>;
+
 /// Durable notes of an authority. Called from the authority task, in order: each
 /// note takes effect in the ledger's order when the method is called, and the
 /// returned future says when it has reached the disk.
 pub trait Ledger: Send + Sync {
-    /// Records that `generation` is taken; awaited before anything is spawned for
-    /// it. An error refuses the start: a generation must never be given twice.
-    fn reserve(&self, server: &str, generation: Generation) -> Durable;
+    /// Takes `generation`, or a greater one, and resolves with the one taken
+    /// once it is durable; awaited before anything is spawned for it. A ledger
+    /// shared across hosts gives its own (an etcd revision, L20) and refuses
+    /// a server another host owns. An error refuses the start: a generation
+    /// must never be given twice.
+    fn reserve(&self, server: &str, generation: Generation) -> Granted;
     /// Records the process of a generation right after it was spawned.
     fn spawned(&self, server: &str, record: LiveRecord) -> Durable;
+    /// Whether calls may be served now: refused on a host of a fleet that
+    /// spans hosts whose lease is not confirmed (L22, L24). Read on every
+    /// call, so it never waits on anything.
+    fn serving(&self) -> Result<(), ServerError> {
+        Ok(())
+    }
     /// Whether lineages are worth writing down (a ledger that outlives the
     /// process; `check`'s keeps nothing).
     fn keeps_lineage(&self) -> bool {
@@ -69,6 +83,20 @@ pub trait Ledger: Send + Sync {
     ) -> Durable;
 }
 
+/// A reservation of `generation` that is durable once `durable` resolves: what
+/// a ledger kept in one host's files gives.
+pub(crate) fn granted_when(durable: Durable, generation: Generation) -> Granted {
+    Box::pin(async move {
+        durable.await.map(|()| generation).map_err(|e| {
+            ServerError::new(
+                ErrorKind::SpawnFailed,
+                ErrorPhase::Spawn,
+                format!("cannot record generation {generation} before spawning: {e}"),
+            )
+        })
+    })
+}
+
 /// Keeps nothing: for `check`, whose authorities live and die with one process.
 pub(crate) struct NoLedger;
 
@@ -80,8 +108,8 @@ impl Ledger for NoLedger {
     fn keeps_lineage(&self) -> bool {
         false
     }
-    fn reserve(&self, _server: &str, _generation: Generation) -> Durable {
-        nothing_to_keep()
+    fn reserve(&self, _server: &str, generation: Generation) -> Granted {
+        Box::pin(std::future::ready(Ok(generation)))
     }
     fn spawned(&self, _server: &str, _record: LiveRecord) -> Durable {
         nothing_to_keep()

@@ -146,7 +146,7 @@ impl Code {
             | ErrorKind::AuthRequired => Code::StartFailed,
             ErrorKind::ConnectTimeout => Code::ConnectTimeout,
             ErrorKind::TeardownFailed => Code::TeardownNotClean,
-            ErrorKind::Quarantined | ErrorKind::Fenced => Code::Refused,
+            ErrorKind::Quarantined | ErrorKind::Fenced | ErrorKind::OwnedElsewhere => Code::Refused,
             ErrorKind::Busy => Code::Busy,
             ErrorKind::Cancelled => Code::Interrupted,
         }

@@ -109,6 +109,7 @@ impl ServerReport {
             drift: None,
             tools_contract: None,
             auth: None,
+            host: None,
         }
     }
 
@@ -197,6 +198,7 @@ impl ServerReport {
             drift: None,
             tools_contract: None,
             auth: None,
+            host: None,
         }
     }
 }

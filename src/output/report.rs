@@ -170,6 +170,10 @@ pub struct ServerReport {
     /// (`status`; never a token).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<AuthStatus>,
+    /// The host that runs the server, in a fleet that spans hosts
+    /// (docs/design.md §19); absent on one host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Where a server's OAuth authorization stands (docs/design.md,
@@ -388,6 +392,7 @@ fn render_text(report: &Report) -> String {
     }
     let mut rows = vec![[
         "SERVER".to_owned(),
+        "HOST".to_owned(),
         "STATE".to_owned(),
         "GEN".to_owned(),
         "PID".to_owned(),
@@ -406,6 +411,7 @@ fn render_text(report: &Report) -> String {
         });
         rows.push([
             s.name.clone(),
+            dash(s.host.as_deref()),
             s.state.as_str().to_owned(),
             dash(s.generation),
             dash(s.pid),
@@ -415,10 +421,28 @@ fn render_text(report: &Report) -> String {
             dash(teardown),
         ]);
     }
-    let widths = super::table::widths(&rows);
+    // The HOST column only in a fleet that spans hosts (docs/design.md §19).
+    let spans_hosts = report.servers.iter().any(|s| s.host.is_some());
+    let lines: Vec<String> = match spans_hosts {
+        true => {
+            let widths = super::table::widths(&rows);
+            rows.iter().map(|r| super::table::line(r, widths)).collect()
+        }
+        false => {
+            let rows: Vec<[String; 8]> = rows
+                .into_iter()
+                .map(|[name, _, rest @ ..]| {
+                    let [a, b, c, d, e, f, g] = rest;
+                    [name, a, b, c, d, e, f, g]
+                })
+                .collect();
+            let widths = super::table::widths(&rows);
+            rows.iter().map(|r| super::table::line(r, widths)).collect()
+        }
+    };
     let mut out = String::new();
-    for (i, row) in rows.iter().enumerate() {
-        out.push_str(&super::table::line(row, widths));
+    for (i, line) in lines.iter().enumerate() {
+        out.push_str(line);
         if i == 0 {
             continue;
         }

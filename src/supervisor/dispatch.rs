@@ -65,7 +65,10 @@ pub(super) async fn dispatch(
         Op::Status {
             servers,
             fleet: source,
-        } => status(fleet, &servers, source.as_ref()),
+        } => {
+            let answer = status(fleet, &servers, source.as_ref());
+            placed(fleet, answer).await
+        }
         Op::Up {
             servers,
             force,
@@ -81,7 +84,11 @@ pub(super) async fn dispatch(
                 dry_run,
                 remove_orphans,
             };
-            converge::up(fleet, up, tx).await
+            let answer = converge::up(fleet, up, tx).await;
+            if !dry_run && let Err(message) = want(fleet, &answer, true).await {
+                return Response::Error { message };
+            }
+            placed(fleet, answer).await
         }
         Op::Down {
             servers,
@@ -96,7 +103,7 @@ pub(super) async fn dispatch(
                 options: call_options(deadlines, false),
                 strict,
             };
-            change_after_take_up(fleet, source.as_ref(), change, tx).await
+            down(fleet, source.as_ref(), change, tx).await
         }
         Op::Reconnect {
             servers,
@@ -184,6 +191,100 @@ fn status(fleet: &FleetHandle, servers: &[String], source: Option<&FleetSource>)
     };
     report.gateway = Some(gateway_report(fleet)).filter(|g| g.url.is_some() || g.sessions > 0);
     reply(report)
+}
+
+/// `down`: on a host of a fleet that spans hosts, the fleet is told first that
+/// the servers are wanted down, so that the hosts that run them stop them too,
+/// and the answer waits for them (docs/design.md §19).
+async fn down(
+    fleet: &FleetHandle,
+    source: Option<&FleetSource>,
+    change: Change,
+    tx: &mpsc::UnboundedSender<String>,
+) -> Response {
+    #[cfg(feature = "etcd")]
+    if let Some(hosts) = fleet.fixed.hosts.clone() {
+        if let Err(message) = fleet.take_up(source).await {
+            return Response::Error { message };
+        }
+        let names = match fleet.select(&change.names, Unnamed::All) {
+            Ok(handles) => handles.iter().map(|h| h.name().to_owned()).collect::<Vec<_>>(),
+            Err(message) => return Response::Error { message },
+        };
+        if let Err(message) = hosts.want(&names, false).await {
+            return Response::Error { message };
+        }
+        let answer = self::change(fleet, change, tx).await;
+        let deadline = std::time::Instant::now() + crate::supervisor::hosts::RELEASE_WAIT;
+        let still = hosts.wait_released(&names, deadline).await;
+        let Response::Reply {
+            report: Answer::Report(mut report),
+        } = answer
+        else {
+            return answer;
+        };
+        for line in &mut report.servers {
+            if let Some((_, host)) = still.iter().find(|(name, _)| name == &line.name) {
+                line.host = Some(host.clone());
+                line.state = crate::lifecycle::state::Phase::Running;
+                let code = crate::output::exit::Code::TeardownNotClean;
+                line.exit_code = code.as_i32();
+                line.error = Some(crate::output::report::ErrorReport {
+                    kind: crate::lifecycle::error::ErrorKind::TeardownFailed,
+                    phase: crate::lifecycle::error::ErrorPhase::Teardown,
+                    message: format!("host {host} still runs it"),
+                    stderr_tail: Vec::new(),
+                });
+            }
+        }
+        let worst = report
+            .servers
+            .iter()
+            .map(|s| s.exit_code)
+            .max()
+            .unwrap_or(0);
+        report.exit_code = report.exit_code.max(worst);
+        return reply(report);
+    }
+    change_after_take_up(fleet, source, change, tx).await
+}
+
+/// On a host of a fleet that spans hosts, records that the servers `up`
+/// reported on are wanted running, for every host to follow.
+async fn want(fleet: &FleetHandle, answer: &Response, up: bool) -> Result<(), String> {
+    #[cfg(feature = "etcd")]
+    if let Some(hosts) = &fleet.fixed.hosts
+        && let Response::Reply {
+            report: Answer::Report(report),
+        } = answer
+    {
+        let view = fleet.view();
+        let names: Vec<String> = report
+            .servers
+            .iter()
+            .filter(|s| view.roster.held(&s.name).is_some_and(|h| h.spec.enabled))
+            .map(|s| s.name.clone())
+            .collect();
+        return hosts.want(&names, up).await;
+    }
+    let _ = (fleet, answer, up);
+    Ok(())
+}
+
+/// On a host of a fleet that spans hosts, shows where each server of the
+/// answer runs.
+async fn placed(fleet: &FleetHandle, answer: Response) -> Response {
+    #[cfg(feature = "etcd")]
+    if let Some(hosts) = &fleet.fixed.hosts
+        && let Response::Reply {
+            report: Answer::Report(mut report),
+        } = answer
+    {
+        hosts.place(&mut report).await;
+        return reply(report);
+    }
+    let _ = fleet;
+    answer
 }
 
 /// A request that asks the same of each named server's authority: `down`,

@@ -11,6 +11,7 @@ use super::events::EventLog;
 use super::persist::StateFile;
 use crate::gateway::Gateway;
 use crate::lifecycle::authority::Context;
+use crate::lifecycle::ledger::Ledger;
 use crate::process::limits::OpenFiles;
 use crate::state::StateDir;
 
@@ -18,6 +19,12 @@ use crate::state::StateDir;
 pub(super) struct Fixed {
     pub events: Arc<EventLog>,
     pub state: Arc<StateFile>,
+    /// What every authority notes its generations in: `state` on one host;
+    /// etcd, then `state`, on a host of a fleet that spans hosts.
+    pub ledger: Arc<dyn Ledger>,
+    /// This host's membership of a fleet that spans hosts (docs/design.md §19).
+    #[cfg(feature = "etcd")]
+    pub hosts: Option<Arc<super::hosts::Hosts>>,
     /// Set when the supervisor is shutting down; new requests are refused.
     pub shutdown: CancellationToken,
     /// The authorities' interrupt: cancelled on a signal, it ends starts in progress.

@@ -201,6 +201,16 @@ impl FleetHandle {
 
     /// Takes back the exit a `down` of the whole fleet arranged: idle again
     /// later, the supervisor lingers as usual (docs/design.md §3).
+    /// Whether the fleet wants some server running on some host, which keeps
+    /// this supervisor as a standby (docs/design.md §19); `None` on one host.
+    pub(super) fn standing(&self) -> Option<watch::Receiver<bool>> {
+        #[cfg(feature = "etcd")]
+        if let Some(hosts) = &self.fixed.hosts {
+            return Some(hosts.standing());
+        }
+        None
+    }
+
     pub(super) fn keep_when_idle(&self) {
         let _ = self.tx.send(Command::KeepWhenIdle);
     }

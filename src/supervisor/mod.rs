@@ -15,6 +15,8 @@ mod gateway_door;
 pub mod guardian;
 mod handle;
 mod handover;
+#[cfg(feature = "etcd")]
+pub mod hosts;
 mod http_door;
 mod metrics_door;
 mod persist;

@@ -7,7 +7,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use crate::lifecycle::ledger::{Durable, Ledger, LiveRecord, QuarantineRecord};
+use crate::lifecycle::ledger::{Durable, Granted, Ledger, LiveRecord, QuarantineRecord, granted_when};
 use crate::lifecycle::state::Generation;
 use crate::process::lineage::ProcId;
 use crate::state::{Persisted, STATE_VERSION, replace_atomically};
@@ -146,11 +146,12 @@ impl Inner {
 }
 
 impl Ledger for StateFile {
-    fn reserve(&self, server: &str, generation: Generation) -> Durable {
-        self.note_durably(|doc| {
+    fn reserve(&self, server: &str, generation: Generation) -> Granted {
+        let durable = self.note_durably(|doc| {
             let rec = doc.servers.entry(server.to_owned()).or_default();
             rec.last_generation = rec.last_generation.max(generation);
-        })
+        });
+        granted_when(durable, generation)
     }
 
     fn spawned(&self, server: &str, record: LiveRecord) -> Durable {

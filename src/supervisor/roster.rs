@@ -65,13 +65,13 @@ pub(super) struct Held {
 impl Held {
     /// Creates the authority of `spec` (heard by the gateway at `slot`), which
     /// goes on from what `state.json` recorded of the server (`rec`).
-    pub(super) fn new<L: Ledger + 'static>(
+    pub(super) fn new(
         spec: ServerSpec,
         slot: usize,
         rec: ServerRecord,
         dir: &StateDir,
         gateway: &Arc<Gateway>,
-        ledger: &Arc<L>,
+        ledger: &Arc<dyn Ledger>,
         ctx: &Context,
     ) -> Held {
         let initial = Initial {
@@ -223,7 +223,7 @@ impl Roster {
                         rec,
                         &fixed.dir,
                         &fixed.gateway,
-                        &fixed.state,
+                        &fixed.ledger,
                         &fixed.authorities,
                     );
                     fixed.gateway.join(slot, held.member(), &fixed.tracker);

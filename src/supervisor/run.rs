@@ -75,6 +75,11 @@ pub async fn run(
     let traces = crate::trace::start(&fleet);
     let files = claim(&mut lock, &dir, &fleet, source.as_deref())?;
     let (state, events) = recover(&dir, &fleet).await?;
+    let kept = Kept {
+        hosts: join(&fleet, &state).await?,
+        state,
+        events: events.clone(),
+    };
     // From here on, every transition of every authority reaches the idle watch.
     let transitions = events.subscribe();
     let tracker = TaskTracker::new();
@@ -89,7 +94,12 @@ pub async fn run(
             crate::lifecycle::authority::default_start_slots(),
         ),
     };
-    let handle = assemble(fleet, version, &dir, state, events, files, &ctx);
+    let handle = assemble(fleet, version, &dir, kept, files, &ctx);
+    #[cfg(feature = "etcd")]
+    if let Some(hosts) = handle.fixed.hosts.clone() {
+        ctx.tracker
+            .spawn(super::hosts::follow(hosts, handle.clone()));
+    }
     let mut signals = Signals::new()?;
     if let Some(fg) = foreground {
         start_foreground(&handle, fg);
@@ -97,7 +107,19 @@ pub async fn run(
     let result = server::serve(&dir, handle.clone(), transitions, IDLE_LINGER, &mut signals).await;
     let _ = std::fs::remove_file(dir.socket());
     handle.close_metrics().await;
+    // No takeover once the supervisor leaves: what it stops is given up, and
+    // the other hosts take it over (docs/design.md §19).
+    #[cfg(feature = "etcd")]
+    let hosts = handle.fixed.hosts.clone();
+    #[cfg(feature = "etcd")]
+    if let Some(hosts) = &hosts {
+        hosts.stop.cancel();
+    }
     let teardown = tear_down(handle, result.as_ref().ok().cloned(), &ctx, &mut signals).await;
+    #[cfg(feature = "etcd")]
+    if let Some(hosts) = hosts {
+        hosts.leave().await;
+    }
     ctx.shutdown.cancel();
     tracker.close();
     tracker.wait().await;
@@ -225,6 +247,37 @@ async fn recover(dir: &StateDir, fleet: &Fleet) -> anyhow::Result<(Arc<StateFile
     Ok((state, events))
 }
 
+/// The membership of this host in a fleet that spans hosts: joined in etcd
+/// when the fleet file has `coordination:` (docs/design.md §19).
+#[cfg(feature = "etcd")]
+type Membership = Option<Arc<super::hosts::Hosts>>;
+#[cfg(not(feature = "etcd"))]
+type Membership = Option<std::convert::Infallible>;
+
+/// What the supervisor keeps of the fleet: `state.json`, the event log, and
+/// its membership of a fleet that spans hosts.
+struct Kept {
+    state: Arc<StateFile>,
+    events: Arc<EventLog>,
+    hosts: Membership,
+}
+
+#[cfg(feature = "etcd")]
+async fn join(fleet: &Fleet, state: &Arc<StateFile>) -> anyhow::Result<Membership> {
+    match fleet.coordination {
+        None => Ok(None),
+        Some(_) => super::hosts::Hosts::join(fleet, state.clone()).await.map(Some),
+    }
+}
+
+#[cfg(not(feature = "etcd"))]
+async fn join(fleet: &Fleet, _state: &Arc<StateFile>) -> anyhow::Result<Membership> {
+    match fleet.coordination {
+        None => Ok(None),
+        Some(_) => Err(anyhow::anyhow!("{}", crate::config::NO_ETCD)),
+    }
+}
+
 /// Creates the gateway and one authority per server of `fleet` (each going on
 /// from what `state.json` recorded of it), attaches them to the gateway, and
 /// starts the fleet task that owns them.
@@ -232,12 +285,26 @@ fn assemble(
     fleet: Fleet,
     version: Option<protocol::FileVersion>,
     dir: &StateDir,
-    state: Arc<StateFile>,
-    events: Arc<EventLog>,
+    kept: Kept,
     files: OpenFiles,
     ctx: &Context,
 ) -> FleetHandle {
+    let Kept {
+        state,
+        events,
+        hosts,
+    } = kept;
     let persisted = state.snapshot();
+    #[cfg(feature = "etcd")]
+    let ledger: Arc<dyn crate::lifecycle::ledger::Ledger> = match &hosts {
+        Some(h) => Arc::new(super::hosts::HostLedger(h.clone())),
+        None => state.clone(),
+    };
+    #[cfg(not(feature = "etcd"))]
+    let ledger: Arc<dyn crate::lifecycle::ledger::Ledger> = {
+        let _ = hosts;
+        state.clone()
+    };
     let journal = crate::gateway::Journal::open(&dir.gateway_log());
     let gateway = gateway_door::new(&fleet, events.clone(), journal);
     let held: Vec<Held> = fleet
@@ -250,7 +317,7 @@ fn assemble(
                 .get(&spec.name)
                 .cloned()
                 .unwrap_or_default();
-            Held::new(spec.clone(), slot, rec, dir, &gateway, &state, ctx)
+            Held::new(spec.clone(), slot, rec, dir, &gateway, &ledger, ctx)
         })
         .collect();
     let handles: Vec<_> = held.iter().map(|h| h.handle.clone()).collect();
@@ -258,6 +325,9 @@ fn assemble(
     let fixed = Arc::new(Fixed {
         events,
         state,
+        ledger,
+        #[cfg(feature = "etcd")]
+        hosts,
         shutdown: CancellationToken::new(),
         interrupt: ctx.interrupt.clone(),
         gateway,

@@ -64,6 +64,9 @@ pub(super) async fn serve(
     };
     let mut busy = Busy::new(transitions);
     let mut idle_since: Option<Instant> = None;
+    // A host of a fleet that spans hosts stays while the fleet wants a server
+    // running anywhere: it is a standby (docs/design.md §19).
+    let mut standing = fleet.standing();
     let mut accept_errors = crate::gateway::bounds::AcceptErrors::default();
     let stop_sweeping = tokio_util::sync::CancellationToken::new();
     let _sweeping = stop_sweeping.clone().drop_guard();
@@ -75,8 +78,11 @@ pub(super) async fn serve(
         let view = fleet.view();
         // An open HTTP door keeps the supervisor, as a server does (docs/design.md §14).
         let door_open = view.listening.is_some();
-        let idle =
-            *opened_or_closed.borrow_and_update() == 0 && busy.servers.is_empty() && !door_open;
+        let stands = standing.as_mut().is_some_and(|s| *s.borrow_and_update());
+        let idle = *opened_or_closed.borrow_and_update() == 0
+            && busy.servers.is_empty()
+            && !door_open
+            && !stands;
         idle_since = idle.then(|| idle_since.unwrap_or_else(Instant::now));
         // After a `down` of the whole fleet, whose client waits for this process
         // to be gone, there is no lingering (docs/design.md §3).
@@ -102,6 +108,15 @@ pub(super) async fn serve(
                 Err(e) => tokio::time::sleep(accept_errors.failed("control socket", &e)).await,
             },
             _ = opened_or_closed.changed() => {}
+            () = async {
+                let changed = match standing.as_mut() {
+                    Some(s) => s.changed().await.is_ok(),
+                    None => false,
+                };
+                if !changed {
+                    std::future::pending::<()>().await;
+                }
+            } => {}
             received = busy.transitions.recv(), if busy.listening => busy.note(received, &fleet),
             _ = signals.next() => {
                 tracing::info!("signal: tearing everything down");

@@ -20,6 +20,7 @@ mod remote;
 mod reporting;
 mod shape;
 mod supervisor;
+mod coordination;
 
 const SECRET: &str = "s3cr3t-t0k3n";
 

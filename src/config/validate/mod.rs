@@ -34,6 +34,7 @@ mod gateway;
 mod remote;
 mod stdio;
 mod supervisor;
+mod coordination;
 
 pub use remote::{HEADER_NAME_PATTERN, URL_PATTERN};
 pub(crate) use remote::{check_url, is_header_name, is_header_value};
@@ -104,6 +105,7 @@ impl Validator<'_> {
         let mut gateway = GatewaySpec::default();
         let mut metrics = MetricsSpec::default();
         let mut supervisor = SupervisorSpec::default();
+        let mut coordination = None;
         for entry in &entries {
             match entry.key.as_str() {
                 "version" => {
@@ -114,7 +116,8 @@ impl Validator<'_> {
                 "defaults" => defaults = self.defaults(entry),
                 "gateway" => gateway = self.gateway(entry),
                 "metrics" => metrics = self.metrics(entry),
-                "supervisor" => supervisor = self.supervisor(entry),
+"supervisor" => supervisor = self.supervisor(entry),
+                "coordination" => coordination = self.coordination(entry),
                 "servers" => servers = Some(entry),
                 // Unknown, or listed without a rule (the tests make sure there is none).
                 _ => {
@@ -140,6 +143,7 @@ impl Validator<'_> {
             gateway,
             metrics,
             supervisor,
+            coordination,
             notices: Vec::new(),
         })
     }

@@ -99,7 +99,7 @@ pub fn spawn_with(
         torn_down: None,
         quarantine_left,
         ended: None,
-        ledger,
+        ledger: ledger.clone(),
         publish,
         publish_peer,
         request: Request::default(),
@@ -117,6 +117,7 @@ pub fn spawn_with(
         config: Arc::new(config_tx),
         events: ctx.events.clone(),
         touches: Arc::new(Touches::new()),
+        ledger,
     }
 }
 

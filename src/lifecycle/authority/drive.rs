@@ -62,7 +62,7 @@ mod tests {
         async fn execute(&mut self, effect: Effect, _core: &Core) -> Option<Input> {
             self.log.push(effect.clone());
             match effect {
-                Effect::Reserve(_) => Some(Input::Reserved(Ok(()))),
+                Effect::Reserve(generation) => Some(Input::Reserved(Ok(generation))),
                 Effect::Launch(generation) => {
                     Some(Input::Started(crate::lifecycle::core::Started {
                         generation,

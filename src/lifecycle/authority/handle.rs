@@ -31,6 +31,9 @@ pub struct Handle {
     pub(super) events: Arc<dyn EventSink>,
     /// When the last use was sent to the authority.
     pub(super) touches: Arc<Touches>,
+    /// Says whether this host may serve calls now (a host of a fleet that
+    /// spans hosts whose lease is not confirmed may not, L22 and L24).
+    pub(super) ledger: Arc<dyn crate::lifecycle::ledger::Ledger>,
 }
 
 impl Handle {
@@ -101,6 +104,9 @@ impl Handle {
     /// The running generation, as [`Handle::peer`] gives it, with its link; at
     /// once, without an await. A use of the server, like `peer`.
     pub fn reach(&self) -> Option<Reach> {
+        if self.ledger.serving().is_err() {
+            return None;
+        }
         if self.touches.due() {
             // A full queue means the authority is busy anyway: the touch can be skipped.
             let _ = self.tx.try_send(Message::Touch);
@@ -120,6 +126,7 @@ impl Handle {
         &self,
         options: CallOptions,
     ) -> Result<Reach, NotRunning> {
+        self.ledger.serving().map_err(NotRunning::Refused)?;
         if let Ok(Some(p)) = self.peer().await {
             return Ok(p);
         }

@@ -47,6 +47,9 @@ pub enum NotRunning {
     NotStarted(Box<Result<Reply, RequestError>>),
     /// The server started, and stopped again before its peer was read.
     StoppedAgain,
+    /// This host may not serve calls now (a fenced host of a fleet that spans
+    /// hosts, L24).
+    Refused(crate::lifecycle::error::ServerError),
 }
 
 pub(super) enum Message {

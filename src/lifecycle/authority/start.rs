@@ -27,21 +27,15 @@ impl Actor {
     /// Takes `generation` in the ledger before anything is spawned, so that it is
     /// never given twice, whatever happens next (L3). Refused when the authority
     /// is interrupted or shutting down.
-    pub(super) async fn reserve(&mut self, generation: Generation) -> Result<(), ServerError> {
+    pub(super) async fn reserve(
+        &mut self,
+        generation: Generation,
+    ) -> Result<Generation, ServerError> {
         if self.ctx.interrupt.is_cancelled() || self.ctx.shutdown.is_cancelled() {
             return Err(ServerError::cancelled("the start"));
         }
         self.started_at = Instant::now();
-        self.ledger
-            .reserve(&self.config.name, generation)
-            .await
-            .map_err(|e| {
-                ServerError::new(
-                    ErrorKind::SpawnFailed,
-                    ErrorPhase::Spawn,
-                    format!("cannot record generation {generation} before spawning: {e}"),
-                )
-            })
+        self.ledger.reserve(&self.config.name, generation).await
     }
 
     /// Spawns or connects `generation`, and runs the handshake and tools/list under

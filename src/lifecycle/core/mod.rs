@@ -30,7 +30,7 @@
 use std::time::{Duration, Instant};
 
 use super::Generation;
-use super::error::{ErrorKind, ServerError};
+use super::error::{ErrorKind, ErrorPhase, ServerError};
 use super::events::Cause;
 use super::policy::{self, RestartHistory, Supervision};
 use super::state::{self, Intent, Phase, Plan, State};
@@ -55,8 +55,10 @@ pub(crate) enum Input {
     /// The fleet file's settings changed: they apply from now on, without a
     /// restart (docs/design.md §16).
     Configure(Supervision),
-    /// The answer to [`Effect::Reserve`].
-    Reserved(Result<(), ServerError>),
+    /// The answer to [`Effect::Reserve`]: the generation the ledger gave, the
+    /// one asked for or a greater one (a ledger shared across hosts gives its
+    /// own, docs/design.md L20).
+    Reserved(Result<Generation, ServerError>),
     /// The answer to [`Effect::Launch`].
     Started(Started),
     /// The answer to [`Effect::TearDown`].
@@ -114,8 +116,9 @@ pub(crate) struct Ended {
 /// What the authority must do, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Effect {
-    /// Take `generation` in the ledger before anything is spawned (L3); answer
-    /// [`Input::Reserved`]. Refused at once when the authority is interrupted.
+    /// Take `generation`, or a greater one the ledger gives, before anything
+    /// is spawned (L3); answer [`Input::Reserved`]. Refused at once when the
+    /// authority is interrupted.
     Reserve(Generation),
     /// Spawn or connect `generation`, handshake and list its tools under the
     /// connect deadline; tear down a half start (L8). Answer [`Input::Started`].
@@ -435,13 +438,22 @@ impl Core {
         }
     }
 
-    fn reserved(&mut self, result: Result<(), ServerError>, now: Instant, out: &mut Vec<Effect>) {
+    fn reserved(&mut self, result: Result<Generation, ServerError>, now: Instant, out: &mut Vec<Effect>) {
         let op = self.op();
         let OpKind::Starting(next) = op.kind else {
-            return self.finish(result, out);
+            return self.finish(result.map(|_| ()), out);
         };
+        // A generation never goes back, whatever the ledger says (L3).
+        let result = result.and_then(|given| match given >= next {
+            true => Ok(given),
+            false => Err(ServerError::new(
+                ErrorKind::SpawnFailed,
+                ErrorPhase::Spawn,
+                format!("the ledger gave generation {given}, below {next}: refused"),
+            )),
+        });
         match result {
-            Ok(()) => {
+            Ok(next) => {
                 self.last_generation = next;
                 self.enter(
                     State::Starting { generation: next },

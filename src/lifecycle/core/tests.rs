@@ -37,6 +37,9 @@ struct Double {
     pings: VecDeque<bool>,
     /// A reservation error for every reservation, when set.
     reserve_error: Option<ServerError>,
+    /// How much greater than the one asked for is the generation each
+    /// reservation gives (a ledger shared across hosts gives its own, L20).
+    reserve_skip: u64,
     /// Every effect, in the order it was carried out.
     log: Vec<Effect>,
 }
@@ -51,6 +54,7 @@ impl Default for Double {
             clears: VecDeque::new(),
             pings: VecDeque::new(),
             reserve_error: None,
+            reserve_skip: 0,
             log: Vec::new(),
         }
     }
@@ -73,9 +77,9 @@ impl Double {
     fn execute(&mut self, effect: Effect) -> Option<Input> {
         self.log.push(effect.clone());
         match effect {
-            Effect::Reserve(_) => Some(Input::Reserved(match &self.reserve_error {
+            Effect::Reserve(generation) => Some(Input::Reserved(match &self.reserve_error {
                 Some(e) => Err(e.clone()),
-                None => Ok(()),
+                None => Ok(generation + self.reserve_skip),
             })),
             Effect::Launch(generation) => {
                 let answer = self
@@ -281,6 +285,34 @@ fn l2_the_wait_goes_on_the_first_record_and_timers_live_in_their_states() {
     drive(&mut core, &mut double, request(STOP));
     assert_eq!(core.state(), &State::Stopped);
     assert_eq!(core.retry_at(), None);
+}
+
+#[test]
+fn l20_the_generation_is_the_one_the_ledger_gives_and_never_goes_back() {
+    let mut core = Core::new(State::Stopped, 9, Supervision::default(), *T0, 7);
+    let mut double = Double {
+        reserve_skip: 90,
+        ..Double::default()
+    };
+    up(&mut core, &mut double);
+    assert!(double.log.contains(&Effect::Launch(100)), "{:?}", double.log);
+    assert_eq!(core.state().generation(), Some(100));
+    // The next start asks for 101 and takes what it is given.
+    drive(&mut core, &mut double, request(RECONNECT));
+    assert_eq!(core.state().generation(), Some(191));
+
+    // A ledger that gives less than asked is refused: nothing launches.
+    let mut core = Core::new(State::Stopped, 9, Supervision::default(), *T0, 7);
+    let double = Double::default();
+    let effects = core.step(request(START), double.now);
+    assert!(effects.contains(&Effect::Reserve(10)), "{effects:?}");
+    let after = core.step(Input::Reserved(Ok(4)), double.now);
+    assert!(!after.iter().any(|e| matches!(e, Effect::Launch(_))), "{after:?}");
+    assert_eq!(core.state(), &State::Stopped);
+    assert!(
+        after.iter().any(|e| matches!(e, Effect::Answer(Err(_)))),
+        "{after:?}"
+    );
 }
 
 #[test]

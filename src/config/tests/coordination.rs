@@ -1,0 +1,62 @@
+//! `coordination:`: the etcd cluster of a fleet that spans hosts.
+
+use super::*;
+
+#[test]
+fn coordination_is_absent_unless_written_and_has_defaults() {
+    assert_eq!(ok(&format!("{HEAD}  a: {{command: x}}\n")).coordination, None);
+    let fleet = ok(&format!(
+        "{HEAD}  a: {{command: x}}\ncoordination:\n  etcd: [127.0.0.1:2379, 'http://e2:2380']\n"
+    ));
+    let spec = fleet.coordination.unwrap();
+    assert_eq!(spec.etcd, ["http://127.0.0.1:2379", "http://e2:2380"]);
+    assert_eq!(spec.prefix, None);
+    assert_eq!((spec.ttl, spec.lock_delay), (secs(10), secs(5)));
+    let set = ok(&format!(
+        "{HEAD}  a: {{command: x}}\ncoordination: {{etcd: http://e:2379, prefix: /teams/tools/, ttl: 3s, lock_delay: 0}}\n"
+    ))
+    .coordination
+    .unwrap();
+    assert_eq!(set.etcd, ["http://e:2379"]);
+    assert_eq!(set.prefix.as_deref(), Some("/teams/tools"));
+    assert_eq!((set.ttl, set.lock_delay), (secs(3), Duration::ZERO));
+}
+
+#[test]
+fn a_wrong_coordination_names_its_place() {
+    let at = |value: &str| {
+        one_error(&format!(
+            "{HEAD}  a: {{command: x}}\ncoordination:\n  etcd: [127.0.0.1:2379]\n  {value}\n"
+        ))
+    };
+    assert_eq!(
+        at("ttl: 1s"),
+        "6:8: coordination.ttl: `ttl` must be from 2s to 2m"
+    );
+    assert_eq!(
+        at("lock_delay: forever"),
+        "6:15: coordination.lock_delay: `forever` is not a duration; write e.g. 10s, 500ms, 2m or 1h"
+    );
+    assert_eq!(
+        at("prefix: tools"),
+        "6:11: coordination.prefix: `tools` is not a key prefix: write an absolute path of letters, digits, `.`, `_` and `-`, such as /mcpfleet/tools"
+    );
+    assert_eq!(
+        at("endpoints: [x:1]"),
+        "6:3: coordination.endpoints: unknown key `endpoints`; did you mean `etcd`?"
+    );
+    assert_eq!(
+        one_error(&format!("{HEAD}  a: {{command: x}}\ncoordination: {{ttl: 5s}}\n")),
+        "4:15: coordination: `coordination` needs `etcd`: the endpoints of the etcd cluster, e.g. [http://10.0.0.1:2379]"
+    );
+    assert_eq!(
+        one_error(&format!(
+            "{HEAD}  a: {{command: x}}\ncoordination:\n  etcd: [127.0.0.1:2379, https://e:2379]\n"
+        )),
+        "5:26: coordination.etcd[1]: `https://e:2379`: TLS to etcd is not supported yet; reach etcd over a private network or a local proxy (write e.g. http://127.0.0.1:2379)"
+    );
+    assert_eq!(
+        one_error(&format!("{HEAD}  a: {{command: x}}\ncoordination:\n  etcd: []\n")),
+        "5:9: coordination.etcd: `etcd` is empty; name at least one endpoint, e.g. http://127.0.0.1:2379"
+    );
+}

@@ -1,0 +1,200 @@
+//! `coordination:` at the top level: the etcd cluster that keeps the fleet's
+//! authority when the fleet spans hosts (docs/design.md §19). Without it the
+//! fleet runs on one host, as always.
+//!
+//! ```yaml
+//! coordination:
+//!   etcd: [http://10.0.0.1:2379, http://10.0.0.2:2379, http://10.0.0.3:2379]
+//!   prefix: /mcpfleet/tools   # default: /mcpfleet/<fleet name>
+//!   ttl: 10s                  # each host's lease, 2s to 120s
+//!   lock_delay: 5s            # a standby waits this long after an owner's lease is gone
+//! ```
+
+use std::time::Duration;
+
+use super::super::keys::Level;
+use super::super::spec::CoordinationSpec;
+use super::super::walk::{Entry, Validator};
+use super::super::yaml::Node;
+use crate::config::Timeout;
+
+/// The shortest and longest lease a host may take.
+const MIN_TTL: Duration = Duration::from_secs(2);
+const MAX_TTL: Duration = Duration::from_secs(120);
+
+impl Validator<'_> {
+    pub(super) fn coordination(&mut self, entry: &Entry) -> Option<CoordinationSpec> {
+        let entries = self.mapping(entry.value, &entry.value_at, "a mapping")?;
+        let mut spec = CoordinationSpec::default();
+        let mut endpoints = None;
+        for e in &entries {
+            match e.key.as_str() {
+                "etcd" => endpoints = Some(self.endpoints(e)),
+                "prefix" => {
+                    if let Some(prefix) = self.key_prefix(e) {
+                        spec.prefix = Some(prefix);
+                    }
+                }
+                "ttl" => {
+                    if let Some(ttl) = self.bounded(e, MIN_TTL, MAX_TTL) {
+                        spec.ttl = ttl;
+                    }
+                }
+                "lock_delay" => {
+                    if let Some(delay) = self.bounded(e, Duration::ZERO, MAX_TTL) {
+                        spec.lock_delay = delay;
+                    }
+                }
+                _ => {
+                    self.unknown_key(e, Level::Coordination);
+                }
+            }
+        }
+        match endpoints {
+            Some(list) if !list.is_empty() => spec.etcd = list,
+            Some(_) => return None,
+            None => {
+                self.error(
+                    &entry.value_at,
+                    "`coordination` needs `etcd`: the endpoints of the etcd cluster, e.g. [http://10.0.0.1:2379]",
+                );
+                return None;
+            }
+        }
+        Some(spec)
+    }
+
+    /// `etcd:` a sequence of `http://HOST:PORT` (or `HOST:PORT`).
+    fn endpoints(&mut self, entry: &Entry) -> Vec<String> {
+        let items: Vec<&Node> = match entry.value {
+            Node::Seq(items) => items.iter().collect(),
+            single @ (Node::Str(_) | Node::Number { .. }) => vec![single],
+            other => {
+                self.expected(&entry.value_at, "a sequence of etcd endpoints", other);
+                return Vec::new();
+            }
+        };
+        if items.is_empty() {
+            self.error(
+                &entry.value_at,
+                "`etcd` is empty; name at least one endpoint, e.g. http://127.0.0.1:2379",
+            );
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.into_iter().enumerate() {
+            let at = match entry.value {
+                Node::Seq(_) => entry.value_at.item(i),
+                _ => entry.value_at.clone(),
+            };
+            let Some(text) = item.scalar_text() else {
+                self.expected(&at, "an endpoint such as http://127.0.0.1:2379", item);
+                continue;
+            };
+            match endpoint(text) {
+                Ok(url) => out.push(url),
+                Err(message) => self.error(&at, message),
+            }
+        }
+        out
+    }
+
+    /// `prefix:` an absolute key prefix, `/` and `[A-Za-z0-9._-]` only.
+    fn key_prefix(&mut self, entry: &Entry) -> Option<String> {
+        let Some(text) = entry.value.scalar_text() else {
+            self.expected(&entry.value_at, "a key prefix such as /mcpfleet/tools", entry.value);
+            return None;
+        };
+        let trimmed = text.trim_end_matches('/');
+        let fine = trimmed.starts_with('/')
+            && trimmed.len() > 1
+            && trimmed.len() <= 200
+            && !trimmed.contains("//")
+            && trimmed
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"/._-".contains(&b));
+        if !fine {
+            self.error(
+                &entry.value_at,
+                format!("`{text}` is not a key prefix: write an absolute path of letters, digits, `.`, `_` and `-`, such as /mcpfleet/tools"),
+            );
+            return None;
+        }
+        Some(trimmed.to_owned())
+    }
+
+    /// A duration from `min` to `max`.
+    fn bounded(&mut self, entry: &Entry, min: Duration, max: Duration) -> Option<Duration> {
+        let duration = match entry.value {
+            // `lock_delay: 0` (or `0s`) switches the delay off.
+            Node::Number { raw } | Node::Str(raw)
+                if min.is_zero()
+                    && (raw == "0" || matches!(
+                        crate::config::duration::parse(raw),
+                        Err(crate::config::DurationError::Zero(_))
+                    )) =>
+            {
+                return Some(Duration::ZERO);
+            }
+            _ => match self.duration(entry, false)? {
+                Timeout::After(d) => d,
+                Timeout::Never => return None,
+            },
+        };
+        if duration < min || duration > max {
+            self.error(
+                &entry.value_at,
+                format!(
+                    "`{}` must be from {} to {}",
+                    entry.key,
+                    Timeout::After(min),
+                    Timeout::After(max)
+                ),
+            );
+            return None;
+        }
+        Some(duration)
+    }
+}
+
+/// An etcd endpoint as the client takes it: `http://HOST:PORT`; a bare
+/// `HOST:PORT` gets `http://`.
+fn endpoint(text: &str) -> Result<String, String> {
+    let example = "write e.g. http://127.0.0.1:2379";
+    if text.starts_with("https://") {
+        return Err(format!(
+            "`{text}`: TLS to etcd is not supported yet; reach etcd over a private network or a local proxy ({example})"
+        ));
+    }
+    let rest = text.strip_prefix("http://").unwrap_or(text);
+    let (host, port) = rest
+        .trim_end_matches('/')
+        .rsplit_once(':')
+        .ok_or_else(|| format!("`{text}` has no port; {example}"))?;
+    let host_fine = !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-[]:".contains(&b));
+    if !host_fine || rest.contains('/') && !rest.ends_with('/') {
+        return Err(format!("`{text}` is not an etcd endpoint; {example}"));
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(format!("http://{host}:{p}")),
+        _ => Err(format!("`{text}` has no valid port; {example}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::endpoint;
+
+    #[test]
+    fn endpoints_are_http_with_a_port() {
+        assert_eq!(endpoint("127.0.0.1:2379").unwrap(), "http://127.0.0.1:2379");
+        assert_eq!(endpoint("http://etcd-0:2379/").unwrap(), "http://etcd-0:2379");
+        assert_eq!(endpoint("http://[::1]:2379").unwrap(), "http://[::1]:2379");
+        for bad in ["etcd", "http://etcd", "http://etcd:0", "http://e:2379/v3/x", "a b:1"] {
+            assert!(endpoint(bad).is_err(), "{bad}");
+        }
+        assert!(endpoint("https://etcd:2379").unwrap_err().contains("TLS"));
+    }
+}

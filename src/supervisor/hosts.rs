@@ -1,0 +1,512 @@
+//! The supervisor as one host of a fleet that spans hosts (docs/design.md §19):
+//! its membership in etcd ([`Coordinator`]), the ledger that takes each server
+//! before a generation of it starts (L19, L20) and gives it up once the
+//! generation is confirmed gone, and the watch that follows the fleet: it
+//! fences this host when its lease is no longer confirmed (L22), stops what the
+//! fleet no longer wants, and takes over a server whose owner is gone, after
+//! the lock delay (L23).
+//!
+//! Only with the `etcd` feature and a `coordination:` in the fleet file; on one
+//! host none of this exists.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::handle::FleetHandle;
+use super::persist::StateFile;
+use crate::config::{CoordinationSpec, Fleet};
+use crate::coordination::{CoordinationError, Coordinator, ServerRecord};
+use crate::lifecycle::Generation;
+use crate::lifecycle::authority::CallOptions;
+use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
+use crate::lifecycle::ledger::{Durable, Granted, Ledger, LiveRecord, QuarantineRecord};
+use crate::lifecycle::state::{Intent, Phase};
+use crate::output::exit::Code;
+use crate::output::report::Report;
+use crate::process::lineage::ProcId;
+
+/// The environment variable that names this host in the fleet; the system's
+/// host name by default.
+pub(crate) const HOST_ENV: &str = "MCPFLEET_HOST";
+
+/// This host's name in the fleet: `$MCPFLEET_HOST`, else the host name.
+pub(crate) fn host_id() -> String {
+    if let Ok(name) = std::env::var(HOST_ENV)
+        && !name.trim().is_empty()
+    {
+        return name.trim().to_owned();
+    }
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// How long `down` waits for the hosts that run its servers to give them up.
+pub(crate) const RELEASE_WAIT: Duration = Duration::from_secs(30);
+
+/// Where one server stands in etcd, as the last read of the fleet's keys saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Placed {
+    /// The owner host, while its lease lives.
+    pub host: Option<String>,
+    /// The generation its owner runs: the revision at which it took it.
+    pub generation: Option<Generation>,
+    /// Whether the fleet wants it running.
+    pub desired: Option<bool>,
+}
+
+/// This host's membership of the fleet.
+pub(crate) struct Hosts {
+    me: String,
+    spec: CoordinationSpec,
+    prefix: String,
+    /// Replaced when this host joins again after it was fenced.
+    coordinator: Mutex<Arc<Coordinator>>,
+    /// This supervisor's `state.json`: a generation is recorded there too, for
+    /// recovery after a crash (L10).
+    local: Arc<StateFile>,
+    /// The revision of each owned server's record as this host last wrote it:
+    /// what its next change compares (L21).
+    seen: Mutex<HashMap<String, i64>>,
+    /// The fleet's servers as last read from etcd.
+    placed: Mutex<BTreeMap<String, Placed>>,
+    /// Whether some server is wanted running anywhere: this supervisor stays
+    /// (as a standby) while it is.
+    standing: watch::Sender<bool>,
+    /// Cancelled when the supervisor begins to leave: no takeover after it.
+    pub stop: CancellationToken,
+}
+
+fn refusal(kind: ErrorKind, message: String) -> ServerError {
+    ServerError::new(kind, ErrorPhase::Request, message)
+}
+
+fn unreachable(e: &CoordinationError) -> ServerError {
+    match e {
+        CoordinationError::Unconfirmed(_) | CoordinationError::Fenced { .. } => {
+            refusal(ErrorKind::Fenced, e.to_string())
+        }
+        _ => refusal(ErrorKind::SpawnFailed, format!("the fleet's etcd: {e}")),
+    }
+}
+
+impl Hosts {
+    /// Joins the fleet in etcd as this host.
+    pub(super) async fn join(fleet: &Fleet, local: Arc<StateFile>) -> anyhow::Result<Arc<Hosts>> {
+        let spec = fleet
+            .coordination
+            .clone()
+            .ok_or_else(|| anyhow::anyhow!("the fleet file has no `coordination:`"))?;
+        let prefix = fleet.coordination_prefix();
+        let me = host_id();
+        let coordinator = Coordinator::join(&spec.etcd, &prefix, &me, spec.ttl)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot join the fleet in etcd ({}): {e}", spec.etcd.join(", ")))?;
+        tracing::info!(host = %me, prefix = %prefix, lease = coordinator.lease(), "joined the fleet in etcd");
+        Ok(Arc::new(Hosts {
+            me,
+            spec,
+            prefix,
+            coordinator: Mutex::new(Arc::new(coordinator)),
+            local,
+            seen: Mutex::new(HashMap::new()),
+            placed: Mutex::new(BTreeMap::new()),
+            standing: watch::channel(false).0,
+            stop: CancellationToken::new(),
+        }))
+    }
+
+    fn coordinator(&self) -> Arc<Coordinator> {
+        self.coordinator
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Whether this host's lease is confirmed now: no etcd round trip (L22).
+    pub(crate) fn confirmed(&self) -> bool {
+        self.coordinator().confirmed().is_ok()
+    }
+
+    pub(crate) fn standing(&self) -> watch::Receiver<bool> {
+        self.standing.subscribe()
+    }
+
+    /// Records what the fleet wants of `servers`, for every host to follow.
+    pub(crate) async fn want(&self, servers: &[String], up: bool) -> Result<(), String> {
+        let coordinator = self.coordinator();
+        for name in servers {
+            coordinator
+                .set_desired(name, up)
+                .await
+                .map_err(|e| format!("cannot record in etcd that {name} is wanted {}: {e}", if up { "up" } else { "down" }))?;
+        }
+        Ok(())
+    }
+
+    /// Shows each server of `report` as the fleet runs it: a server that
+    /// another host runs is `running` there, with that host's generation,
+    /// and not an error of this host's; every server owned names its host.
+    pub(crate) async fn place(&self, report: &mut Report) {
+        let placed = match self.coordinator().servers().await {
+            Ok(all) => all
+                .iter()
+                .map(|(name, rec)| (name.clone(), (rec.owner.clone(), generation_of(rec))))
+                .collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the fleet from etcd for a report");
+                self.placed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .iter()
+                    .map(|(name, p)| (name.clone(), (p.host.clone(), p.generation)))
+                    .collect::<BTreeMap<_, _>>()
+            }
+        };
+        for line in &mut report.servers {
+            let Some((Some(host), generation)) = placed.get(&line.name).cloned() else {
+                continue;
+            };
+            let here = host == self.me;
+            let refused = line
+                .error
+                .as_ref()
+                .is_some_and(|e| e.kind == ErrorKind::OwnedElsewhere);
+            if !here && (refused || matches!(line.state, Phase::Stopped)) {
+                line.state = Phase::Running;
+                line.generation = generation;
+                line.pid = None;
+                line.uptime_ms = None;
+                line.error = None;
+                line.exit_code = 0;
+            }
+            line.host = Some(host);
+        }
+        let code = report
+            .servers
+            .iter()
+            .map(|s| Code::from_i32(s.exit_code))
+            .fold(Code::Ok, Code::max);
+        report.exit_code = match report.interrupted {
+            true => code.max(Code::Interrupted).as_i32(),
+            false => code.as_i32(),
+        };
+    }
+
+    /// Waits until none of `servers` has an owner any more, or `deadline`;
+    /// the ones still owned then, with their hosts.
+    pub(crate) async fn wait_released(
+        &self,
+        servers: &[String],
+        deadline: Instant,
+    ) -> Vec<(String, String)> {
+        loop {
+            let still: Vec<(String, String)> = match self.coordinator().servers().await {
+                Ok(all) => servers
+                    .iter()
+                    .filter_map(|s| {
+                        let owner = all.get(s)?.owner.clone()?;
+                        Some((s.clone(), owner))
+                    })
+                    .collect(),
+                Err(_) => servers.iter().map(|s| (s.clone(), "unknown".to_owned())).collect(),
+            };
+            if still.is_empty() || Instant::now() >= deadline {
+                return still;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The record written with a take or a release: who and when.
+    fn record(&self, phase: &str) -> String {
+        serde_json::json!({
+            "host": self.me,
+            "phase": phase,
+            "time": crate::lifecycle::events::rfc3339(std::time::SystemTime::now()),
+        })
+        .to_string()
+    }
+
+    /// Takes `server` for a new generation: in one transaction when no host
+    /// owns it (L19), or by a fenced update when this host already does; the
+    /// generation is the revision written (L20).
+    async fn take(&self, server: &str) -> Result<Generation, ServerError> {
+        let coordinator = self.coordinator();
+        for _ in 0..3 {
+            coordinator.confirmed().map_err(|e| unreachable(&e))?;
+            let now = coordinator.server(server).await.map_err(|e| unreachable(&e))?;
+            let taken = match &now.owner {
+                Some(host) if host != &self.me || now.owner_lease != coordinator.lease() => {
+                    let generation = generation_of(&now);
+                    return Err(refusal(
+                        ErrorKind::OwnedElsewhere,
+                        format!(
+                            "{server} runs on host {host}{}",
+                            generation.map_or(String::new(), |g| format!(" (generation {g})"))
+                        ),
+                    ));
+                }
+                Some(_) => coordinator
+                    .update(server, now.revision, &self.record("starting"))
+                    .await,
+                None => coordinator
+                    .take(server, now.revision, &self.record("starting"))
+                    .await
+                    .map(|t| t.revision),
+            };
+            match taken {
+                Ok(revision) => {
+                    self.seen
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(server.to_owned(), revision);
+                    return Ok(revision.max(0) as Generation);
+                }
+                // Another host moved the record between the read and the
+                // transaction: read again.
+                Err(CoordinationError::Fenced { .. } | CoordinationError::Owned { .. }) => {
+                    continue;
+                }
+                Err(e) => return Err(unreachable(&e)),
+            }
+        }
+        Err(refusal(
+            ErrorKind::Busy,
+            format!("{server}: other hosts kept changing its record; try again"),
+        ))
+    }
+
+    /// Gives `server` up once its generation is confirmed gone.
+    async fn release(&self, server: &str) {
+        let Some(seen) = self
+            .seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(server)
+        else {
+            return;
+        };
+        if let Err(e) = self
+            .coordinator()
+            .release(server, seen, &self.record("stopped"))
+            .await
+        {
+            tracing::warn!(server, error = %e, "could not give the server up in etcd (another host may own it now)");
+        }
+    }
+
+    /// Leaves the fleet: the lease is revoked, and with it the owner keys
+    /// still held.
+    pub(super) async fn leave(&self) {
+        let coordinator = self.coordinator();
+        coordinator.stop_renewing();
+        if let Ok(c) = Arc::try_unwrap(coordinator) {
+            let _ = c.leave().await;
+        }
+    }
+}
+
+/// The generation the owner of `rec` runs: the revision of its record.
+fn generation_of(rec: &ServerRecord) -> Option<Generation> {
+    (rec.owner.is_some() && rec.revision > 0).then_some(rec.revision as Generation)
+}
+
+/// The ledger of a host of the fleet: etcd first, then `state.json`.
+pub(super) struct HostLedger(pub Arc<Hosts>);
+
+impl Ledger for HostLedger {
+    fn reserve(&self, server: &str, generation: Generation) -> Granted {
+        let (hosts, server) = (self.0.clone(), server.to_owned());
+        Box::pin(async move {
+            let given = hosts.take(&server).await?;
+            if given < generation {
+                hosts.release(&server).await;
+                return Err(ServerError::new(
+                    ErrorKind::SpawnFailed,
+                    ErrorPhase::Spawn,
+                    format!("etcd gave generation {given}, below {generation} recorded here: was the etcd cluster replaced?"),
+                ));
+            }
+            if let Err(e) = hosts.local.reserve(&server, given).await {
+                hosts.release(&server).await;
+                return Err(e);
+            }
+            Ok(given)
+        })
+    }
+
+    fn spawned(&self, server: &str, record: LiveRecord) -> Durable {
+        self.0.local.spawned(server, record)
+    }
+
+    fn serving(&self) -> Result<(), ServerError> {
+        match self.0.confirmed() {
+            true => Ok(()),
+            false => Err(refusal(
+                ErrorKind::Fenced,
+                "this host's lease in etcd is not confirmed: it serves no call until it is (fenced)".to_owned(),
+            )),
+        }
+    }
+
+    fn lineage(&self, server: &str, generation: Generation, members: Vec<ProcId>) -> Durable {
+        self.0.local.lineage(server, generation, members)
+    }
+
+    fn ended(
+        &self,
+        server: &str,
+        generation: Generation,
+        quarantine: Option<QuarantineRecord>,
+    ) -> Durable {
+        let quarantined = quarantine.is_some();
+        let local = self.0.local.ended(server, generation, quarantine);
+        let (hosts, server) = (self.0.clone(), server.to_owned());
+        Box::pin(async move {
+            let written = local.await;
+            // A quarantined generation may still live: the server stays this
+            // host's, so that no other host starts one over it (L4).
+            if !quarantined {
+                hosts.release(&server).await;
+            }
+            written
+        })
+    }
+}
+
+/// How often the fleet's keys are read: a third of the TTL, at most a second.
+fn period(spec: &CoordinationSpec) -> Duration {
+    (spec.ttl / 3).min(Duration::from_secs(1))
+}
+
+/// Follows the fleet in etcd until the supervisor leaves: fences this host
+/// when its lease lapses, stops what is no longer wanted, and takes over a
+/// wanted server that no host owns, once the lock delay has passed.
+pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
+    let mut absent_since: HashMap<String, Instant> = HashMap::new();
+    let mut next_read = Instant::now();
+    loop {
+        tokio::select! {
+            () = hosts.stop.cancelled() => return,
+            () = tokio::time::sleep(Duration::from_millis(100)) => {}
+        }
+        if !hosts.confirmed() {
+            fence(&hosts, &fleet).await;
+            absent_since.clear();
+            continue;
+        }
+        if Instant::now() < next_read {
+            continue;
+        }
+        next_read = Instant::now() + period(&hosts.spec);
+        let all = match hosts.coordinator().servers().await {
+            Ok(all) => all,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the fleet from etcd");
+                continue;
+            }
+        };
+        let placed: BTreeMap<String, Placed> = all
+            .iter()
+            .map(|(name, rec)| {
+                let placed = Placed {
+                    host: rec.owner.clone(),
+                    generation: generation_of(rec),
+                    desired: rec.desired,
+                };
+                (name.clone(), placed)
+            })
+            .collect();
+        let view = fleet.view();
+        let wanted = view.roster.servers.iter().any(|h| {
+            h.spec.enabled && placed.get(&h.spec.name).and_then(|p| p.desired) == Some(true)
+        });
+        *hosts.placed.lock().unwrap_or_else(|p| p.into_inner()) = placed.clone();
+        hosts.standing.send_if_modified(|s| std::mem::replace(s, wanted) != wanted);
+        if hosts.stop.is_cancelled() {
+            return;
+        }
+        for held in &view.roster.servers {
+            let name = &held.spec.name;
+            let at = placed.get(name);
+            let owner = at.and_then(|p| p.host.as_deref());
+            let desired = at.and_then(|p| p.desired);
+            let handle = held.handle.clone();
+            let local = handle.published().state;
+            match (owner, desired) {
+                // Wanted down by a host's `down`: this owner follows.
+                (Some(host), Some(false)) if host == hosts.me => {
+                    absent_since.remove(name);
+                    if matches!(local, Phase::Running | Phase::Backoff | Phase::Failed) {
+                        tracing::info!(server = %name, "the fleet wants it down: stopping it");
+                        request(&fleet, handle, Intent::Stop);
+                    }
+                }
+                // Wanted, and no host owns it: after the lock delay, take it.
+                (None, Some(true)) if held.spec.enabled && !held.orphaned => {
+                    let since = *absent_since.entry(name.clone()).or_insert_with(Instant::now);
+                    if since.elapsed() >= hosts.spec.lock_delay
+                        && matches!(local, Phase::Stopped | Phase::Failed)
+                    {
+                        tracing::info!(server = %name, "no host runs it: taking it over");
+                        absent_since.remove(name);
+                        request(&fleet, handle, Intent::Start);
+                    }
+                }
+                _ => {
+                    absent_since.remove(name);
+                }
+            }
+        }
+    }
+}
+
+/// Asks the authority for `intent`, without waiting for its outcome.
+fn request(fleet: &FleetHandle, handle: crate::lifecycle::authority::Handle, intent: Intent) {
+    fleet.fixed.tracker.spawn(async move {
+        let _ = handle.request(intent, CallOptions::default()).await;
+    });
+}
+
+/// This host's lease is no longer confirmed: it may have been taken over, so
+/// what it runs is torn down at once (L22); then it joins again, as a standby.
+async fn fence(hosts: &Arc<Hosts>, fleet: &FleetHandle) {
+    let running: Vec<_> = fleet
+        .handles()
+        .into_iter()
+        .filter(|h| !matches!(h.published().state, Phase::Stopped))
+        .collect();
+    tracing::warn!(servers = running.len(), "this host's lease is not confirmed: fencing, every server of it is torn down");
+    let stops = running
+        .iter()
+        .map(|h| h.request(Intent::Stop, CallOptions::default()));
+    let _ = futures::future::join_all(stops).await;
+    hosts.seen.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    // Join again, with a new lease, until etcd answers or the supervisor leaves.
+    loop {
+        let joined = Coordinator::join(&hosts.spec.etcd, &hosts.prefix, &hosts.me, hosts.spec.ttl);
+        tokio::select! {
+            () = hosts.stop.cancelled() => return,
+            joined = joined => match joined {
+                Ok(c) => {
+                    tracing::info!(lease = c.lease(), "joined the fleet again after fencing");
+                    let old = std::mem::replace(
+                        &mut *hosts.coordinator.lock().unwrap_or_else(|p| p.into_inner()),
+                        Arc::new(c),
+                    );
+                    old.stop_renewing();
+                    return;
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot join the fleet again yet"),
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
