@@ -303,6 +303,18 @@ fn fixture_bin() -> std::path::PathBuf {
 
 impl Hosts {
     fn new(cluster: &Cluster, label: &str, servers: &[&str], ttl: &str, lock_delay: &str) -> Hosts {
+        Hosts::with(cluster, label, servers, ttl, lock_delay, "")
+    }
+
+    /// As [`Hosts::new`], with `extra` (indented lines) under each server.
+    fn with(
+        cluster: &Cluster,
+        label: &str,
+        servers: &[&str],
+        ttl: &str,
+        lock_delay: &str,
+        extra: &str,
+    ) -> Hosts {
         let dir = tempfile::tempdir().unwrap();
         let journal = dir.path().join("journal.ndjson");
         let fixture = fixture_bin();
@@ -312,7 +324,7 @@ impl Hosts {
         );
         for name in servers {
             body.push_str(&format!(
-                "  {name}:\n    command: {}\n    args: [--journal, {}]\n",
+                "  {name}:\n    command: {}\n    args: [--journal, {}]\n{extra}",
                 serde_json::to_string(fixture.to_str().unwrap()).unwrap(),
                 serde_json::to_string(journal.to_str().unwrap()).unwrap(),
             ));
@@ -356,6 +368,23 @@ impl Hosts {
             )
         });
         (code, doc)
+    }
+
+    /// `mcpfleet -f FILE ARGS` on `host`, in the background.
+    fn spawn(&self, host: &str, args: &[&str]) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_mcpfleet"))
+            .arg("-f")
+            .arg(&self.file)
+            .args(args)
+            .env(TEST_ID_VAR, &self.test_id)
+            .env("MCPFLEET_HOST", host)
+            .env("MCPFLEET_STATE_DIR", self.state_dir(host))
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
     }
 
     /// `(state, generation, host)` of each server, as `status` on `host` shows it.
@@ -648,6 +677,48 @@ fn three_supervisors_run_each_server_once_and_a_lost_or_paused_host_is_taken_ove
         "{violations:?}\n{:?}",
         hosts.journal()
     );
+}
+
+#[test]
+fn a_server_runs_only_where_it_is_placed() {
+    let cluster = Cluster::start("hosts-placement");
+    wait_for_quorum(&cluster);
+    let hosts = Hosts::with(
+        &cluster,
+        "placement",
+        &["gamma"],
+        "3s",
+        "1s",
+        "    placement: {hosts: [c]}\n",
+    );
+    // c's supervisor stands by; `up` on a, where gamma may not run, waits for
+    // c to take it.
+    let mut c = hosts.spawn("c", &["supervise"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while hosts.processes_of("c").is_empty()
+        || !hosts.state_dir("c").join("supervisor.lock").exists()
+    {
+        assert!(Instant::now() < deadline, "c's supervisor did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, doc) = hosts.run("a", &["up"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["servers"][0]["host"], "c", "{doc}");
+    assert_eq!(doc["servers"][0]["state"], "running", "{doc}");
+    let on_c: Vec<_> = hosts
+        .servers_alive()
+        .into_iter()
+        .filter(|(pid, _)| hosts.processes_of("c").contains(pid))
+        .collect();
+    assert_eq!(on_c.len(), 1, "{on_c:?}");
+    let (code, doc) = hosts.run("a", &["down"]);
+    assert_eq!(code, 0, "{doc}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !processes_with(&[&format!("{TEST_ID_VAR}={}", hosts.test_id)]).is_empty() {
+        assert!(Instant::now() < deadline, "left after down");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(c.wait().unwrap().success());
 }
 
 /// Waits until the cluster has a leader.

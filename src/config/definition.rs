@@ -28,6 +28,7 @@ pub const SETTING_KEYS: &[&str] = &[
     "idle_timeout",
     "prefix",
     "tools",
+    "placement",
 ];
 
 /// One digest per key of a server's process or session definition (the default
@@ -121,6 +122,7 @@ pub fn changed_settings(old: &ServerSpec, new: &ServerSpec) -> Vec<&'static str>
         "idle_timeout" => old.idle_timeout != new.idle_timeout,
         "prefix" => old.expose.prefix != new.expose.prefix,
         "tools" => old.expose.allow != new.expose.allow || old.expose.deny != new.expose.deny,
+        "placement" => old.placement != new.placement,
         _ => false,
     };
     SETTING_KEYS
@@ -232,7 +234,7 @@ mod tests {
     #[test]
     fn settings_are_told_apart_from_the_definition() {
         let tuned = format!(
-            "{BASE}    connect_timeout: 3s\n    idle_timeout: 5m\n    prefix: p\n    tools: {{deny: [x]}}\n    restart: {{policy: always}}\n    health: {{interval: 30s}}\n    enabled: false\n    cleanup_timeout: 2s\n"
+            "{BASE}    connect_timeout: 3s\n    idle_timeout: 5m\n    prefix: p\n    tools: {{deny: [x]}}\n    restart: {{policy: always}}\n    health: {{interval: 30s}}\n    enabled: false\n    cleanup_timeout: 2s\n    placement: {{hosts: [a]}}\n"
         );
         let (old, new) = (spec(BASE), spec(&tuned));
         assert!(

@@ -48,7 +48,10 @@ pub const SERVER_KEYS: &[&str] = &[
     "idle_timeout",
     "prefix",
     "tools",
+    "placement",
 ];
+/// Keys of a server's `placement:` (docs/design.md §19).
+pub const PLACEMENT_KEYS: &[&str] = &["hosts", "standbys"];
 /// Keys of a server that apply only to a stdio server (`command`): with `url`
 /// they are errors.
 pub const STDIO_ONLY_KEYS: &[&str] = &["args", "env", "env_file", "cwd", "shell"];
@@ -173,6 +176,12 @@ const COORDINATION_SYNONYMS: &[(&str, &str)] = &[
     ("lock-delay", "lock_delay"),
     ("key_prefix", "prefix"),
 ];
+const PLACEMENT_SYNONYMS: &[(&str, &str)] = &[
+    ("nodes", "hosts"),
+    ("on", "hosts"),
+    ("replicas", "standbys"),
+    ("standby", "standbys"),
+];
 const AUTH_SYNONYMS: &[(&str, &str)] = &[
     ("oauth2", "oauth"),
     ("oidc", "oauth"),
@@ -208,6 +217,7 @@ pub(super) enum Level {
     Metrics,
     Supervisor,
     Coordination,
+    Placement,
     Tools,
     Auth,
     OAuth,
@@ -233,6 +243,7 @@ impl Level {
             Level::Metrics => (METRICS_KEYS, GATEWAY_SYNONYMS),
             Level::Supervisor => (SUPERVISOR_KEYS, SUPERVISOR_SYNONYMS),
             Level::Coordination => (COORDINATION_KEYS, COORDINATION_SYNONYMS),
+            Level::Placement => (PLACEMENT_KEYS, PLACEMENT_SYNONYMS),
             Level::Tools => (TOOLS_KEYS, TOOLS_SYNONYMS),
             Level::Auth => (AUTH_KEYS, AUTH_SYNONYMS),
             Level::OAuth => (OAUTH_KEYS, OAUTH_SYNONYMS),

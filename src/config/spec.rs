@@ -195,6 +195,25 @@ pub struct ServerSpec {
     pub idle_timeout: Option<Duration>,
     /// What the gateway shows of the server.
     pub expose: ExposeSpec,
+    /// Which hosts of a fleet that spans hosts may run it (docs/design.md §19).
+    pub placement: Placement,
+}
+
+/// A server's `placement:`, in a fleet that spans hosts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// The hosts that may run it; empty: any host.
+    pub hosts: Vec<String>,
+    /// How many hosts besides its owner stand by to take it over; `None`:
+    /// every host it may run on.
+    pub standbys: Option<u32>,
+}
+
+impl Placement {
+    /// Whether `host` may run the server.
+    pub fn allows(&self, host: &str) -> bool {
+        self.hosts.is_empty() || self.hosts.iter().any(|h| h == host)
+    }
 }
 
 /// When a server that stopped on its own is started again.

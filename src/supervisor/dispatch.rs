@@ -88,6 +88,7 @@ pub(super) async fn dispatch(
             if !dry_run && let Err(message) = want(fleet, &answer, true).await {
                 return Response::Error { message };
             }
+            placing(fleet, &answer).await;
             placed(fleet, answer).await
         }
         Op::Down {
@@ -269,6 +270,33 @@ async fn want(fleet: &FleetHandle, answer: &Response, up: bool) -> Result<(), St
     }
     let _ = (fleet, answer, up);
     Ok(())
+}
+
+/// On a host of a fleet that spans hosts, waits (bounded) for the hosts that
+/// the servers `up` could not start here are placed on to take them.
+async fn placing(fleet: &FleetHandle, answer: &Response) {
+    #[cfg(feature = "etcd")]
+    if let Some(hosts) = &fleet.fixed.hosts
+        && let Response::Reply {
+            report: Answer::Report(report),
+        } = answer
+    {
+        let elsewhere: Vec<String> = report
+            .servers
+            .iter()
+            .filter(|s| {
+                s.error
+                    .as_ref()
+                    .is_some_and(|e| e.kind == crate::lifecycle::error::ErrorKind::OwnedElsewhere)
+            })
+            .map(|s| s.name.clone())
+            .collect();
+        if !elsewhere.is_empty() {
+            let deadline = std::time::Instant::now() + hosts.placing_wait();
+            hosts.wait_owned(&elsewhere, deadline).await;
+        }
+    }
+    let _ = (fleet, answer);
 }
 
 /// On a host of a fleet that spans hosts, shows where each server of the

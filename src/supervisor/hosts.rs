@@ -16,15 +16,13 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::handle::FleetHandle;
 use super::persist::StateFile;
-use crate::config::{CoordinationSpec, Fleet};
+use crate::config::{CoordinationSpec, Fleet, Placement, ServerSpec};
 use crate::coordination::{CoordinationError, Coordinator, ServerRecord};
 use crate::lifecycle::Generation;
-use crate::lifecycle::authority::CallOptions;
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::ledger::{Durable, Granted, Ledger, LiveRecord, QuarantineRecord};
-use crate::lifecycle::state::{Intent, Phase};
+use crate::lifecycle::state::Phase;
 use crate::output::exit::Code;
 use crate::output::report::Report;
 use crate::process::lineage::ProcId;
@@ -63,22 +61,24 @@ pub(crate) struct Placed {
 
 /// This host's membership of the fleet.
 pub(crate) struct Hosts {
-    me: String,
-    spec: CoordinationSpec,
-    prefix: String,
+    pub(super) me: String,
+    pub(super) spec: CoordinationSpec,
+    pub(super) prefix: String,
     /// Replaced when this host joins again after it was fenced.
-    coordinator: Mutex<Arc<Coordinator>>,
+    pub(super) coordinator: Mutex<Arc<Coordinator>>,
     /// This supervisor's `state.json`: a generation is recorded there too, for
     /// recovery after a crash (L10).
     local: Arc<StateFile>,
     /// The revision of each owned server's record as this host last wrote it:
     /// what its next change compares (L21).
-    seen: Mutex<HashMap<String, i64>>,
+    pub(super) seen: Mutex<HashMap<String, i64>>,
     /// The fleet's servers as last read from etcd.
-    placed: Mutex<BTreeMap<String, Placed>>,
+    pub(super) placed: Mutex<BTreeMap<String, Placed>>,
+    /// Each server's `placement:`, from the fleet file as last taken up.
+    pub(super) placements: Mutex<HashMap<String, Placement>>,
     /// Whether some server is wanted running anywhere: this supervisor stays
     /// (as a standby) while it is.
-    standing: watch::Sender<bool>,
+    pub(super) standing: watch::Sender<bool>,
     /// Cancelled when the supervisor begins to leave: no takeover after it.
     pub stop: CancellationToken,
 }
@@ -117,12 +117,13 @@ impl Hosts {
             local,
             seen: Mutex::new(HashMap::new()),
             placed: Mutex::new(BTreeMap::new()),
-            standing: watch::channel(false).0,
+            placements: Mutex::new(placements_of(fleet.servers.iter())),
+            standing: watch::channel(true).0,
             stop: CancellationToken::new(),
         }))
     }
 
-    fn coordinator(&self) -> Arc<Coordinator> {
+    pub(super) fn coordinator(&self) -> Arc<Coordinator> {
         self.coordinator
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -199,6 +200,29 @@ impl Hosts {
         };
     }
 
+    /// Waits until each of `servers` has an owner, or `deadline`.
+    pub(crate) async fn wait_owned(&self, servers: &[String], deadline: Instant) {
+        while Instant::now() < deadline {
+            match self.coordinator().servers().await {
+                Ok(all) if servers.iter().all(|s| all.get(s).is_some_and(|r| r.owner.is_some())) => {
+                    return;
+                }
+                _ => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+    }
+
+    /// How long `up` waits for the hosts a server is placed on to take it:
+    /// the lock delay, two reads of the fleet, and a start.
+    pub(crate) fn placing_wait(&self) -> Duration {
+        self.spec.lock_delay + 2 * self.period() + Duration::from_secs(15)
+    }
+
+    /// How often the fleet's keys are read: a third of the TTL, at most a second.
+    pub(super) fn period(&self) -> Duration {
+        (self.spec.ttl / 3).min(Duration::from_secs(1))
+    }
+
     /// Waits until none of `servers` has an owner any more, or `deadline`;
     /// the ones still owned then, with their hosts.
     pub(crate) async fn wait_released(
@@ -238,6 +262,23 @@ impl Hosts {
     /// owns it (L19), or by a fenced update when this host already does; the
     /// generation is the revision written (L20).
     async fn take(&self, server: &str) -> Result<Generation, ServerError> {
+        let placement = self
+            .placements
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(server)
+            .cloned()
+            .unwrap_or_default();
+        if !placement.allows(&self.me) {
+            return Err(refusal(
+                ErrorKind::OwnedElsewhere,
+                format!(
+                    "{server} is placed on {}, not on this host ({})",
+                    placement.hosts.join(", "),
+                    self.me
+                ),
+            ));
+        }
         let coordinator = self.coordinator();
         for _ in 0..3 {
             coordinator.confirmed().map_err(|e| unreachable(&e))?;
@@ -313,8 +354,33 @@ impl Hosts {
     }
 }
 
+pub(super) fn placements_of<'a>(servers: impl Iterator<Item = &'a ServerSpec>) -> HashMap<String, Placement> {
+    servers
+        .map(|s| (s.name.clone(), s.placement.clone()))
+        .collect()
+}
+
+/// Whether `me` may take `server` over now: its placement allows this host,
+/// and with `standbys: N`, this host is among the first N (at least one) by
+/// name of the live hosts the placement allows.
+pub(super) fn may_take(placement: &Placement, me: &str, live: &[String]) -> bool {
+    if !placement.allows(me) {
+        return false;
+    }
+    let Some(standbys) = placement.standbys else {
+        return true;
+    };
+    let mut eligible: Vec<&String> = live.iter().filter(|h| placement.allows(h)).collect();
+    eligible.sort();
+    eligible.dedup();
+    eligible
+        .iter()
+        .take(standbys.max(1) as usize)
+        .any(|h| h.as_str() == me)
+}
+
 /// The generation the owner of `rec` runs: the revision of its record.
-fn generation_of(rec: &ServerRecord) -> Option<Generation> {
+pub(super) fn generation_of(rec: &ServerRecord) -> Option<Generation> {
     (rec.owner.is_some() && rec.revision > 0).then_some(rec.revision as Generation)
 }
 
@@ -381,132 +447,38 @@ impl Ledger for HostLedger {
     }
 }
 
-/// How often the fleet's keys are read: a third of the TTL, at most a second.
-fn period(spec: &CoordinationSpec) -> Duration {
-    (spec.ttl / 3).min(Duration::from_secs(1))
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Follows the fleet in etcd until the supervisor leaves: fences this host
-/// when its lease lapses, stops what is no longer wanted, and takes over a
-/// wanted server that no host owns, once the lock delay has passed.
-pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
-    let mut absent_since: HashMap<String, Instant> = HashMap::new();
-    let mut next_read = Instant::now();
-    loop {
-        tokio::select! {
-            () = hosts.stop.cancelled() => return,
-            () = tokio::time::sleep(Duration::from_millis(100)) => {}
-        }
-        if !hosts.confirmed() {
-            fence(&hosts, &fleet).await;
-            absent_since.clear();
-            continue;
-        }
-        if Instant::now() < next_read {
-            continue;
-        }
-        next_read = Instant::now() + period(&hosts.spec);
-        let all = match hosts.coordinator().servers().await {
-            Ok(all) => all,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the fleet from etcd");
-                continue;
-            }
+    #[test]
+    fn standbys_are_the_first_allowed_live_hosts_by_name() {
+        let live: Vec<String> = ["c", "a", "d", "b"].map(String::from).to_vec();
+        let any = Placement::default();
+        assert!(["a", "b", "c", "d"].iter().all(|h| may_take(&any, h, &live)));
+        let two = Placement {
+            hosts: Vec::new(),
+            standbys: Some(2),
         };
-        let placed: BTreeMap<String, Placed> = all
-            .iter()
-            .map(|(name, rec)| {
-                let placed = Placed {
-                    host: rec.owner.clone(),
-                    generation: generation_of(rec),
-                    desired: rec.desired,
-                };
-                (name.clone(), placed)
-            })
+        let takers: Vec<&str> = ["a", "b", "c", "d"]
+            .into_iter()
+            .filter(|h| may_take(&two, h, &live))
             .collect();
-        let view = fleet.view();
-        let wanted = view.roster.servers.iter().any(|h| {
-            h.spec.enabled && placed.get(&h.spec.name).and_then(|p| p.desired) == Some(true)
-        });
-        *hosts.placed.lock().unwrap_or_else(|p| p.into_inner()) = placed.clone();
-        hosts.standing.send_if_modified(|s| std::mem::replace(s, wanted) != wanted);
-        if hosts.stop.is_cancelled() {
-            return;
-        }
-        for held in &view.roster.servers {
-            let name = &held.spec.name;
-            let at = placed.get(name);
-            let owner = at.and_then(|p| p.host.as_deref());
-            let desired = at.and_then(|p| p.desired);
-            let handle = held.handle.clone();
-            let local = handle.published().state;
-            match (owner, desired) {
-                // Wanted down by a host's `down`: this owner follows.
-                (Some(host), Some(false)) if host == hosts.me => {
-                    absent_since.remove(name);
-                    if matches!(local, Phase::Running | Phase::Backoff | Phase::Failed) {
-                        tracing::info!(server = %name, "the fleet wants it down: stopping it");
-                        request(&fleet, handle, Intent::Stop);
-                    }
-                }
-                // Wanted, and no host owns it: after the lock delay, take it.
-                (None, Some(true)) if held.spec.enabled && !held.orphaned => {
-                    let since = *absent_since.entry(name.clone()).or_insert_with(Instant::now);
-                    if since.elapsed() >= hosts.spec.lock_delay
-                        && matches!(local, Phase::Stopped | Phase::Failed)
-                    {
-                        tracing::info!(server = %name, "no host runs it: taking it over");
-                        absent_since.remove(name);
-                        request(&fleet, handle, Intent::Start);
-                    }
-                }
-                _ => {
-                    absent_since.remove(name);
-                }
-            }
-        }
-    }
-}
-
-/// Asks the authority for `intent`, without waiting for its outcome.
-fn request(fleet: &FleetHandle, handle: crate::lifecycle::authority::Handle, intent: Intent) {
-    fleet.fixed.tracker.spawn(async move {
-        let _ = handle.request(intent, CallOptions::default()).await;
-    });
-}
-
-/// This host's lease is no longer confirmed: it may have been taken over, so
-/// what it runs is torn down at once (L22); then it joins again, as a standby.
-async fn fence(hosts: &Arc<Hosts>, fleet: &FleetHandle) {
-    let running: Vec<_> = fleet
-        .handles()
-        .into_iter()
-        .filter(|h| !matches!(h.published().state, Phase::Stopped))
-        .collect();
-    tracing::warn!(servers = running.len(), "this host's lease is not confirmed: fencing, every server of it is torn down");
-    let stops = running
-        .iter()
-        .map(|h| h.request(Intent::Stop, CallOptions::default()));
-    let _ = futures::future::join_all(stops).await;
-    hosts.seen.lock().unwrap_or_else(|p| p.into_inner()).clear();
-    // Join again, with a new lease, until etcd answers or the supervisor leaves.
-    loop {
-        let joined = Coordinator::join(&hosts.spec.etcd, &hosts.prefix, &hosts.me, hosts.spec.ttl);
-        tokio::select! {
-            () = hosts.stop.cancelled() => return,
-            joined = joined => match joined {
-                Ok(c) => {
-                    tracing::info!(lease = c.lease(), "joined the fleet again after fencing");
-                    let old = std::mem::replace(
-                        &mut *hosts.coordinator.lock().unwrap_or_else(|p| p.into_inner()),
-                        Arc::new(c),
-                    );
-                    old.stop_renewing();
-                    return;
-                }
-                Err(e) => tracing::warn!(error = %e, "cannot join the fleet again yet"),
-            }
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(takers, ["a", "b"]);
+        let placed = Placement {
+            hosts: vec!["d".into(), "c".into(), "x".into()],
+            standbys: Some(1),
+        };
+        let takers: Vec<&str> = ["a", "b", "c", "d"]
+            .into_iter()
+            .filter(|h| may_take(&placed, h, &live))
+            .collect();
+        assert_eq!(takers, ["c"]);
+        // Zero standbys still lets one host take a server no host runs.
+        let none = Placement {
+            hosts: vec!["b".into()],
+            standbys: Some(0),
+        };
+        assert!(may_take(&none, "b", &live) && !may_take(&none, "a", &live));
     }
 }

@@ -10,6 +10,8 @@ mod dispatch;
 mod doors;
 mod events;
 mod fixed;
+#[cfg(feature = "etcd")]
+mod follow;
 mod fleet;
 mod gateway_door;
 pub mod guardian;

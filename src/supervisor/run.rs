@@ -98,7 +98,7 @@ pub async fn run(
     #[cfg(feature = "etcd")]
     if let Some(hosts) = handle.fixed.hosts.clone() {
         ctx.tracker
-            .spawn(super::hosts::follow(hosts, handle.clone()));
+            .spawn(super::follow::follow(hosts, handle.clone()));
     }
     let mut signals = Signals::new()?;
     if let Some(fg) = foreground {

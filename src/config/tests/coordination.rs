@@ -60,3 +60,30 @@ fn a_wrong_coordination_names_its_place() {
         "5:9: coordination.etcd: `etcd` is empty; name at least one endpoint, e.g. http://127.0.0.1:2379"
     );
 }
+
+#[test]
+fn placement_names_hosts_and_standbys() {
+    let fleet = ok(&format!(
+        "{HEAD}  a: {{command: x}}\n  b:\n    command: x\n    placement: {{hosts: [node-1.lan, node_2], standbys: 1}}\n  c: {{command: x, placement: {{hosts: solo}}}}\n"
+    ));
+    assert_eq!(fleet.servers[0].placement, Placement::default());
+    assert!(fleet.servers[0].placement.allows("anywhere"));
+    let b = &fleet.servers[1].placement;
+    assert_eq!(b.hosts, ["node-1.lan", "node_2"]);
+    assert_eq!(b.standbys, Some(1));
+    assert!(b.allows("node_2") && !b.allows("node-3"));
+    assert_eq!(fleet.servers[2].placement.hosts, ["solo"]);
+    let at = |value: &str| one_error(&format!("{HEAD}  a:\n    command: x\n    placement: {value}\n"));
+    assert_eq!(
+        at("{hosts: [a b]}"),
+        "5:25: servers.a.placement.hosts[0]: `a b` is not a host name: letters, digits, `.`, `_` and `-`, at most 253"
+    );
+    assert_eq!(
+        at("{standbys: -1}"),
+        "5:27: servers.a.placement.standbys: `standbys` must be a whole number from 0 to 64, not `-1`"
+    );
+    assert_eq!(
+        at("{replicas: 2}"),
+        "5:17: servers.a.placement.replicas: unknown key `replicas`; did you mean `standbys`?"
+    );
+}

@@ -397,7 +397,8 @@ fn every_listed_key_is_handled() {
         "env_file" => "mcpfleet-config-test.env",
         "version" => "1",
         "name" => "demo",
-        "defaults" | "env" | "restart" | "backoff" | "gateway" | "tools" | "supervisor" => "{}",
+        "defaults" | "env" | "restart" | "backoff" | "gateway" | "tools" | "supervisor"
+        | "placement" => "{}",
         "max_file_size" => "1MiB",
         "keep_files" => "3",
         "prefix" => "pre",

@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use super::super::keys::Level;
-use super::super::spec::CoordinationSpec;
+use super::super::spec::{CoordinationSpec, Placement};
 use super::super::walk::{Entry, Validator};
 use super::super::yaml::Node;
 use crate::config::Timeout;
@@ -62,6 +62,56 @@ impl Validator<'_> {
             }
         }
         Some(spec)
+    }
+
+    /// A server's `placement:`: `hosts` (names) and `standbys` (a count).
+    pub(super) fn placement(&mut self, entry: &Entry) -> Placement {
+        let mut placement = Placement::default();
+        let Some(entries) = self.mapping(entry.value, &entry.value_at, "a mapping") else {
+            return placement;
+        };
+        for e in &entries {
+            match e.key.as_str() {
+                "hosts" => {
+                    let items: Vec<&Node> = match e.value {
+                        Node::Seq(items) => items.iter().collect(),
+                        single @ Node::Str(_) => vec![single],
+                        other => {
+                            self.expected(&e.value_at, "a sequence of host names", other);
+                            continue;
+                        }
+                    };
+                    for (i, item) in items.into_iter().enumerate() {
+                        let at = match e.value {
+                            Node::Seq(_) => e.value_at.item(i),
+                            _ => e.value_at.clone(),
+                        };
+                        match item.scalar_text() {
+                            Some(name) if is_host(name) => placement.hosts.push(name.to_owned()),
+                            Some(name) => self.error(
+                                &at,
+                                format!("`{name}` is not a host name: letters, digits, `.`, `_` and `-`, at most 253"),
+                            ),
+                            None => self.expected(&at, "a host name", item),
+                        }
+                    }
+                }
+                "standbys" => match e.value {
+                    Node::Number { raw } if raw.parse::<u32>().is_ok_and(|n| n <= 64) => {
+                        placement.standbys = raw.parse().ok();
+                    }
+                    Node::Number { raw } => self.error(
+                        &e.value_at,
+                        format!("`standbys` must be a whole number from 0 to 64, not `{raw}`"),
+                    ),
+                    other => self.expected(&e.value_at, "a whole number of standbys from 0 to 64", other),
+                },
+                _ => {
+                    self.unknown_key(e, Level::Placement);
+                }
+            }
+        }
+        placement
     }
 
     /// `etcd:` a sequence of `http://HOST:PORT` (or `HOST:PORT`).
@@ -154,6 +204,15 @@ impl Validator<'_> {
         }
         Some(duration)
     }
+}
+
+/// A host's name as `$MCPFLEET_HOST` or the host name gives it.
+pub(crate) fn is_host(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
 }
 
 /// An etcd endpoint as the client takes it: `http://HOST:PORT`; a bare

@@ -15,6 +15,7 @@
 //! which reads files, in `env_file.rs`), those of a remote server's in
 //! `remote.rs`.
 
+use crate::config::spec::Placement;
 use std::path::Path;
 
 use super::duration::{DEFAULT_TIMEOUT, Timeout};
@@ -267,6 +268,7 @@ impl Validator<'_> {
         let mut connect_timeout = defaults.connect_timeout;
         let mut cleanup_timeout = defaults.cleanup_timeout;
         let mut policies = Policies::default();
+        let mut placement = Placement::default();
         let mut expose = ExposeSpec::default();
         // A misspelled `command` is reported once, as a misspelling.
         let mut misspelled_transport = false;
@@ -307,6 +309,7 @@ impl Validator<'_> {
                 "auth" => auth = self.auth(e),
                 "prefix" => self.prefix(e, &mut expose),
                 "tools" => self.tools(e, &mut expose),
+                "placement" => placement = self.placement(e),
                 // A listed key without a rule; the tests make sure there is none.
                 _ => {
                     self.unknown_key(e, Level::Server);
@@ -361,6 +364,7 @@ impl Validator<'_> {
             health: resolved.health,
             idle_timeout: resolved.idle_timeout,
             expose,
+            placement,
         })
     }
 

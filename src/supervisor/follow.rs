@@ -1,0 +1,146 @@
+//! The watch that follows the fleet in etcd for one host (docs/design.md
+//! §19): it fences this host when its lease is no longer confirmed (L22),
+//! stops what the fleet no longer wants here, and takes over a wanted server
+//! that no host owns once the lock delay has passed (L23).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::handle::FleetHandle;
+use super::hosts::{Hosts, Placed, generation_of, may_take, placements_of};
+use crate::coordination::Coordinator;
+use crate::lifecycle::authority::CallOptions;
+use crate::lifecycle::state::{Intent, Phase};
+
+/// Follows the fleet in etcd until the supervisor leaves: fences this host
+/// when its lease lapses, stops what is no longer wanted, and takes over a
+/// wanted server that no host owns, once the lock delay has passed.
+pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
+    let mut absent_since: HashMap<String, Instant> = HashMap::new();
+    let mut next_read = Instant::now();
+    loop {
+        tokio::select! {
+            () = hosts.stop.cancelled() => return,
+            () = tokio::time::sleep(Duration::from_millis(100)) => {}
+        }
+        if !hosts.confirmed() {
+            fence(&hosts, &fleet).await;
+            absent_since.clear();
+            continue;
+        }
+        if Instant::now() < next_read {
+            continue;
+        }
+        next_read = Instant::now() + hosts.period();
+        let all = match hosts.coordinator().servers().await {
+            Ok(all) => all,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the fleet from etcd");
+                continue;
+            }
+        };
+        let placed: BTreeMap<String, Placed> = all
+            .iter()
+            .map(|(name, rec)| {
+                let placed = Placed {
+                    host: rec.owner.clone(),
+                    generation: generation_of(rec),
+                    desired: rec.desired,
+                };
+                (name.clone(), placed)
+            })
+            .collect();
+        let view = fleet.view();
+        *hosts.placements.lock().unwrap_or_else(|p| p.into_inner()) =
+            placements_of(view.roster.servers.iter().map(|h| &h.spec));
+        let live = hosts.coordinator().hosts().await.unwrap_or_default();
+        // A host stands by until a `down` has asked every server of the fleet
+        // down (docs/design.md §19).
+        let wanted = view.roster.servers.iter().any(|h| {
+            h.spec.enabled && placed.get(&h.spec.name).and_then(|p| p.desired) != Some(false)
+        });
+        *hosts.placed.lock().unwrap_or_else(|p| p.into_inner()) = placed.clone();
+        hosts.standing.send_if_modified(|s| std::mem::replace(s, wanted) != wanted);
+        if hosts.stop.is_cancelled() {
+            return;
+        }
+        for held in &view.roster.servers {
+            let name = &held.spec.name;
+            let at = placed.get(name);
+            let owner = at.and_then(|p| p.host.as_deref());
+            let desired = at.and_then(|p| p.desired);
+            let handle = held.handle.clone();
+            let local = handle.published().state;
+            match (owner, desired) {
+                // Wanted down by a host's `down`: this owner follows.
+                (Some(host), Some(false)) if host == hosts.me => {
+                    absent_since.remove(name);
+                    if matches!(local, Phase::Running | Phase::Backoff | Phase::Failed) {
+                        tracing::info!(server = %name, "the fleet wants it down: stopping it");
+                        request(&fleet, handle, Intent::Stop);
+                    }
+                }
+                // Wanted, and no host owns it: after the lock delay, take it.
+                (None, Some(true)) if held.spec.enabled && !held.orphaned => {
+                    let since = *absent_since.entry(name.clone()).or_insert_with(Instant::now);
+                    if since.elapsed() >= hosts.spec.lock_delay
+                        && matches!(local, Phase::Stopped | Phase::Failed)
+                        && may_take(&held.spec.placement, &hosts.me, &live)
+                    {
+                        tracing::info!(server = %name, "no host runs it: taking it over");
+                        absent_since.remove(name);
+                        request(&fleet, handle, Intent::Start);
+                    }
+                }
+                _ => {
+                    absent_since.remove(name);
+                }
+            }
+        }
+    }
+}
+
+/// Asks the authority for `intent`, without waiting for its outcome.
+fn request(fleet: &FleetHandle, handle: crate::lifecycle::authority::Handle, intent: Intent) {
+    fleet.fixed.tracker.spawn(async move {
+        let _ = handle.request(intent, CallOptions::default()).await;
+    });
+}
+
+/// This host's lease is no longer confirmed: it may have been taken over, so
+/// what it runs is torn down at once (L22); then it joins again, as a standby.
+async fn fence(hosts: &Arc<Hosts>, fleet: &FleetHandle) {
+    let running: Vec<_> = fleet
+        .handles()
+        .into_iter()
+        .filter(|h| !matches!(h.published().state, Phase::Stopped))
+        .collect();
+    tracing::warn!(servers = running.len(), "this host's lease is not confirmed: fencing, every server of it is torn down");
+    let stops = running
+        .iter()
+        .map(|h| h.request(Intent::Stop, CallOptions::default()));
+    let _ = futures::future::join_all(stops).await;
+    hosts.seen.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    // Join again, with a new lease, until etcd answers or the supervisor leaves.
+    loop {
+        let joined = Coordinator::join(&hosts.spec.etcd, &hosts.prefix, &hosts.me, hosts.spec.ttl);
+        tokio::select! {
+            () = hosts.stop.cancelled() => return,
+            joined = joined => match joined {
+                Ok(c) => {
+                    tracing::info!(lease = c.lease(), "joined the fleet again after fencing");
+                    let old = std::mem::replace(
+                        &mut *hosts.coordinator.lock().unwrap_or_else(|p| p.into_inner()),
+                        Arc::new(c),
+                    );
+                    old.stop_renewing();
+                    return;
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot join the fleet again yet"),
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
