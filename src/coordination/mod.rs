@@ -12,12 +12,12 @@
 //!
 //! A host fences itself: its lease is confirmed until the last acknowledged
 //! keepalive (taken at the moment it was sent) plus the TTL, minus a margin, on
-//! the monotonic clock; past that it may no longer act (L22), and every change
+//! the clock that counts suspension too (`CLOCK_BOOTTIME`); past that it may no longer act (L22), and every change
 //! it makes compares its lease in the same transaction, so one that lapsed
 //! meanwhile fails.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, Txn, TxnOp,
@@ -28,6 +28,35 @@ use etcd_client::{
 const MARGIN_FRACTION: u32 = 5;
 /// The deadline of one request to etcd.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A moment on the clock that counts a suspended system too (Linux's
+/// `CLOCK_BOOTTIME`), so that a host frozen or suspended past its deadline
+/// sees it passed when it wakes (L22); `CLOCK_MONOTONIC` elsewhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Moment(Duration);
+
+impl Moment {
+    fn now() -> Moment {
+        use nix::time::{ClockId, clock_gettime};
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        let clock = ClockId::CLOCK_BOOTTIME;
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        let clock = ClockId::CLOCK_MONOTONIC;
+        let t = clock_gettime(clock).unwrap_or_else(|_| nix::sys::time::TimeSpec::new(0, 0));
+        Moment(Duration::new(t.tv_sec().max(0) as u64, t.tv_nsec().clamp(0, 999_999_999) as u32))
+    }
+
+    fn since(self, earlier: Moment) -> Duration {
+        self.0.saturating_sub(earlier.0)
+    }
+}
+
+impl std::ops::Add<Duration> for Moment {
+    type Output = Moment;
+    fn add(self, d: Duration) -> Moment {
+        Moment(self.0 + d)
+    }
+}
 
 /// Why the coordination could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -88,8 +117,8 @@ pub struct Coordinator {
     host: String,
     lease: i64,
     ttl: Duration,
-    /// Until when the lease is known to live (monotonic); `None` once lost.
-    confirmed_until: Arc<Mutex<Option<Instant>>>,
+    /// Until when the lease is known to live; `None` once lost.
+    confirmed_until: Arc<Mutex<Option<Moment>>>,
     keepalive: tokio::task::JoinHandle<()>,
 }
 
@@ -118,7 +147,7 @@ impl Coordinator {
             .with_timeout(REQUEST_TIMEOUT);
         let mut client = Client::connect(endpoints, Some(options)).await.map_err(etcd)?;
         let secs = i64::try_from(ttl.as_secs().max(1)).unwrap_or(i64::MAX);
-        let asked = Instant::now();
+        let asked = Moment::now();
         let lease = client.lease_grant(secs, None).await.map_err(etcd)?.id();
         let prefix = prefix.trim_end_matches('/').to_owned();
         client
@@ -129,7 +158,7 @@ impl Coordinator {
             )
             .await
             .map_err(etcd)?;
-        let confirmed_until = Arc::new(Mutex::new(Some(asked + ttl - ttl / MARGIN_FRACTION)));
+        let confirmed_until = Arc::new(Mutex::new(Some(asked + (ttl - ttl / MARGIN_FRACTION))));
         let keepalive = tokio::spawn(keep_alive(
             client.clone(),
             lease,
@@ -214,13 +243,14 @@ impl Coordinator {
     }
 
     /// Whether this host may act now: its lease is confirmed on the
-    /// monotonic clock (L22).
+    /// clock that counts suspension (L22).
     pub fn confirmed(&self) -> Result<(), CoordinationError> {
         let until = *self.confirmed_until.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Moment::now();
         match until {
-            Some(until) if Instant::now() < until => Ok(()),
+            Some(until) if now < until => Ok(()),
             Some(until) => Err(CoordinationError::Unconfirmed(
-                Instant::now().saturating_duration_since(until) + self.ttl / MARGIN_FRACTION,
+                now.since(until) + self.ttl / MARGIN_FRACTION,
             )),
             None => Err(CoordinationError::Unconfirmed(self.ttl)),
         }
@@ -388,7 +418,7 @@ async fn keep_alive(
     mut client: Client,
     lease: i64,
     ttl: Duration,
-    confirmed_until: Arc<Mutex<Option<Instant>>>,
+    confirmed_until: Arc<Mutex<Option<Moment>>>,
 ) {
     let period = (ttl / 3).max(Duration::from_millis(100));
     let mut stream = None;
@@ -400,14 +430,14 @@ async fn keep_alive(
         let Some((keeper, answers)) = stream.as_mut() else {
             continue;
         };
-        let sent = Instant::now();
+        let sent = Moment::now();
         let answered = async {
             keeper.keep_alive().await.ok()?;
             answers.message().await.ok().flatten()
         };
         match tokio::time::timeout(period, answered).await {
             Ok(Some(answer)) if answer.ttl() > 0 => {
-                let until = sent + ttl - ttl / MARGIN_FRACTION;
+                let until = sent + (ttl - ttl / MARGIN_FRACTION);
                 let mut confirmed = confirmed_until.lock().unwrap_or_else(|p| p.into_inner());
                 if confirmed.is_some() {
                     *confirmed = Some(until);
