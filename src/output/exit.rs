@@ -104,7 +104,9 @@ impl Code {
             Code::TeardownNotClean => {
                 "teardown not clean: a failed teardown, a quarantined server, with --strict an escalated one; a down of the whole fleet after which the supervisor or its guardian still runs"
             }
-            Code::Refused => "refused: quarantined, or fenced (--if-generation named another generation)",
+            Code::Refused => {
+                "refused: quarantined, or fenced (--if-generation named another generation, or this host's lease in etcd is not confirmed), or run by another host (owned_elsewhere)"
+            }
             Code::Busy => "busy: the wait deadline passed and the request was withdrawn",
             Code::Unreachable => "the supervisor is unreachable, was lost during the request (also under connect), or is of another mcpfleet build",
             Code::ToolsDiffer => "the tools differ from the snapshot of check --expect-tools",
