@@ -32,65 +32,98 @@ struct Cluster {
     members: Vec<Child>,
     endpoints: Vec<String>,
     dir: tempfile::TempDir,
+    /// `(client, peer)` port of each member.
+    ports: Vec<(u16, u16)>,
+    test_id: String,
 }
 
 impl Cluster {
     fn start(label: &str) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
-        let initial: Vec<String> = ports
-            .iter()
-            .enumerate()
-            .map(|(i, (_, peer))| format!("m{i}=http://127.0.0.1:{peer}"))
-            .collect();
         let test_id = format!("{label}-{}", std::process::id());
-        let members = ports
-            .iter()
-            .enumerate()
-            .map(|(i, (client, peer))| {
-                let log = std::fs::File::create(dir.path().join(format!("m{i}.log"))).unwrap();
-                Command::new("etcd")
-                    .args(["--name", &format!("m{i}")])
-                    .arg("--data-dir")
-                    .arg(dir.path().join(format!("m{i}")))
-                    .args([
-                        "--listen-client-urls",
-                        &format!("http://127.0.0.1:{client}"),
-                    ])
-                    .args([
-                        "--advertise-client-urls",
-                        &format!("http://127.0.0.1:{client}"),
-                    ])
-                    .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
-                    .args([
-                        "--initial-advertise-peer-urls",
-                        &format!("http://127.0.0.1:{peer}"),
-                    ])
-                    .args(["--initial-cluster", &initial.join(",")])
-                    .args(["--initial-cluster-token", &test_id])
-                    .args(["--initial-cluster-state", "new"])
-                    .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
-                    .env(TEST_ID_VAR, &test_id)
-                    .stdin(Stdio::null())
-                    .stdout(log.try_clone().unwrap())
-                    .stderr(log)
-                    .spawn()
-                    .expect("etcd (Debian's etcd-server; .ci/install-etcd installs it)")
-            })
-            .collect();
-        Cluster {
-            members,
+        let mut cluster = Cluster {
+            members: Vec::new(),
             endpoints: ports
                 .iter()
                 .map(|(client, _)| format!("http://127.0.0.1:{client}"))
                 .collect(),
             dir,
-        }
+            ports,
+            test_id,
+        };
+        cluster.members = (0..3).map(|i| cluster.spawn(i)).collect();
+        cluster
+    }
+
+    /// Starts member `i`; again after it was killed, on its own data.
+    fn spawn(&self, i: usize) -> Child {
+        let initial: Vec<String> = self
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, (_, peer))| format!("m{i}=http://127.0.0.1:{peer}"))
+            .collect();
+        let (client, peer) = self.ports[i];
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join(format!("m{i}.log")))
+            .unwrap();
+        Command::new("etcd")
+            .args(["--name", &format!("m{i}")])
+            .arg("--data-dir")
+            .arg(self.dir.path().join(format!("m{i}")))
+            .args([
+                "--listen-client-urls",
+                &format!("http://127.0.0.1:{client}"),
+            ])
+            .args([
+                "--advertise-client-urls",
+                &format!("http://127.0.0.1:{client}"),
+            ])
+            .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
+            .args([
+                "--initial-advertise-peer-urls",
+                &format!("http://127.0.0.1:{peer}"),
+            ])
+            .args(["--initial-cluster", &initial.join(",")])
+            .args(["--initial-cluster-token", &self.test_id])
+            .args(["--initial-cluster-state", "new"])
+            .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
+            .env(TEST_ID_VAR, &self.test_id)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("etcd (Debian's etcd-server; .ci/install-etcd installs it)")
     }
 
     fn kill(&mut self, member: usize) {
         let _ = self.members[member].kill();
         let _ = self.members[member].wait();
+    }
+
+    fn restart(&mut self, member: usize) {
+        self.kill(member);
+        self.members[member] = self.spawn(member);
+    }
+
+    /// The member that leads now, by index.
+    async fn leader(&self) -> Option<usize> {
+        let mut client = etcd_client::Client::connect(&self.endpoints, None)
+            .await
+            .ok()?;
+        let status = client.status().await.ok()?;
+        let leader = status.leader();
+        let members = client.member_list().await.ok()?;
+        let name = members
+            .members()
+            .iter()
+            .find(|m| m.id() == leader)?
+            .name()
+            .to_owned();
+        name.strip_prefix('m')?.parse().ok()
     }
 }
 
@@ -282,6 +315,8 @@ struct Hosts {
     file: std::path::PathBuf,
     journal: std::path::PathBuf,
     test_id: String,
+    /// Each host's own etcd endpoints (`$MCPFLEET_ETCD`), when set.
+    etcd_of: std::collections::HashMap<String, String>,
 }
 
 const HOSTS: [&str; 3] = ["a", "b", "c"];
@@ -336,6 +371,7 @@ impl Hosts {
             journal,
             test_id: format!("{label}-{}", std::process::id()),
             dir,
+            etcd_of: Default::default(),
         }
     }
 
@@ -345,20 +381,15 @@ impl Hosts {
 
     /// `mcpfleet -f FILE --output json ARGS` on `host`, bounded.
     fn run(&self, host: &str, args: &[&str]) -> (i32, serde_json::Value) {
-        let out = Command::new("timeout")
-            .arg("120")
+        let mut cmd = Command::new("timeout");
+        cmd.arg("120")
             .arg(env!("CARGO_BIN_EXE_mcpfleet"))
             .arg("-f")
             .arg(&self.file)
             .args(["--output", "json"])
-            .args(args)
-            .env(TEST_ID_VAR, &self.test_id)
-            .env("MCPFLEET_HOST", host)
-            .env("MCPFLEET_STATE_DIR", self.state_dir(host))
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+            .args(args);
+        self.env(&mut cmd, host);
+        let out = cmd.stdin(Stdio::null()).output().unwrap();
         let code = out.status.code().unwrap_or(-1);
         let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
             panic!(
@@ -372,19 +403,26 @@ impl Hosts {
 
     /// `mcpfleet -f FILE ARGS` on `host`, in the background.
     fn spawn(&self, host: &str, args: &[&str]) -> Child {
-        Command::new(env!("CARGO_BIN_EXE_mcpfleet"))
-            .arg("-f")
-            .arg(&self.file)
-            .args(args)
-            .env(TEST_ID_VAR, &self.test_id)
-            .env("MCPFLEET_HOST", host)
-            .env("MCPFLEET_STATE_DIR", self.state_dir(host))
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpfleet"));
+        cmd.arg("-f").arg(&self.file).args(args);
+        self.env(&mut cmd, host);
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap()
+    }
+
+    /// What every command on `host` runs with.
+    fn env(&self, cmd: &mut Command, host: &str) {
+        cmd.env(TEST_ID_VAR, &self.test_id)
+            .env("MCPFLEET_HOST", host)
+            .env("MCPFLEET_STATE_DIR", self.state_dir(host))
+            .env_remove("RUST_LOG");
+        match self.etcd_of.get(host) {
+            Some(endpoints) => cmd.env("MCPFLEET_ETCD", endpoints),
+            None => cmd.env_remove("MCPFLEET_ETCD"),
+        };
     }
 
     /// `(state, generation, host)` of each server, as `status` on `host` shows it.
@@ -731,4 +769,289 @@ fn wait_for_quorum(cluster: &Cluster) {
         let c = join(cluster, "/quorum", "probe", Duration::from_secs(5)).await;
         let _ = c.leave().await;
     });
+}
+
+// --- Chaos ---------------------------------------------------------------------
+
+/// A TCP proxy in front of each etcd member, for one host: cutting it drops
+/// every connection and refuses new ones, as a network partition would.
+struct Proxy {
+    endpoints: String,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    open: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl Proxy {
+    fn new(cluster: &Cluster) -> Proxy {
+        use std::sync::atomic::Ordering;
+        let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::<std::net::TcpStream>::new()));
+        let mut endpoints = Vec::new();
+        for (client, _) in &cluster.ports {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            endpoints.push(format!("http://{}", listener.local_addr().unwrap()));
+            let (target, cut, open) = (*client, cut.clone(), open.clone());
+            std::thread::spawn(move || {
+                for inbound in listener.incoming().flatten() {
+                    if cut.load(Ordering::SeqCst) {
+                        continue;
+                    }
+                    let Ok(outbound) = std::net::TcpStream::connect(("127.0.0.1", target)) else {
+                        continue;
+                    };
+                    let mut held = open.lock().unwrap();
+                    held.push(inbound.try_clone().unwrap());
+                    held.push(outbound.try_clone().unwrap());
+                    for (mut from, mut to) in [
+                        (inbound.try_clone().unwrap(), outbound.try_clone().unwrap()),
+                        (outbound, inbound),
+                    ] {
+                        std::thread::spawn(move || {
+                            let _ = std::io::copy(&mut from, &mut to);
+                            let _ = to.shutdown(std::net::Shutdown::Both);
+                        });
+                    }
+                }
+            });
+        }
+        Proxy {
+            endpoints: endpoints.join(","),
+            cut,
+            open,
+        }
+    }
+
+    fn set_cut(&self, cut: bool) {
+        self.cut.store(cut, std::sync::atomic::Ordering::SeqCst);
+        if cut {
+            for stream in self.open.lock().unwrap().drain(..) {
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+}
+
+/// A small deterministic generator: the run prints its seed, and
+/// `MCPFLEET_CHAOS_SEED` replays it.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+const SERVERS: [&str; 3] = ["alpha", "beta", "gamma"];
+
+impl Hosts {
+    /// Waits until the fleet is quiet: every server running, on one host, as
+    /// `status` on `witness` shows, with exactly one process of it alive.
+    fn wait_quiet(
+        &self,
+        witness: &str,
+        limit: Duration,
+    ) -> Vec<(String, String, Option<u64>, Option<String>)> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let seen = self.placement(witness);
+            let alive = self.servers_alive();
+            let quiet = seen.iter().all(|(name, state, _, on)| {
+                state == "running"
+                    && on.is_some()
+                    && alive
+                        .iter()
+                        .filter(|(_, tag)| tag.contains(&format!(":{name}:")))
+                        .count()
+                        == 1
+            });
+            if quiet {
+                return seen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "never quiet: {seen:?}, alive {alive:?}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// A call to each server through the host that runs it; failures are
+    /// allowed (a fault may be under way), what was served is in the journal.
+    fn call_each(&self, placement: &[(String, String, Option<u64>, Option<String>)]) -> usize {
+        placement
+            .iter()
+            .filter_map(|(name, _, _, on)| Some((name, on.as_ref()?)))
+            .filter(|(name, on)| self.run(on, &["call", name, "echo"]).0 == 0)
+            .count()
+    }
+}
+
+#[test]
+fn chaos_of_three_hosts_never_lets_two_generations_serve() {
+    let rounds: usize = std::env::var("MCPFLEET_CHAOS_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(8);
+    let seed: u64 = std::env::var("MCPFLEET_CHAOS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    eprintln!("chaos: seed {seed} (MCPFLEET_CHAOS_SEED replays it), {rounds} rounds");
+    let mut rng = Rng(seed);
+    let mut cluster = Cluster::start("hosts-chaos");
+    wait_for_quorum(&cluster);
+    let mut hosts = Hosts::new(&cluster, "chaos", &SERVERS, "3s", "1s");
+    let proxies: Vec<Proxy> = HOSTS.iter().map(|_| Proxy::new(&cluster)).collect();
+    for (host, proxy) in HOSTS.iter().zip(&proxies) {
+        hosts
+            .etcd_of
+            .insert(host.to_string(), proxy.endpoints.clone());
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    std::thread::scope(|s| {
+        for host in HOSTS {
+            let hosts = &hosts;
+            s.spawn(move || assert_eq!(hosts.run(host, &["up"]).0, 0));
+        }
+    });
+    let mut placement = hosts.wait_quiet("a", Duration::from_secs(30));
+    let mut served = hosts.call_each(&placement);
+    let mut faults: std::collections::BTreeMap<&str, usize> = Default::default();
+    let file = std::fs::read_to_string(&hosts.file).unwrap();
+    for round in 0..rounds {
+        let victim = HOSTS[rng.below(3)];
+        let fault = [
+            "kill-host",
+            "pause-owner",
+            "kill-etcd-leader",
+            "cut-off-host",
+            "edit-fleet-file",
+            "concurrent-up-reconnect",
+        ][rng.below(6)];
+        *faults.entry(fault).or_default() += 1;
+        eprintln!("chaos: round {round}: {fault} ({victim})");
+        match fault {
+            "kill-host" => {
+                for pid in hosts.processes_of(victim) {
+                    unsafe_kill(pid, 9);
+                }
+                std::thread::sleep(Duration::from_millis(500));
+                served +=
+                    hosts.call_each(&hosts.placement(
+                        HOSTS[(HOSTS.iter().position(|h| *h == victim).unwrap() + 1) % 3],
+                    ));
+                // The host comes back: its supervisor recovers what it left, and stands by.
+                assert_eq!(
+                    hosts.run(victim, &["up"]).0,
+                    0,
+                    "up on {victim} after its loss"
+                );
+            }
+            "pause-owner" => {
+                let owner = placement[rng.below(SERVERS.len())].3.clone().unwrap();
+                let pid = hosts.supervisor(&owner);
+                unsafe_kill(pid, 19);
+                std::thread::sleep(Duration::from_secs(5));
+                let others: Vec<&str> = HOSTS.iter().copied().filter(|h| *h != owner).collect();
+                served += hosts.call_each(&hosts.placement(others[0]));
+                // The moment it runs again, calls to the paused owner must not
+                // be served by its old generations: it is fenced (L22, L24).
+                let owned: Vec<&str> = placement
+                    .iter()
+                    .filter(|p| p.3.as_deref() == Some(owner.as_str()))
+                    .map(|p| p.0.as_str())
+                    .collect();
+                unsafe_kill(pid, 18);
+                for name in owned {
+                    let (code, doc) = hosts.run(&owner, &["call", name, "echo"]);
+                    assert_ne!(code, 0, "the paused owner {owner} served {name}: {doc}");
+                }
+            }
+            "kill-etcd-leader" => {
+                let leader = runtime.block_on(cluster.leader()).unwrap_or(0);
+                cluster.kill(leader);
+                served += hosts.call_each(&placement);
+                std::thread::sleep(Duration::from_secs(2));
+                cluster.restart(leader);
+            }
+            "cut-off-host" => {
+                let index = HOSTS.iter().position(|h| *h == victim).unwrap();
+                proxies[index].set_cut(true);
+                std::thread::sleep(Duration::from_secs(5));
+                let other = HOSTS[(index + 1) % 3];
+                served += hosts.call_each(&hosts.placement(other));
+                proxies[index].set_cut(false);
+            }
+            "edit-fleet-file" => {
+                // A change of definition: the owner restarts its server under a
+                // new generation once each host has taken the file up.
+                let edited = match round % 2 {
+                    0 => file.replace("args: [--journal,", "args: [--tools, \"4\", --journal,"),
+                    _ => file.clone(),
+                };
+                std::fs::write(&hosts.file, edited).unwrap();
+                std::thread::scope(|s| {
+                    for host in HOSTS {
+                        let hosts = &hosts;
+                        s.spawn(move || hosts.run(host, &["up"]));
+                    }
+                });
+            }
+            _ => {
+                let (name, _, generation, owner) = placement[rng.below(SERVERS.len())].clone();
+                let other = HOSTS
+                    .iter()
+                    .copied()
+                    .find(|h| Some(*h) != owner.as_deref())
+                    .unwrap();
+                let generation = generation.unwrap().to_string();
+                std::thread::scope(|s| {
+                    let hosts = &hosts;
+                    let owner = owner.as_deref().unwrap();
+                    let name = name.as_str();
+                    let generation = generation.as_str();
+                    s.spawn(move || {
+                        hosts.run(owner, &["reconnect", name, "--if-generation", generation])
+                    });
+                    s.spawn(move || hosts.run(other, &["up"]));
+                });
+            }
+        }
+        placement = hosts.wait_quiet(HOSTS[(round + 1) % 3], Duration::from_secs(40));
+        served += hosts.call_each(&placement);
+    }
+    std::fs::write(&hosts.file, &file).unwrap();
+    let (code, doc) = hosts.run("a", &["down"]);
+    assert_eq!(code, 0, "{doc}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = processes_with(&[&format!("{TEST_ID_VAR}={}", hosts.test_id)]);
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "left after down: {left:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let journal = hosts.journal();
+    let violations = check_journal(&journal);
+    let starts = journal.iter().filter(|l| l["event"] == "start").count();
+    let calls = journal.iter().filter(|l| l["event"] == "call").count();
+    eprintln!(
+        "chaos: seed {seed}: {rounds} rounds, faults {faults:?}, {starts} generations started, {calls} calls served ({served} answered), {} violations",
+        violations.len()
+    );
+    assert!(violations.is_empty(), "seed {seed}: {violations:?}");
+    assert!(calls >= served, "a call answered but not journaled");
 }

@@ -56,6 +56,8 @@ pub use keys::{
     STDIO_ONLY_KEYS, SUPERVISOR_KEYS, TOKEN_STORES, TOOLS_KEYS, TOP_KEYS,
 };
 pub(crate) use validate::is_name;
+#[cfg(feature = "etcd")]
+pub(crate) use validate::etcd_endpoint;
 
 /// What a build without the `etcd` feature says of a fleet file with
 /// `coordination:`.

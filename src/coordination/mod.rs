@@ -271,6 +271,18 @@ impl Coordinator {
         Ok(())
     }
 
+    /// Revokes `lease`, one this host held before (a previous supervisor of
+    /// its state directory, now gone): the owner keys bound to it go at once,
+    /// rather than when its TTL runs out. A lease already gone is no error.
+    pub async fn revoke(&self, lease: i64) -> Result<(), CoordinationError> {
+        let mut client = self.client.clone();
+        match client.lease_revoke(lease).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.to_string().contains("not found") => Ok(()),
+            Err(e) => Err(etcd(e)),
+        }
+    }
+
     /// What etcd holds of `server`.
     pub async fn server(&self, server: &str) -> Result<ServerRecord, CoordinationError> {
         let mut client = self.client.clone();

@@ -130,6 +130,7 @@ async fn fence(hosts: &Arc<Hosts>, fleet: &FleetHandle) {
             joined = joined => match joined {
                 Ok(c) => {
                     tracing::info!(lease = c.lease(), "joined the fleet again after fencing");
+                    super::hosts::note_lease(&hosts.lease_file, c.lease());
                     let old = std::mem::replace(
                         &mut *hosts.coordinator.lock().unwrap_or_else(|p| p.into_inner()),
                         Arc::new(c),

@@ -31,6 +31,11 @@ use crate::process::lineage::ProcId;
 /// host name by default.
 pub(crate) const HOST_ENV: &str = "MCPFLEET_HOST";
 
+/// The environment variable that gives this host its own etcd endpoints
+/// (comma-separated), in place of the fleet file's: a local proxy, or the
+/// member next to it.
+pub(crate) const ETCD_ENV: &str = "MCPFLEET_ETCD";
+
 /// This host's name in the fleet: `$MCPFLEET_HOST`, else the host name.
 pub(crate) fn host_id() -> String {
     if let Ok(name) = std::env::var(HOST_ENV)
@@ -43,6 +48,18 @@ pub(crate) fn host_id() -> String {
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// The file of the state directory that keeps this host's lease, for the
+/// next supervisor to revoke.
+const LEASE_FILE: &str = "etcd.lease";
+
+/// Records `lease` as this host's, for the next supervisor of its state
+/// directory to revoke.
+pub(super) fn note_lease(file: &std::path::Path, lease: i64) {
+    if let Err(e) = crate::state::replace_atomically(file, lease.to_string().as_bytes()) {
+        tracing::warn!(error = %e, "cannot record this host's lease in {}", file.display());
+    }
 }
 
 /// How long `down` waits for the hosts that run its servers to give them up.
@@ -79,6 +96,8 @@ pub(crate) struct Hosts {
     /// Whether some server is wanted running anywhere: this supervisor stays
     /// (as a standby) while it is.
     pub(super) standing: watch::Sender<bool>,
+    /// Where this host's lease is kept for the next supervisor to revoke.
+    pub(super) lease_file: std::path::PathBuf,
     /// Cancelled when the supervisor begins to leave: no takeover after it.
     pub stop: CancellationToken,
 }
@@ -98,17 +117,45 @@ fn unreachable(e: &CoordinationError) -> ServerError {
 
 impl Hosts {
     /// Joins the fleet in etcd as this host.
-    pub(super) async fn join(fleet: &Fleet, local: Arc<StateFile>) -> anyhow::Result<Arc<Hosts>> {
-        let spec = fleet
+    pub(super) async fn join(
+        fleet: &Fleet,
+        local: Arc<StateFile>,
+        dir: &crate::state::StateDir,
+    ) -> anyhow::Result<Arc<Hosts>> {
+        let mut spec = fleet
             .coordination
             .clone()
             .ok_or_else(|| anyhow::anyhow!("the fleet file has no `coordination:`"))?;
+        if let Ok(list) = std::env::var(ETCD_ENV)
+            && !list.trim().is_empty()
+        {
+            spec.etcd = list
+                .split(',')
+                .map(|e| crate::config::etcd_endpoint(e.trim()))
+                .collect::<Result<_, _>>()
+                .map_err(|e| anyhow::anyhow!("${ETCD_ENV}: {e}"))?;
+        }
         let prefix = fleet.coordination_prefix();
         let me = host_id();
         let coordinator = Coordinator::join(&spec.etcd, &prefix, &me, spec.ttl)
             .await
             .map_err(|e| anyhow::anyhow!("cannot join the fleet in etcd ({}): {e}", spec.etcd.join(", ")))?;
         tracing::info!(host = %me, prefix = %prefix, lease = coordinator.lease(), "joined the fleet in etcd");
+        // The lease of this state directory's previous supervisor, which is
+        // gone (this one holds the lock) and whose processes recovery dealt
+        // with: revoked, so that its servers are free now, not after its TTL.
+        let kept = dir.root().join(LEASE_FILE);
+        if let Some(previous) = std::fs::read_to_string(&kept)
+            .ok()
+            .and_then(|t| t.trim().parse::<i64>().ok())
+            && previous != coordinator.lease()
+        {
+            match coordinator.revoke(previous).await {
+                Ok(()) => tracing::info!(lease = previous, "revoked the lease of this host's previous supervisor"),
+                Err(e) => tracing::warn!(lease = previous, error = %e, "cannot revoke the lease of this host's previous supervisor; its servers are free once its TTL has run out"),
+            }
+        }
+        note_lease(&kept, coordinator.lease());
         Ok(Arc::new(Hosts {
             me,
             spec,
@@ -119,6 +166,7 @@ impl Hosts {
             placed: Mutex::new(BTreeMap::new()),
             placements: Mutex::new(placements_of(fleet.servers.iter())),
             standing: watch::channel(true).0,
+            lease_file: kept,
             stop: CancellationToken::new(),
         }))
     }

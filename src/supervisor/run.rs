@@ -76,7 +76,7 @@ pub async fn run(
     let files = claim(&mut lock, &dir, &fleet, source.as_deref())?;
     let (state, events) = recover(&dir, &fleet).await?;
     let kept = Kept {
-        hosts: join(&fleet, &state).await?,
+        hosts: join(&fleet, &state, &dir).await?,
         state,
         events: events.clone(),
     };
@@ -263,15 +263,17 @@ struct Kept {
 }
 
 #[cfg(feature = "etcd")]
-async fn join(fleet: &Fleet, state: &Arc<StateFile>) -> anyhow::Result<Membership> {
+async fn join(fleet: &Fleet, state: &Arc<StateFile>, dir: &StateDir) -> anyhow::Result<Membership> {
     match fleet.coordination {
         None => Ok(None),
-        Some(_) => super::hosts::Hosts::join(fleet, state.clone()).await.map(Some),
+        Some(_) => super::hosts::Hosts::join(fleet, state.clone(), dir)
+            .await
+            .map(Some),
     }
 }
 
 #[cfg(not(feature = "etcd"))]
-async fn join(fleet: &Fleet, _state: &Arc<StateFile>) -> anyhow::Result<Membership> {
+async fn join(fleet: &Fleet, _state: &Arc<StateFile>, _dir: &StateDir) -> anyhow::Result<Membership> {
     match fleet.coordination {
         None => Ok(None),
         Some(_) => Err(anyhow::anyhow!("{}", crate::config::NO_ETCD)),

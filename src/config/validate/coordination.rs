@@ -217,7 +217,7 @@ pub(crate) fn is_host(name: &str) -> bool {
 
 /// An etcd endpoint as the client takes it: `http://HOST:PORT`; a bare
 /// `HOST:PORT` gets `http://`.
-fn endpoint(text: &str) -> Result<String, String> {
+pub(crate) fn endpoint(text: &str) -> Result<String, String> {
     let example = "write e.g. http://127.0.0.1:2379";
     if text.starts_with("https://") {
         return Err(format!(
