@@ -749,7 +749,17 @@ fn a_server_runs_only_where_it_is_placed() {
         .filter(|(pid, _)| hosts.processes_of("c").contains(pid))
         .collect();
     assert_eq!(on_c.len(), 1, "{on_c:?}");
-    let (code, doc) = hosts.run("a", &["down"]);
+    // b has never run a supervisor: its `status` reads etcd, and its `down`
+    // stops the fleet on every host.
+    let (code, doc) = hosts.run("b", &["status"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["servers"][0]["host"], "c", "{doc}");
+    assert_eq!(doc["servers"][0]["state"], "running", "{doc}");
+    assert!(
+        !hosts.state_dir("b").join("supervisor.lock").exists()
+            || hosts.processes_of("b").is_empty()
+    );
+    let (code, doc) = hosts.run("b", &["down"]);
     assert_eq!(code, 0, "{doc}");
     let deadline = Instant::now() + Duration::from_secs(20);
     while !processes_with(&[&format!("{TEST_ID_VAR}={}", hosts.test_id)]).is_empty() {

@@ -127,7 +127,10 @@ pub(crate) async fn down(t: Target, args: &DownArgs, g: &Global) -> Result<Code,
         .any(|r| r.live.is_some() || r.quarantine.is_some());
     let running = client::connect(&t.dir, &t.fleet.file, false).await.is_ok();
     let leftovers = recorded || (!running && tagged_alive(&t.dir));
-    if !running && !leftovers {
+    // A fleet across hosts is stopped through a supervisor even when none runs
+    // here: the servers may run on other hosts (docs/design.md §19).
+    let spans_hosts = t.fleet.coordination.is_some();
+    if !running && !leftovers && !spans_hosts {
         let lines = offline_lines(&t, &persisted, &args.servers)?;
         return emit(Report::new("down", lines, false), g);
     }
@@ -246,7 +249,7 @@ pub(crate) async fn status(t: Target, args: &StatusArgs, g: &Global) -> Result<C
             };
             match client::request(stream, op, |_| {}).await {
                 // The supervisor was exiting idle: nothing runs, as state.json says.
-                Err(ClientError::Unread(_)) => offline_status(&t, args, g),
+                Err(ClientError::Unread(_)) => offline_status(&t, args, g).await,
                 result => finish(
                     result.map(|r| super::auth::with_auth_statuses(r, &t)),
                     "status",
@@ -254,16 +257,63 @@ pub(crate) async fn status(t: Target, args: &StatusArgs, g: &Global) -> Result<C
                 ),
             }
         }
-        Err(_) => offline_status(&t, args, g),
+        Err(_) => offline_status(&t, args, g).await,
     }
 }
 
-/// `status` from `state.json` and the process table, with no supervisor.
-fn offline_status(t: &Target, args: &StatusArgs, g: &Global) -> Result<Code, CliError> {
+/// `status` from `state.json` and the process table, with no supervisor; in a
+/// fleet across hosts, with where etcd says each server runs.
+async fn offline_status(t: &Target, args: &StatusArgs, g: &Global) -> Result<Code, CliError> {
     let persisted = Persisted::load(&t.dir.state()).map_err(|e| anyhow::anyhow!("{e}"))?;
     let lines = offline_lines(t, &persisted, &args.servers)?;
     let report = super::auth::with_auth_statuses(Report::new("status", lines, false), t);
+    #[cfg(feature = "etcd")]
+    let report = placed_elsewhere(t, report).await;
     emit(report, g)
+}
+
+/// Shows, on a host whose supervisor is not running, the servers of a fleet
+/// across hosts that other hosts run, as etcd says (one read, no lease).
+#[cfg(feature = "etcd")]
+async fn placed_elsewhere(t: &Target, mut report: Report) -> Report {
+    let Some(spec) = &t.fleet.coordination else {
+        return report;
+    };
+    let endpoints = match spec.endpoints_here() {
+        Ok(endpoints) => endpoints,
+        Err(e) => {
+            eprintln!("mcpfleet status: {e}; showing this host's state only");
+            return report;
+        }
+    };
+    let all = match crate::coordination::read(&endpoints, &t.fleet.coordination_prefix()).await {
+        Ok(all) => all,
+        Err(e) => {
+            eprintln!("mcpfleet status: cannot read the fleet from etcd ({e}); showing this host's state only");
+            return report;
+        }
+    };
+    for line in &mut report.servers {
+        let Some(rec) = all.get(&line.name) else {
+            continue;
+        };
+        let Some(host) = rec.owner.clone() else {
+            continue;
+        };
+        if line.state == crate::lifecycle::state::Phase::Stopped {
+            line.state = crate::lifecycle::state::Phase::Running;
+            line.generation = crate::coordination::generation_of(rec);
+            line.exit_code = 0;
+        }
+        line.host = Some(host);
+    }
+    report.exit_code = report
+        .servers
+        .iter()
+        .map(|s| Code::from_i32(s.exit_code))
+        .fold(Code::Ok, Code::max)
+        .as_i32();
+    report
 }
 
 /// What `state.json` and the process table say when no supervisor runs.

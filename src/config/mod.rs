@@ -56,13 +56,12 @@ pub use keys::{
     STDIO_ONLY_KEYS, SUPERVISOR_KEYS, TOKEN_STORES, TOOLS_KEYS, TOP_KEYS,
 };
 pub(crate) use validate::is_name;
-#[cfg(feature = "etcd")]
-pub(crate) use validate::etcd_endpoint;
 
 /// What a build without the `etcd` feature says of a fleet file with
 /// `coordination:`.
 pub const NO_ETCD: &str = "this fleet file has `coordination:` (a fleet that spans hosts), but this mcpfleet was built without etcd support; install it with `cargo install mcpfleet --features etcd` (it needs protoc)";
 pub use validate::{
+    ETCD_ENV,
     DURATION_PATTERN, ENV_NAME_PATTERN, HEADER_NAME_PATTERN, NAME_PATTERN, SIZE_PATTERN,
     TIMEOUT_PATTERN, URL_PATTERN, parse_size,
 };

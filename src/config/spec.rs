@@ -214,6 +214,25 @@ impl Placement {
     pub fn allows(&self, host: &str) -> bool {
         self.hosts.is_empty() || self.hosts.iter().any(|h| h == host)
     }
+
+    /// Whether `me` may take the server over now: the placement allows it,
+    /// and with `standbys: N` it is among the first N (at least one) by name
+    /// of the `live` hosts the placement allows.
+    pub fn may_take(&self, me: &str, live: &[String]) -> bool {
+        if !self.allows(me) {
+            return false;
+        }
+        let Some(standbys) = self.standbys else {
+            return true;
+        };
+        let mut eligible: Vec<&String> = live.iter().filter(|h| self.allows(h)).collect();
+        eligible.sort();
+        eligible.dedup();
+        eligible
+            .iter()
+            .take(standbys.max(1) as usize)
+            .any(|h| h.as_str() == me)
+    }
 }
 
 /// When a server that stopped on its own is started again.

@@ -29,21 +29,81 @@ const MARGIN_FRACTION: u32 = 5;
 /// The deadline of one request to etcd.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A moment on the clock that counts a suspended system too (Linux's
-/// `CLOCK_BOOTTIME`), so that a host frozen or suspended past its deadline
-/// sees it passed when it wakes (L22); `CLOCK_MONOTONIC` elsewhere.
+/// The environment variable that names this host in the fleet; the system's
+/// host name by default.
+pub const HOST_ENV: &str = "MCPFLEET_HOST";
+
+/// This host's name in the fleet: `$MCPFLEET_HOST`, else the host name.
+pub fn host_id() -> String {
+    if let Ok(name) = std::env::var(HOST_ENV)
+        && !name.trim().is_empty()
+    {
+        return name.trim().to_owned();
+    }
+    crate::platform::hostname().unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// Reads every server of the fleet under `prefix` once, without joining (no
+/// lease): what `status` shows on a host whose supervisor is not running.
+pub async fn read(
+    endpoints: &[String],
+    prefix: &str,
+) -> Result<std::collections::BTreeMap<String, ServerRecord>, CoordinationError> {
+    let options = ConnectOptions::new()
+        .with_connect_timeout(REQUEST_TIMEOUT)
+        .with_timeout(REQUEST_TIMEOUT);
+    let client = Client::connect(endpoints, Some(options)).await.map_err(etcd)?;
+    servers_of(client, prefix.trim_end_matches('/')).await
+}
+
+/// Every server's keys under `prefix`, by name: one range read.
+async fn servers_of(
+    mut client: Client,
+    prefix: &str,
+) -> Result<std::collections::BTreeMap<String, ServerRecord>, CoordinationError> {
+    let base = format!("{prefix}/servers/");
+    let found = client
+        .get(base.clone(), Some(GetOptions::new().with_prefix()))
+        .await
+        .map_err(etcd)?;
+    let mut out = std::collections::BTreeMap::<String, ServerRecord>::new();
+    for kv in found.kvs() {
+        let key = String::from_utf8_lossy(kv.key());
+        let Some((name, what)) = key.strip_prefix(&base).and_then(|k| k.split_once('/')) else {
+            continue;
+        };
+        let rec = out.entry(name.to_owned()).or_default();
+        let value = String::from_utf8_lossy(kv.value()).into_owned();
+        match what {
+            "owner" => {
+                rec.owner = Some(value);
+                rec.owner_lease = kv.lease();
+            }
+            "state" => {
+                rec.revision = kv.mod_revision();
+                rec.record = Some(value);
+            }
+            "desired" => rec.desired = Some(value == "up"),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// The generation the owner of `rec` runs: the revision of its record.
+pub fn generation_of(rec: &ServerRecord) -> Option<u64> {
+    (rec.owner.is_some() && rec.revision > 0).then_some(rec.revision as u64)
+}
+
+/// A moment on the clock that counts a suspended system too
+/// (`CLOCK_BOOTTIME`), so that a host frozen or suspended past its deadline
+/// sees it passed when it wakes (L22).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Moment(Duration);
 
 impl Moment {
     fn now() -> Moment {
-        use nix::time::{ClockId, clock_gettime};
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        let clock = ClockId::CLOCK_BOOTTIME;
-        #[cfg(not(any(target_os = "linux", target_os = "android")))]
-        let clock = ClockId::CLOCK_MONOTONIC;
-        let t = clock_gettime(clock).unwrap_or_else(|_| nix::sys::time::TimeSpec::new(0, 0));
-        Moment(Duration::new(t.tv_sec().max(0) as u64, t.tv_nsec().clamp(0, 999_999_999) as u32))
+        Moment(crate::platform::boot_clock())
     }
 
     fn since(self, earlier: Moment) -> Duration {
@@ -212,34 +272,7 @@ impl Coordinator {
     pub async fn servers(
         &self,
     ) -> Result<std::collections::BTreeMap<String, ServerRecord>, CoordinationError> {
-        let mut client = self.client.clone();
-        let base = format!("{}/servers/", self.prefix);
-        let found = client
-            .get(base.clone(), Some(GetOptions::new().with_prefix()))
-            .await
-            .map_err(etcd)?;
-        let mut out = std::collections::BTreeMap::<String, ServerRecord>::new();
-        for kv in found.kvs() {
-            let key = String::from_utf8_lossy(kv.key());
-            let Some((name, what)) = key.strip_prefix(&base).and_then(|k| k.split_once('/')) else {
-                continue;
-            };
-            let rec = out.entry(name.to_owned()).or_default();
-            let value = String::from_utf8_lossy(kv.value()).into_owned();
-            match what {
-                "owner" => {
-                    rec.owner = Some(value);
-                    rec.owner_lease = kv.lease();
-                }
-                "state" => {
-                    rec.revision = kv.mod_revision();
-                    rec.record = Some(value);
-                }
-                "desired" => rec.desired = Some(value == "up"),
-                _ => {}
-            }
-        }
-        Ok(out)
+        servers_of(self.client.clone(), &self.prefix).await
     }
 
     /// Whether this host may act now: its lease is confirmed on the

@@ -51,7 +51,9 @@ mod linux;
 use linux as os;
 
 // The process table.
-pub use os::{boot_id, env_value, has_children, hostname, own_cmdline, own_usage, pids, stat};
+pub use os::{
+    boot_clock, boot_id, env_value, has_children, hostname, own_cmdline, own_usage, pids, stat,
+};
 
 // Processes: exits, signals, reaping, sessions, the subreaper, who we are.
 pub use os::{

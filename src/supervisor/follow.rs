@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::handle::FleetHandle;
-use super::hosts::{Hosts, Placed, generation_of, may_take, placements_of};
+use super::hosts::{Hosts, Placed, placements_of};
+use crate::coordination::generation_of;
 use crate::coordination::Coordinator;
 use crate::lifecycle::authority::CallOptions;
 use crate::lifecycle::state::{Intent, Phase};
@@ -86,7 +87,7 @@ pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
                     let since = *absent_since.entry(name.clone()).or_insert_with(Instant::now);
                     if since.elapsed() >= hosts.spec.lock_delay
                         && matches!(local, Phase::Stopped | Phase::Failed)
-                        && may_take(&held.spec.placement, &hosts.me, &live)
+                        && held.spec.placement.may_take(&hosts.me, &live)
                     {
                         tracing::info!(server = %name, "no host runs it: taking it over");
                         absent_since.remove(name);

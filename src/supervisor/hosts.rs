@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::persist::StateFile;
 use crate::config::{CoordinationSpec, Fleet, Placement, ServerSpec};
-use crate::coordination::{CoordinationError, Coordinator, ServerRecord};
+use crate::coordination::{CoordinationError, Coordinator, generation_of, host_id};
 use crate::lifecycle::Generation;
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::ledger::{Durable, Granted, Ledger, LiveRecord, QuarantineRecord};
@@ -26,29 +26,6 @@ use crate::lifecycle::state::Phase;
 use crate::output::exit::Code;
 use crate::output::report::Report;
 use crate::process::lineage::ProcId;
-
-/// The environment variable that names this host in the fleet; the system's
-/// host name by default.
-pub(crate) const HOST_ENV: &str = "MCPFLEET_HOST";
-
-/// The environment variable that gives this host its own etcd endpoints
-/// (comma-separated), in place of the fleet file's: a local proxy, or the
-/// member next to it.
-pub(crate) const ETCD_ENV: &str = "MCPFLEET_ETCD";
-
-/// This host's name in the fleet: `$MCPFLEET_HOST`, else the host name.
-pub(crate) fn host_id() -> String {
-    if let Ok(name) = std::env::var(HOST_ENV)
-        && !name.trim().is_empty()
-    {
-        return name.trim().to_owned();
-    }
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "localhost".to_owned())
-}
 
 /// The file of the state directory that keeps this host's lease, for the
 /// next supervisor to revoke.
@@ -126,15 +103,7 @@ impl Hosts {
             .coordination
             .clone()
             .ok_or_else(|| anyhow::anyhow!("the fleet file has no `coordination:`"))?;
-        if let Ok(list) = std::env::var(ETCD_ENV)
-            && !list.trim().is_empty()
-        {
-            spec.etcd = list
-                .split(',')
-                .map(|e| crate::config::etcd_endpoint(e.trim()))
-                .collect::<Result<_, _>>()
-                .map_err(|e| anyhow::anyhow!("${ETCD_ENV}: {e}"))?;
-        }
+        spec.etcd = spec.endpoints_here().map_err(|e| anyhow::anyhow!("{e}"))?;
         let prefix = fleet.coordination_prefix();
         let me = host_id();
         let coordinator = Coordinator::join(&spec.etcd, &prefix, &me, spec.ttl)
@@ -408,29 +377,7 @@ pub(super) fn placements_of<'a>(servers: impl Iterator<Item = &'a ServerSpec>) -
         .collect()
 }
 
-/// Whether `me` may take `server` over now: its placement allows this host,
-/// and with `standbys: N`, this host is among the first N (at least one) by
-/// name of the live hosts the placement allows.
-pub(super) fn may_take(placement: &Placement, me: &str, live: &[String]) -> bool {
-    if !placement.allows(me) {
-        return false;
-    }
-    let Some(standbys) = placement.standbys else {
-        return true;
-    };
-    let mut eligible: Vec<&String> = live.iter().filter(|h| placement.allows(h)).collect();
-    eligible.sort();
-    eligible.dedup();
-    eligible
-        .iter()
-        .take(standbys.max(1) as usize)
-        .any(|h| h.as_str() == me)
-}
 
-/// The generation the owner of `rec` runs: the revision of its record.
-pub(super) fn generation_of(rec: &ServerRecord) -> Option<Generation> {
-    (rec.owner.is_some() && rec.revision > 0).then_some(rec.revision as Generation)
-}
 
 /// The ledger of a host of the fleet: etcd first, then `state.json`.
 pub(super) struct HostLedger(pub Arc<Hosts>);
@@ -492,41 +439,5 @@ impl Ledger for HostLedger {
             }
             written
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn standbys_are_the_first_allowed_live_hosts_by_name() {
-        let live: Vec<String> = ["c", "a", "d", "b"].map(String::from).to_vec();
-        let any = Placement::default();
-        assert!(["a", "b", "c", "d"].iter().all(|h| may_take(&any, h, &live)));
-        let two = Placement {
-            hosts: Vec::new(),
-            standbys: Some(2),
-        };
-        let takers: Vec<&str> = ["a", "b", "c", "d"]
-            .into_iter()
-            .filter(|h| may_take(&two, h, &live))
-            .collect();
-        assert_eq!(takers, ["a", "b"]);
-        let placed = Placement {
-            hosts: vec!["d".into(), "c".into(), "x".into()],
-            standbys: Some(1),
-        };
-        let takers: Vec<&str> = ["a", "b", "c", "d"]
-            .into_iter()
-            .filter(|h| may_take(&placed, h, &live))
-            .collect();
-        assert_eq!(takers, ["c"]);
-        // Zero standbys still lets one host take a server no host runs.
-        let none = Placement {
-            hosts: vec!["b".into()],
-            standbys: Some(0),
-        };
-        assert!(may_take(&none, "b", &live) && !may_take(&none, "a", &live));
     }
 }

@@ -87,3 +87,34 @@ fn placement_names_hosts_and_standbys() {
         "5:17: servers.a.placement.replicas: unknown key `replicas`; did you mean `standbys`?"
     );
 }
+
+#[test]
+fn standbys_are_the_first_allowed_live_hosts_by_name() {
+    let live: Vec<String> = ["c", "a", "d", "b"].map(String::from).to_vec();
+    let any = Placement::default();
+    assert!(["a", "b", "c", "d"].iter().all(|h| any.may_take(h, &live)));
+    let two = Placement {
+        hosts: Vec::new(),
+        standbys: Some(2),
+    };
+    let takers: Vec<&str> = ["a", "b", "c", "d"]
+        .into_iter()
+        .filter(|h| two.may_take(h, &live))
+        .collect();
+    assert_eq!(takers, ["a", "b"]);
+    let placed = Placement {
+        hosts: vec!["d".into(), "c".into(), "x".into()],
+        standbys: Some(1),
+    };
+    let takers: Vec<&str> = ["a", "b", "c", "d"]
+        .into_iter()
+        .filter(|h| placed.may_take(h, &live))
+        .collect();
+    assert_eq!(takers, ["c"]);
+    // Zero standbys still lets one host take a server no host runs.
+    let none = Placement {
+        hosts: vec!["b".into()],
+        standbys: Some(0),
+    };
+    assert!(none.may_take("b", &live) && !none.may_take("a", &live));
+}

@@ -206,6 +206,25 @@ impl Validator<'_> {
     }
 }
 
+/// The environment variable that gives a host its own etcd endpoints
+/// (comma-separated), in place of `coordination.etcd`: a local proxy, or the
+/// member next to it.
+pub const ETCD_ENV: &str = "MCPFLEET_ETCD";
+
+impl CoordinationSpec {
+    /// The endpoints this host uses: `$MCPFLEET_ETCD`, else `etcd`.
+    pub fn endpoints_here(&self) -> Result<Vec<String>, String> {
+        match std::env::var(ETCD_ENV) {
+            Ok(list) if !list.trim().is_empty() => list
+                .split(',')
+                .map(|e| endpoint(e.trim()))
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("${ETCD_ENV}: {e}")),
+            _ => Ok(self.etcd.clone()),
+        }
+    }
+}
+
 /// A host's name as `$MCPFLEET_HOST` or the host name gives it.
 pub(crate) fn is_host(name: &str) -> bool {
     !name.is_empty()

@@ -36,8 +36,7 @@ mod remote;
 mod stdio;
 mod supervisor;
 mod coordination;
-#[cfg(feature = "etcd")]
-pub(crate) use coordination::endpoint as etcd_endpoint;
+pub use coordination::ETCD_ENV;
 
 pub use remote::{HEADER_NAME_PATTERN, URL_PATTERN};
 pub(crate) use remote::{check_url, is_header_name, is_header_value};

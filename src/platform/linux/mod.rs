@@ -19,7 +19,7 @@ pub use files::{
     O_NOFOLLOW, SocketPath, out_of_descriptors, redirect_stderr, stderr_size, too_many_open_files,
 };
 pub use limits::{open_files_limit, run_thread_when_idle, set_open_files_limit};
-pub use procfs::{boot_id, env_value, has_children, hostname, own_cmdline, own_usage, pids, stat};
+pub use procfs::{boot_clock, boot_id, env_value, has_children, hostname, own_cmdline, own_usage, pids, stat};
 pub use process::{
     Errno, Forked, Signal, become_subreaper, detach_into_new_session, is_subreaper, euid, exit_unreaped, fork, home_dir,
     ignore_interrupts, parent_pid, process_group_id, reap_if_exited, session_id, signal_group,

@@ -105,6 +105,18 @@ pub fn hostname() -> Option<String> {
     read_trimmed(Path::new("/proc/sys/kernel/hostname")).filter(|h| !h.is_empty())
 }
 
+/// Time since boot, suspended time included (`CLOCK_BOOTTIME`): a clock that
+/// a frozen or suspended machine sees move on when it wakes.
+pub fn boot_clock() -> std::time::Duration {
+    use nix::time::{ClockId, clock_gettime};
+    let t = clock_gettime(ClockId::CLOCK_BOOTTIME)
+        .unwrap_or_else(|_| nix::sys::time::TimeSpec::new(0, 0));
+    std::time::Duration::new(
+        t.tv_sec().max(0) as u64,
+        t.tv_nsec().clamp(0, 999_999_999) as u32,
+    )
+}
+
 /// This process's resident memory (`statm`), open descriptors (`fd/`), CPU
 /// time and start time (`stat`, with the boot time of `/proc/stat`).
 pub fn own_usage() -> Option<Usage> {
