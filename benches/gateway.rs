@@ -217,6 +217,13 @@ struct Figures {
     /// stateless 2026-07-28 requests (`server/discover`, then `_meta`).
     serve: [Option<Trips>; 2],
     serve_modern: [Option<Trips>; 2],
+    /// Through `serve` in the 2026-07-28 era on a host of a fleet across
+    /// hosts (etcd), its server local (a build with `--features etcd`).
+    #[cfg_attr(
+        not(feature = "etcd"),
+        expect(dead_code, reason = "measured only in a build with --features etcd")
+    )]
+    serve_across_hosts: [Option<Trips>; 2],
     /// The gateway's CPU per call at 16 in flight through `serve`, in µs: in
     /// the legacy era and in the 2026-07-28 era.
     serve_cpu_us: [Option<f64>; 2],
@@ -362,6 +369,16 @@ async fn round_trips(ctx: &Ctx<'_>, figures: &mut Figures) {
                     Era::Modern => figures.serve_modern = trips_of(&row),
                 }
                 rows.push(row);
+            }
+            // The same call, on a host of a fleet across hosts (etcd): the
+            // server is local, so nothing of etcd is on the call's path.
+            #[cfg(feature = "etcd")]
+            match across_hosts_trips(ctx).await {
+                Ok(row) => {
+                    figures.serve_across_hosts = trips_of(&row);
+                    rows.push(row);
+                }
+                Err(e) => rows.push(failed_row("serve, across hosts", e)),
             }
             match interleaved(ctx, &fleet).await {
                 Ok((rounds, vs_relay)) => {
@@ -880,6 +897,71 @@ fn gateway_cpu(row: &PathRow) -> Option<f64> {
 }
 
 async fn serve_trips(ctx: &Ctx<'_>, fleet: &Fleet, era: Era) -> Result<PathRow, String> {
+    let mut row = serve_row(ctx, fleet, era).await?;
+    row.name = era.row();
+    Ok(row)
+}
+
+/// `tools/call` through a fleet across hosts: one etcd member on loopback, the
+/// fleet file with `coordination:`, its server run by this host.
+#[cfg(feature = "etcd")]
+async fn across_hosts_trips(ctx: &Ctx<'_>) -> Result<PathRow, String> {
+    let port = |_| {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .map_err(|e| e.to_string())
+    };
+    let (client, peer) = (port(0)?, port(1)?);
+    let data = ctx.scratch.dir.path().join("etcd");
+    let mut etcd = Command::new("etcd")
+        .args(["--name", "bench", "--data-dir"])
+        .arg(&data)
+        .args([
+            "--listen-client-urls",
+            &format!("http://127.0.0.1:{client}"),
+        ])
+        .args([
+            "--advertise-client-urls",
+            &format!("http://127.0.0.1:{client}"),
+        ])
+        .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
+        .env("MCPFLEET_TEST_ID", ctx.scratch.tag("etcd"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("etcd (Debian's etcd-server) not found: {e}"))?;
+    let fleet = Fleet::with(
+        ctx,
+        "hosts",
+        &["fx".to_string()],
+        &format!("coordination:\n  etcd: [127.0.0.1:{client}]\n  ttl: 5s\n"),
+    );
+    // etcd takes a moment to elect itself.
+    let mut up = Err(String::new());
+    for _ in 0..50 {
+        up = fleet.json(&["up"]);
+        if up.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let row = match up {
+        Ok(_) => serve_row(ctx, &fleet, Era::Modern).await.map(|mut row| {
+            row.name = "serve, across hosts";
+            row
+        }),
+        Err(e) => Err(format!("up failed: {e}")),
+    };
+    drop(fleet);
+    let _ = etcd.kill();
+    let _ = etcd.wait();
+    row
+}
+
+/// `tools/call` of the fixture through `serve` in `era`, as one row.
+async fn serve_row(ctx: &Ctx<'_>, fleet: &Fleet, era: Era) -> Result<PathRow, String> {
     let door = fleet.serve()?;
     let supervisor = fleet.supervisor().ok_or("no supervisor after `serve`")?;
     let mut memory = Memory {
@@ -1370,6 +1452,19 @@ fn print_targets(f: &Figures) {
             None,
         );
     }
+    // A host of a fleet across hosts, its server local: no etcd on the path.
+    #[cfg(feature = "etcd")]
+    {
+        let more = f.serve_across_hosts[0]
+            .zip(f.serve_modern[0])
+            .map(|(h, one)| h.p50 - one.p50);
+        line(
+            "p50 on a host of a fleet across hosts, vs one host",
+            more.map(|a| format!("{a:+.3}ms")),
+            "<= 0.05ms (no etcd round trip)",
+            more.map(|a| a <= 0.05),
+        );
+    }
     let cheaper = serve.into_iter().flatten().reduce(f64::min);
     line(
         "added p50 through serve (1 in flight, cheaper era)",
@@ -1727,9 +1822,14 @@ struct Fleet {
 
 impl Fleet {
     fn new(ctx: &Ctx<'_>, name: &str, servers: &[String]) -> Fleet {
+        Fleet::with(ctx, name, servers, "")
+    }
+
+    /// A fleet of `servers`, with `top` (whole lines) at its top level.
+    fn with(ctx: &Ctx<'_>, name: &str, servers: &[String], top: &str) -> Fleet {
         let dir = ctx.scratch.dir.path();
         let file = dir.join(format!("{name}.yaml"));
-        let mut body = String::from("version: 1\nservers:\n");
+        let mut body = format!("version: 1\n{top}servers:\n");
         for s in servers {
             body.push_str(&format!("  {s}:\n    command: {}\n", ctx.fixture.display()));
         }

@@ -104,6 +104,7 @@ Register-ArgumentCompleter -Native -CommandName 'mcpfleet' -ScriptBlock {
         }
         'mcpfleet;down' {
             [CompletionResult]::new('--cleanup-timeout', '--cleanup-timeout', [CompletionResultType]::ParameterName, 'Override the cleanup timeout for this teardown')
+            [CompletionResult]::new('--host', '--host', [CompletionResultType]::ParameterName, 'In a fleet across hosts: drain this host only (its servers stop there and other hosts take them over; its supervisor leaves)')
             [CompletionResult]::new('--wait-timeout', '--wait-timeout', [CompletionResultType]::ParameterName, 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later')
             [CompletionResult]::new('-f', '-f', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')
             [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)')

@@ -377,13 +377,17 @@ _mcpfleet() {
             return 0
             ;;
         mcpfleet__subcmd__down)
-            opts="-f -o -v -q -h --strict --cleanup-timeout --wait-timeout --file --state-dir --output --color --verbose --quiet --help"
+            opts="-f -o -v -q -h --strict --cleanup-timeout --host --wait-timeout --file --state-dir --output --color --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --cleanup-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -98,6 +98,7 @@ set edit:completion:arg-completer[mcpfleet] = {|@words|
         }
         &'mcpfleet;down'= {
             cand --cleanup-timeout 'Override the cleanup timeout for this teardown'
+            cand --host 'In a fleet across hosts: drain this host only (its servers stop there and other hosts take them over; its supervisor leaves)'
             cand --wait-timeout 'Give up (exit 7) if the server''s authority has not taken the request within this long; the request is then withdrawn, never run later'
             cand -f 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'
             cand --file 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)'

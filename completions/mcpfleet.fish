@@ -93,6 +93,7 @@ complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s v -l verbose -d
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s q -l quiet -d 'No progress and no log lines below errors on stderr'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand up" -s h -l help -d 'Print help'
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l cleanup-timeout -d 'Override the cleanup timeout for this teardown' -r
+complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l host -d 'In a fleet across hosts: drain this host only (its servers stop there and other hosts take them over; its supervisor leaves)' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l wait-timeout -d 'Give up (exit 7) if the server\'s authority has not taken the request within this long; the request is then withdrawn, never run later' -r
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -s f -l file -d 'The fleet file (default: $MCPFLEET_FILE, then the nearest mcpfleet.yaml or mcpfleet.yml in the current directory or above it); after `logs` and `events` only as --file (their -f is --follow)' -r -F
 complete -c mcpfleet -n "__fish_mcpfleet_using_subcommand down" -l state-dir -d 'The fleet\'s state directory (default: $MCPFLEET_STATE_DIR, then $XDG_STATE_HOME/mcpfleet/<fleet>)' -r -F

@@ -769,6 +769,67 @@ fn a_server_runs_only_where_it_is_placed() {
     assert!(c.wait().unwrap().success());
 }
 
+#[test]
+fn down_host_drains_one_host_and_the_others_take_its_servers() {
+    let cluster = Cluster::start("hosts-drain");
+    wait_for_quorum(&cluster);
+    let hosts = Hosts::new(&cluster, "drain", &["alpha", "beta"], "3s", "1s");
+    let (code, doc) = hosts.run("a", &["up"]);
+    assert_eq!(code, 0, "{doc}");
+    let (code, doc) = hosts.run("b", &["up"]);
+    assert_eq!(code, 0, "{doc}");
+    for server in &doc["servers"].as_array().unwrap()[..] {
+        assert_eq!(server["host"], "a", "{doc}");
+    }
+    let a_servers: Vec<i32> = hosts
+        .servers_alive()
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .filter(|pid| hosts.processes_of("a").contains(pid))
+        .collect();
+    assert_eq!(a_servers.len(), 2);
+    // Drained from b: a stops its servers and leaves, b takes them over.
+    let (code, doc) = hosts.run("b", &["down", "--host", "a"]);
+    assert_eq!(code, 0, "{doc}");
+    for server in &doc["servers"].as_array().unwrap()[..] {
+        assert_eq!(server["host"], "b", "{doc}");
+        assert_eq!(server["state"], "running", "{doc}");
+    }
+    assert!(hosts.processes_of("a").is_empty(), "a left nothing behind");
+    // `up` on a brings it back into the fleet, as a standby.
+    let (code, doc) = hosts.run("a", &["up"]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(!hosts.processes_of("a").is_empty());
+    // A host drains itself the same way.
+    let (code, doc) = hosts.run("b", &["down", "--host", "b"]);
+    assert_eq!(code, 0, "{doc}");
+    let (_, on) = hosts.wait_running("a", "alpha", Duration::from_secs(20), |h| h == "a");
+    assert!(on > 0);
+    let (code, doc) = hosts.run("a", &["down"]);
+    assert_eq!(code, 0, "{doc}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !processes_with(&[&format!("{TEST_ID_VAR}={}", hosts.test_id)]).is_empty() {
+        assert!(Instant::now() < deadline, "left after down");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Without `coordination:` there is no host to drain: a usage error.
+    let single = hosts.dir.path().join("single.yaml");
+    std::fs::write(&single, "version: 1\nservers:\n  a: {command: x}\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpfleet"))
+        .arg("-f")
+        .arg(&single)
+        .args(["down", "--host", "a"])
+        .env("MCPFLEET_STATE_DIR", hosts.dir.path().join("single-state"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Waits until the cluster has a leader.
 fn wait_for_quorum(cluster: &Cluster) {
     let runtime = tokio::runtime::Builder::new_current_thread()

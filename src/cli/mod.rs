@@ -376,6 +376,10 @@ pub struct DownArgs {
     /// Override the cleanup timeout for this teardown
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     pub cleanup_timeout: Option<Timeout>,
+    /// In a fleet across hosts: drain this host only (its servers stop there
+    /// and other hosts take them over; its supervisor leaves)
+    #[arg(long, value_name = "HOST", conflicts_with = "servers")]
+    pub host: Option<String>,
     #[command(flatten)]
     pub wait: WaitArgs,
 }

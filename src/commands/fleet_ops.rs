@@ -114,7 +114,13 @@ pub(crate) async fn down(t: Target, args: &DownArgs, g: &Global) -> Result<Code,
         },
         strict: args.strict,
         fleet: t.source.clone(),
+        host: args.host.clone(),
     };
+    if args.host.is_some() && t.fleet.coordination.is_none() {
+        return Err(CliError::Usage(
+            "--host drains one host of a fleet across hosts; this fleet file has no `coordination:`".into(),
+        ));
+    }
     // With no supervisor, there is only something to do when a crashed one left
     // generations running or quarantined: then a new supervisor recovers them.
     // `state.json` may not know a generation whose record a killed supervisor

@@ -256,6 +256,41 @@ impl Coordinator {
         format!("{}/servers/{server}/desired", self.prefix)
     }
 
+    fn drain_key(&self, host: &str) -> String {
+        format!("{}/drain/{host}", self.prefix)
+    }
+
+    /// Asks `host` to drain: stop what it runs and leave (`down --host`). The
+    /// key stays until that host joins again.
+    pub async fn set_drain(&self, host: &str) -> Result<(), CoordinationError> {
+        let mut client = self.client.clone();
+        client
+            .put(self.drain_key(host), "drain", None)
+            .await
+            .map_err(etcd)?;
+        Ok(())
+    }
+
+    /// Whether this host was asked to drain.
+    pub async fn draining(&self) -> Result<bool, CoordinationError> {
+        let mut client = self.client.clone();
+        let found = client
+            .get(self.drain_key(&self.host), None)
+            .await
+            .map_err(etcd)?;
+        Ok(!found.kvs().is_empty())
+    }
+
+    /// Forgets that this host was asked to drain: it is back in the fleet.
+    pub async fn clear_drain(&self) -> Result<(), CoordinationError> {
+        let mut client = self.client.clone();
+        client
+            .delete(self.drain_key(&self.host), None)
+            .await
+            .map_err(etcd)?;
+        Ok(())
+    }
+
     /// Records whether the fleet wants `server` running. Not fenced: any
     /// host may say it, and the owner follows (docs/design.md §19).
     pub async fn set_desired(&self, server: &str, up: bool) -> Result<(), CoordinationError> {

@@ -167,6 +167,10 @@ pub enum Op {
         strict: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fleet: Option<FleetSource>,
+        /// In a fleet across hosts: stop only what this host runs, and let the
+        /// other hosts take it over (docs/design.md §19).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        host: Option<String>,
     },
     Reconnect {
         servers: Vec<String>,

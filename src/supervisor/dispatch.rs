@@ -96,7 +96,18 @@ pub(super) async fn dispatch(
             deadlines,
             strict,
             fleet: source,
+            host,
         } => {
+            #[cfg(feature = "etcd")]
+            if let Some(host) = host {
+                return drain(fleet, source.as_ref(), &host).await;
+            }
+            #[cfg(not(feature = "etcd"))]
+            if host.is_some() {
+                return Response::Error {
+                    message: crate::config::NO_ETCD.into(),
+                };
+            }
             let change = Change {
                 command: "down",
                 names: servers,
@@ -248,6 +259,52 @@ async fn down(
         return reply(report);
     }
     change_after_take_up(fleet, source, change, tx).await
+}
+
+/// `down --host NAME`: that host stops what it runs and leaves, and the other
+/// hosts take its servers over; the answer shows where each server runs then.
+#[cfg(feature = "etcd")]
+async fn drain(fleet: &FleetHandle, source: Option<&FleetSource>, host: &str) -> Response {
+    let Some(hosts) = fleet.fixed.hosts.clone() else {
+        return Response::Error {
+            message: "--host drains one host of a fleet across hosts; this fleet file has no `coordination:`".into(),
+        };
+    };
+    if let Err(message) = fleet.take_up(source).await {
+        return Response::Error { message };
+    }
+    let drained = match hosts.drain(host).await {
+        Ok(drained) => drained,
+        Err(message) => return Response::Error { message },
+    };
+    if host == hosts.me() {
+        let handles = fleet.handles();
+        let _ = host::request_all(&handles, Intent::Stop, CallOptions::default(), |_| {}).await;
+        fleet.after_down().await;
+    }
+    let gone = hosts.wait_host_gone(host, std::time::Instant::now() + crate::supervisor::hosts::RELEASE_WAIT).await;
+    let deadline = std::time::Instant::now() + hosts.placing_wait();
+    hosts.wait_owned(&drained, deadline).await;
+    let view = fleet.view();
+    let lines = view
+        .roster
+        .servers
+        .iter()
+        .map(|h| ServerReport::of_state(&h.handle.published()))
+        .collect();
+    let mut report = Report::new("down", lines, false);
+    hosts.place(&mut report).await;
+    if !gone {
+        report.exit_code = report
+            .exit_code
+            .max(crate::output::exit::Code::TeardownNotClean.as_i32());
+        for line in &mut report.servers {
+            if line.host.as_deref() == Some(host) {
+                line.exit_code = crate::output::exit::Code::TeardownNotClean.as_i32();
+            }
+        }
+    }
+    reply(report)
 }
 
 /// On a host of a fleet that spans hosts, records that the servers `up`

@@ -52,6 +52,15 @@ pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
                 (name.clone(), placed)
             })
             .collect();
+        // Asked to drain (`down --host` on another host): stop what runs
+        // here, take nothing more, and leave.
+        if !hosts.is_draining() && hosts.coordinator().draining().await.unwrap_or(false) {
+            tracing::info!("asked to drain: stopping every server of this host, then leaving");
+            hosts.begin_drain();
+            for handle in fleet.handles() {
+                request(&fleet, handle, Intent::Stop);
+            }
+        }
         let view = fleet.view();
         *hosts.placements.lock().unwrap_or_else(|p| p.into_inner()) =
             placements_of(view.roster.servers.iter().map(|h| &h.spec));
@@ -62,6 +71,7 @@ pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
             h.spec.enabled && placed.get(&h.spec.name).and_then(|p| p.desired) != Some(false)
         });
         *hosts.placed.lock().unwrap_or_else(|p| p.into_inner()) = placed.clone();
+        let wanted = wanted && !hosts.is_draining();
         hosts.standing.send_if_modified(|s| std::mem::replace(s, wanted) != wanted);
         if hosts.stop.is_cancelled() {
             return;
@@ -88,6 +98,7 @@ pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
                     if since.elapsed() >= hosts.spec.lock_delay
                         && matches!(local, Phase::Stopped | Phase::Failed)
                         && held.spec.placement.may_take(&hosts.me, &live)
+                        && !hosts.is_draining()
                     {
                         tracing::info!(server = %name, "no host runs it: taking it over");
                         absent_since.remove(name);

@@ -75,6 +75,9 @@ pub(crate) struct Hosts {
     pub(super) standing: watch::Sender<bool>,
     /// Where this host's lease is kept for the next supervisor to revoke.
     pub(super) lease_file: std::path::PathBuf,
+    /// Set once this host was asked to drain (`down --host`): it takes
+    /// nothing more, and leaves once what it runs has stopped.
+    pub(super) draining: std::sync::atomic::AtomicBool,
     /// Cancelled when the supervisor begins to leave: no takeover after it.
     pub stop: CancellationToken,
 }
@@ -125,6 +128,10 @@ impl Hosts {
             }
         }
         note_lease(&kept, coordinator.lease());
+        // A host that joins is back in the fleet, drained before or not.
+        if let Err(e) = coordinator.clear_drain().await {
+            tracing::warn!(error = %e, "cannot clear this host's drain in etcd");
+        }
         Ok(Arc::new(Hosts {
             me,
             spec,
@@ -136,8 +143,67 @@ impl Hosts {
             placements: Mutex::new(placements_of(fleet.servers.iter())),
             standing: watch::channel(true).0,
             lease_file: kept,
+            draining: std::sync::atomic::AtomicBool::new(false),
             stop: CancellationToken::new(),
         }))
+    }
+
+    pub(crate) fn me(&self) -> &str {
+        &self.me
+    }
+
+    /// Whether this host was asked to drain.
+    pub(crate) fn is_draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// This host drains: it takes nothing more and stops standing by.
+    pub(crate) fn begin_drain(&self) {
+        self.draining.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.standing.send_if_modified(|s| std::mem::replace(s, false));
+    }
+
+    /// `down --host HOST`: the servers `host` runs now; this host begins to
+    /// drain, or `host` is asked to in etcd.
+    pub(crate) async fn drain(&self, host: &str) -> Result<Vec<String>, String> {
+        let coordinator = self.coordinator();
+        let all = coordinator
+            .servers()
+            .await
+            .map_err(|e| format!("cannot read the fleet from etcd: {e}"))?;
+        let owned = all
+            .iter()
+            .filter(|(_, r)| r.owner.as_deref() == Some(host))
+            .map(|(name, _)| name.clone())
+            .collect();
+        if host == self.me {
+            self.begin_drain();
+        } else {
+            let live = coordinator.hosts().await.unwrap_or_default();
+            if !live.iter().any(|h| h == host) && !all.values().any(|r| r.owner.as_deref() == Some(host)) {
+                return Err(format!("no host {host} is in the fleet (hosts: {})", live.join(", ")));
+            }
+            coordinator
+                .set_drain(host)
+                .await
+                .map_err(|e| format!("cannot ask host {host} to drain: {e}"))?;
+        }
+        Ok(owned)
+    }
+
+    /// Waits until `host` has left the fleet (its key gone), or `deadline`;
+    /// whether it has. This host, draining, counts as gone.
+    pub(crate) async fn wait_host_gone(&self, host: &str, deadline: Instant) -> bool {
+        if host == self.me {
+            return true;
+        }
+        loop {
+            match self.coordinator().hosts().await {
+                Ok(live) if !live.iter().any(|h| h == host) => return true,
+                _ if Instant::now() >= deadline => return false,
+                _ => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
     }
 
     pub(super) fn coordinator(&self) -> Arc<Coordinator> {
@@ -279,6 +345,12 @@ impl Hosts {
     /// owns it (L19), or by a fenced update when this host already does; the
     /// generation is the revision written (L20).
     async fn take(&self, server: &str) -> Result<Generation, ServerError> {
+        if self.is_draining() {
+            return Err(refusal(
+                ErrorKind::OwnedElsewhere,
+                format!("{server}: this host ({}) is draining (`down --host`)", self.me),
+            ));
+        }
         let placement = self
             .placements
             .lock()
