@@ -500,6 +500,19 @@ impl Hosts {
         out
     }
 
+    /// Waits until no process of the run is left (after `down`), or fails.
+    fn assert_nothing_left(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = processes_with(&[&format!("{TEST_ID_VAR}={}", self.test_id)]);
+            if left.is_empty() {
+                return;
+            }
+            assert!(Instant::now() < deadline, "left after down: {left:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn journal(&self) -> Vec<serde_json::Value> {
         std::fs::read_to_string(&self.journal)
             .unwrap_or_default()
@@ -700,15 +713,7 @@ fn three_supervisors_run_each_server_once_and_a_lost_or_paused_host_is_taken_ove
     // `down` on any host stops the fleet on every host, and every supervisor leaves.
     let (code, doc) = hosts.run(third_host, &["down"]);
     assert_eq!(code, 0, "{doc}");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let left = processes_with(&[&format!("{TEST_ID_VAR}={}", hosts.test_id)]);
-        if left.is_empty() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "left after down: {left:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    hosts.assert_nothing_left(Duration::from_secs(20));
     let violations = check_journal(&hosts.journal());
     assert!(
         violations.is_empty(),
@@ -761,11 +766,7 @@ fn a_server_runs_only_where_it_is_placed() {
     );
     let (code, doc) = hosts.run("b", &["down"]);
     assert_eq!(code, 0, "{doc}");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !processes_with(&[&format!("{TEST_ID_VAR}={}", hosts.test_id)]).is_empty() {
-        assert!(Instant::now() < deadline, "left after down");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    hosts.assert_nothing_left(Duration::from_secs(20));
     assert!(c.wait().unwrap().success());
 }
 
@@ -807,11 +808,7 @@ fn down_host_drains_one_host_and_the_others_take_its_servers() {
     assert!(on > 0);
     let (code, doc) = hosts.run("a", &["down"]);
     assert_eq!(code, 0, "{doc}");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !processes_with(&[&format!("{TEST_ID_VAR}={}", hosts.test_id)]).is_empty() {
-        assert!(Instant::now() < deadline, "left after down");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    hosts.assert_nothing_left(Duration::from_secs(20));
     // Without `coordination:` there is no host to drain: a usage error.
     let single = hosts.dir.path().join("single.yaml");
     std::fs::write(&single, "version: 1\nservers:\n  a: {command: x}\n").unwrap();
@@ -828,6 +825,62 @@ fn down_host_drains_one_host_and_the_others_take_its_servers() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn an_up_of_an_edited_file_on_any_host_converges_the_host_that_runs_the_server() {
+    let cluster = Cluster::start("hosts-publish");
+    wait_for_quorum(&cluster);
+    let hosts = Hosts::new(&cluster, "publish", &["alpha", "beta"], "3s", "1s");
+    let (code, doc) = hosts.run("a", &["up"]);
+    assert_eq!(code, 0, "{doc}");
+    let (code, doc) = hosts.run("b", &["up"]);
+    assert_eq!(code, 0, "{doc}");
+    let before = hosts.placement("b");
+    assert!(
+        before.iter().all(|p| p.3.as_deref() == Some("a")),
+        "{before:?}"
+    );
+    let (code, _) = hosts.run("a", &["call", "alpha", "tool_4"]);
+    assert_ne!(code, 0, "alpha has three tools at first");
+    // alpha gets a fourth tool; the edit is taken up by `up` on b alone.
+    let text = std::fs::read_to_string(&hosts.file).unwrap();
+    let alpha_args = text.find("args: [--journal,").unwrap();
+    let edited = format!(
+        "{}args: [--tools, \"4\", --journal,{}",
+        &text[..alpha_args],
+        &text[alpha_args + "args: [--journal,".len()..]
+    );
+    std::fs::write(&hosts.file, edited).unwrap();
+    let (code, doc) = hosts.run("b", &["up"]);
+    assert_eq!(code, 0, "{doc}");
+    let old = before.iter().find(|p| p.0 == "alpha").unwrap().2.unwrap();
+    let (on, generation) = hosts.wait_running("b", "alpha", Duration::from_secs(20), |h| h == "a");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut now = (on, generation);
+    while now.1 <= old {
+        assert!(
+            Instant::now() < deadline,
+            "alpha was not restarted on a: {now:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        now = hosts.wait_running("b", "alpha", Duration::from_secs(5), |h| h == "a");
+    }
+    let (code, doc) = hosts.run("a", &["call", "alpha", "tool_4"]);
+    assert_eq!(code, 0, "the host that runs alpha took the edit up: {doc}");
+    let beta = hosts
+        .placement("b")
+        .into_iter()
+        .find(|p| p.0 == "beta")
+        .unwrap();
+    let beta_before = before.iter().find(|p| p.0 == "beta").unwrap();
+    assert_eq!(
+        beta.2, beta_before.2,
+        "beta did not change, and was not restarted"
+    );
+    let (code, doc) = hosts.run("b", &["down"]);
+    assert_eq!(code, 0, "{doc}");
+    hosts.assert_nothing_left(Duration::from_secs(20));
 }
 
 /// Waits until the cluster has a leader.
@@ -1066,19 +1119,14 @@ fn chaos_of_three_hosts_never_lets_two_generations_serve() {
                 proxies[index].set_cut(false);
             }
             "edit-fleet-file" => {
-                // A change of definition: the owner restarts its server under a
-                // new generation once each host has taken the file up.
+                // A change of definition, taken up by `up` on one host: each
+                // owner restarts its server under a new generation.
                 let edited = match round % 2 {
                     0 => file.replace("args: [--journal,", "args: [--tools, \"4\", --journal,"),
                     _ => file.clone(),
                 };
                 std::fs::write(&hosts.file, edited).unwrap();
-                std::thread::scope(|s| {
-                    for host in HOSTS {
-                        let hosts = &hosts;
-                        s.spawn(move || hosts.run(host, &["up"]));
-                    }
-                });
+                hosts.run(victim, &["up"]);
             }
             _ => {
                 let (name, _, generation, owner) = placement[rng.below(SERVERS.len())].clone();
@@ -1106,15 +1154,7 @@ fn chaos_of_three_hosts_never_lets_two_generations_serve() {
     std::fs::write(&hosts.file, &file).unwrap();
     let (code, doc) = hosts.run("a", &["down"]);
     assert_eq!(code, 0, "{doc}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let left = processes_with(&[&format!("{TEST_ID_VAR}={}", hosts.test_id)]);
-        if left.is_empty() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "left after down: {left:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    hosts.assert_nothing_left(Duration::from_secs(30));
     let journal = hosts.journal();
     let violations = check_journal(&journal);
     let starts = journal.iter().filter(|l| l["event"] == "start").count();

@@ -85,15 +85,7 @@ pub(crate) fn how_found(path: &Path, named: config::Named, cwd: &Path) -> String
 /// (the supervisor then keeps the file it has).
 pub fn read_fleet(path: &Path) -> Result<(Fleet, Option<FleetSource>), ConfigErrors> {
     let (text, version) = read_versioned(path)?;
-    let seen = std::cell::RefCell::new(std::collections::BTreeMap::new());
-    let lookup = |name: &str| {
-        let value = std::env::var(name).ok();
-        if let Some(v) = &value {
-            seen.borrow_mut().insert(name.to_owned(), v.clone());
-        }
-        value
-    };
-    let fleet = config::load_text(&text, path, &lookup)?;
+    let (fleet, seen) = config::load_text_from_env(&text, path)?;
     // An MCP client's file read directly: what did not carry over is said
     // once per command (docs/design.md §15).
     for notice in &fleet.notices {
@@ -102,7 +94,7 @@ pub fn read_fleet(path: &Path) -> Result<(Fleet, Option<FleetSource>), ConfigErr
     let source = path.to_str().map(|p| FleetSource {
         path: p.to_owned(),
         text,
-        env: seen.into_inner(),
+        env: seen,
         version,
     });
     Ok((fleet, source))

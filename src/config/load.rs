@@ -30,6 +30,25 @@ pub fn load_text(
     load_str(text, path, env)
 }
 
+/// [`load_text`] with this process's environment, and the value of each
+/// `${env:NAME}` it looked up: what a supervisor needs to validate the file
+/// the same way (docs/design.md §16).
+pub fn load_text_from_env(
+    text: &str,
+    path: &Path,
+) -> Result<(Fleet, std::collections::BTreeMap<String, String>), ConfigErrors> {
+    let seen = std::cell::RefCell::new(std::collections::BTreeMap::new());
+    let lookup = |name: &str| {
+        let value = std::env::var(name).ok();
+        if let Some(v) = &value {
+            seen.borrow_mut().insert(name.to_owned(), v.clone());
+        }
+        value
+    };
+    let fleet = load_text(text, path, &lookup)?;
+    Ok((fleet, seen.into_inner()))
+}
+
 /// What a state directory keeps as the copy of the fleet file at `path` whose
 /// text is `text`: the text itself, or for an MCP client's JSON file the fleet
 /// file that `import` makes of it, whose secrets are `${env:NAME}` templates

@@ -69,7 +69,7 @@ pub use find::{
     Candidate, DEFAULT_FILE_NAME, DEFAULT_FILE_NAMES, FILE_ENV_VAR, Named, candidate,
     default_candidates, discover, none_found,
 };
-pub use load::{load, load_text, recordable};
+pub use load::{load, load_text, load_text_from_env, recordable};
 pub use parse::{load_recorded, load_str};
 pub use read::{MAX_FILE_BYTES, read};
 pub use spec::{

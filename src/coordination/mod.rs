@@ -256,6 +256,33 @@ impl Coordinator {
         format!("{}/servers/{server}/desired", self.prefix)
     }
 
+    /// Publishes the fleet file's text for every host to converge on (the
+    /// last `up` on any host); the revision it was written at.
+    pub async fn publish_fleet(&self, text: &str) -> Result<i64, CoordinationError> {
+        let mut client = self.client.clone();
+        let put = client
+            .put(format!("{}/fleet", self.prefix), text, None)
+            .await
+            .map_err(etcd)?;
+        Ok(put.header().map_or(0, |h| h.revision()))
+    }
+
+    /// The fleet file's text last published, and the revision it was
+    /// written at.
+    pub async fn fleet(&self) -> Result<Option<(String, i64)>, CoordinationError> {
+        let mut client = self.client.clone();
+        let found = client
+            .get(format!("{}/fleet", self.prefix), None)
+            .await
+            .map_err(etcd)?;
+        Ok(found.kvs().first().map(|kv| {
+            (
+                String::from_utf8_lossy(kv.value()).into_owned(),
+                kv.mod_revision(),
+            )
+        }))
+    }
+
     fn drain_key(&self, host: &str) -> String {
         format!("{}/drain/{host}", self.prefix)
     }

@@ -77,6 +77,8 @@ pub(super) async fn dispatch(
             dry_run,
             remove_orphans,
         } => {
+            #[cfg(feature = "etcd")]
+            let text = source.as_ref().map(|s| s.text.clone());
             let up = Up {
                 servers,
                 fleet: source,
@@ -87,6 +89,14 @@ pub(super) async fn dispatch(
             let answer = converge::up(fleet, up, tx).await;
             if !dry_run && let Err(message) = want(fleet, &answer, true).await {
                 return Response::Error { message };
+            }
+            // The file this `up` read, for every host to converge on (L25).
+            #[cfg(feature = "etcd")]
+            if !dry_run
+                && let (Some(hosts), Some(text)) = (&fleet.fixed.hosts, text)
+                && matches!(answer, Response::Reply { .. })
+            {
+                hosts.publish_fleet(&text).await;
             }
             placing(fleet, &answer).await;
             placed(fleet, answer).await

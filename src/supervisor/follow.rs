@@ -18,6 +18,7 @@ use crate::lifecycle::state::{Intent, Phase};
 /// when its lease lapses, stops what is no longer wanted, and takes over a
 /// wanted server that no host owns, once the lock delay has passed.
 pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
+    // When this host last asked to take each server no host owned.
     let mut absent_since: HashMap<String, Instant> = HashMap::new();
     let mut next_read = Instant::now();
     loop {
@@ -61,6 +62,7 @@ pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
                 request(&fleet, handle, Intent::Stop);
             }
         }
+        converge_on_published(&hosts, &fleet).await;
         let view = fleet.view();
         *hosts.placements.lock().unwrap_or_else(|p| p.into_inner()) =
             placements_of(view.roster.servers.iter().map(|h| &h.spec));
@@ -93,15 +95,19 @@ pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
                     }
                 }
                 // Wanted, and no host owns it: after the lock delay, take it.
+                // Wanted, and no host owns it: take it. The take waits the
+                // lock delay itself when the owner was lost rather than
+                // giving it up (L23); asked again only once that has passed.
                 (None, Some(true)) if held.spec.enabled && !held.orphaned => {
-                    let since = *absent_since.entry(name.clone()).or_insert_with(Instant::now);
-                    if since.elapsed() >= hosts.spec.lock_delay
+                    let again = hosts.spec.lock_delay + 2 * hosts.period();
+                    let asked = absent_since.get(name).is_some_and(|at| at.elapsed() < again);
+                    if !asked
                         && matches!(local, Phase::Stopped | Phase::Failed)
                         && held.spec.placement.may_take(&hosts.me, &live)
                         && !hosts.is_draining()
                     {
                         tracing::info!(server = %name, "no host runs it: taking it over");
-                        absent_since.remove(name);
+                        absent_since.insert(name.clone(), Instant::now());
                         request(&fleet, handle, Intent::Start);
                     }
                 }
@@ -111,6 +117,72 @@ pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
             }
         }
     }
+}
+
+/// Takes up the fleet file last published in etcd (by an `up` on any host)
+/// when it is newer than the one this host has, and converges on it as `up`
+/// would: what this host runs and whose definition changed is restarted, and
+/// what no host runs is taken (L25). `${env:}` comes from this host's own
+/// environment; relative paths from its own fleet file's folder.
+async fn converge_on_published(hosts: &Arc<Hosts>, fleet: &FleetHandle) {
+    use std::sync::atomic::Ordering;
+    let Ok(Some((text, revision))) = hosts.coordinator().fleet().await else {
+        return;
+    };
+    if revision <= hosts.fleet_seen.load(Ordering::SeqCst) {
+        return;
+    }
+    hosts.fleet_seen.fetch_max(revision, Ordering::SeqCst);
+    let view = fleet.view();
+    if view.roster.source.as_ref().is_some_and(|s| s.text == text) {
+        return;
+    }
+    let file = view.roster.fleet.file.clone();
+    let Some(path) = file.to_str().map(str::to_owned) else {
+        return;
+    };
+    let (parsed, seen) = match crate::config::load_text_from_env(&text, &file) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            tracing::warn!(error = %e, revision, "the fleet file published in etcd is not valid here; this host keeps its own");
+            return;
+        }
+    };
+    let source = crate::protocol::FleetSource {
+        path,
+        text,
+        env: seen,
+        version: None,
+    };
+    tracing::info!(revision, "taking up the fleet file published in etcd");
+    // What runs here converges (a changed definition restarts); nothing else
+    // starts: what the fleet wants and no host runs is taken as always.
+    let here: Vec<String> = view
+        .roster
+        .servers
+        .iter()
+        .filter(|h| !matches!(h.handle.published().state, Phase::Stopped | Phase::Failed))
+        .map(|h| h.spec.name.clone())
+        .filter(|name| parsed.server(name).is_some())
+        .collect();
+    let fleet = fleet.clone();
+    fleet.fixed.tracker.clone().spawn(async move {
+        if here.is_empty() {
+            if let Err(e) = fleet.take_up(Some(&source)).await {
+                tracing::warn!(error = %e, "cannot take up the fleet file published in etcd");
+            }
+            return;
+        }
+        let up = super::plan::Up {
+            servers: here,
+            fleet: Some(source),
+            options: super::answer::call_options(crate::protocol::Deadlines::default(), false),
+            dry_run: false,
+            remove_orphans: false,
+        };
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let _ = super::converge::up(&fleet, up, &tx).await;
+    });
 }
 
 /// Asks the authority for `intent`, without waiting for its outcome.

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::persist::StateFile;
 use crate::config::{CoordinationSpec, Fleet, Placement, ServerSpec};
-use crate::coordination::{CoordinationError, Coordinator, generation_of, host_id};
+use crate::coordination::{CoordinationError, Coordinator, ServerRecord, generation_of, host_id};
 use crate::lifecycle::Generation;
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::ledger::{Durable, Granted, Ledger, LiveRecord, QuarantineRecord};
@@ -30,6 +30,15 @@ use crate::process::lineage::ProcId;
 /// The file of the state directory that keeps this host's lease, for the
 /// next supervisor to revoke.
 const LEASE_FILE: &str = "etcd.lease";
+
+/// Whether the last owner of `rec` is gone without giving it up: its record
+/// is not the one a release writes.
+fn lost(rec: &ServerRecord) -> bool {
+    rec.record.as_deref().is_some_and(|r| {
+        serde_json::from_str::<serde_json::Value>(r)
+            .map_or(true, |v| v["phase"] != "stopped")
+    })
+}
 
 /// Records `lease` as this host's, for the next supervisor of its state
 /// directory to revoke.
@@ -75,6 +84,9 @@ pub(crate) struct Hosts {
     pub(super) standing: watch::Sender<bool>,
     /// Where this host's lease is kept for the next supervisor to revoke.
     pub(super) lease_file: std::path::PathBuf,
+    /// The revision of the fleet file's text this host last published or
+    /// took up from etcd.
+    pub(super) fleet_seen: std::sync::atomic::AtomicI64,
     /// Set once this host was asked to drain (`down --host`): it takes
     /// nothing more, and leaves once what it runs has stopped.
     pub(super) draining: std::sync::atomic::AtomicBool,
@@ -144,6 +156,7 @@ impl Hosts {
             standing: watch::channel(true).0,
             lease_file: kept,
             draining: std::sync::atomic::AtomicBool::new(false),
+            fleet_seen: std::sync::atomic::AtomicI64::new(0),
             stop: CancellationToken::new(),
         }))
     }
@@ -283,6 +296,17 @@ impl Hosts {
         };
     }
 
+    /// Publishes the fleet file `up` read, for every host to converge on.
+    pub(crate) async fn publish_fleet(&self, text: &str) {
+        match self.coordinator().publish_fleet(text).await {
+            Ok(revision) => {
+                self.fleet_seen
+                    .fetch_max(revision, std::sync::atomic::Ordering::SeqCst);
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot publish the fleet file in etcd; the other hosts keep theirs"),
+        }
+    }
+
     /// Waits until each of `servers` has an owner, or `deadline`.
     pub(crate) async fn wait_owned(&self, servers: &[String], deadline: Instant) {
         while Instant::now() < deadline {
@@ -369,9 +393,17 @@ impl Hosts {
             ));
         }
         let coordinator = self.coordinator();
-        for _ in 0..3 {
+        let mut waited = false;
+        for _ in 0..4 {
             coordinator.confirmed().map_err(|e| unreachable(&e))?;
             let now = coordinator.server(server).await.map_err(|e| unreachable(&e))?;
+            // An owner lost without giving the server up (its lease ran out):
+            // the lock delay first, whoever takes it (L23).
+            if now.owner.is_none() && !waited && lost(&now) {
+                waited = true;
+                tokio::time::sleep(self.spec.lock_delay).await;
+                continue;
+            }
             let taken = match &now.owner {
                 Some(host) if host != &self.me || now.owner_lease != coordinator.lease() => {
                     let generation = generation_of(&now);
