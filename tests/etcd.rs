@@ -657,6 +657,15 @@ fn three_supervisors_run_each_server_once_and_a_lost_or_paused_host_is_taken_ove
     let first = views[0][0].2.unwrap();
     let (code, doc) = hosts.run(&owner, &["call", "alpha", "echo"]);
     assert_eq!(code, 0, "{doc}");
+    // A reconnect on another host names the owner instead of acting.
+    let other = HOSTS.iter().find(|h| **h != owner).unwrap();
+    let (code, doc) = hosts.run(other, &["reconnect", "alpha"]);
+    assert_eq!(code, 6, "{doc}");
+    assert_eq!(
+        doc["servers"][0]["error"]["kind"], "owned_elsewhere",
+        "{doc}"
+    );
+    assert_eq!(doc["servers"][0]["host"], owner.as_str(), "{doc}");
 
     // The owner of alpha is lost: its supervisor, guardian and servers SIGKILLed.
     let lost = hosts.processes_of(&owner);

@@ -142,6 +142,10 @@ pub(super) async fn dispatch(
                 options: call_options(deadlines, force),
                 strict,
             };
+            #[cfg(feature = "etcd")]
+            if fleet.fixed.hosts.is_some() {
+                return reconnect_here(fleet, source.as_ref(), change, tx).await;
+            }
             change_after_take_up(fleet, source.as_ref(), change, tx).await
         }
         Op::Reset { server } => {
@@ -314,6 +318,64 @@ async fn drain(fleet: &FleetHandle, source: Option<&FleetSource>, host: &str) ->
             }
         }
     }
+    reply(report)
+}
+
+/// `reconnect` on a host of a fleet across hosts: a server that another host
+/// runs is reconnected there, not here; its line says which host
+/// (`owned_elsewhere`, exit 6), and the others are reconnected as always.
+#[cfg(feature = "etcd")]
+async fn reconnect_here(
+    fleet: &FleetHandle,
+    source: Option<&FleetSource>,
+    mut change: Change,
+    tx: &mpsc::UnboundedSender<String>,
+) -> Response {
+    use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
+    use crate::output::exit::Code;
+    let Some(hosts) = fleet.fixed.hosts.clone() else {
+        return change_after_take_up(fleet, source, change, tx).await;
+    };
+    if let Err(message) = fleet.take_up(source).await {
+        return Response::Error { message };
+    }
+    let elsewhere = hosts.run_elsewhere(&change.names).await;
+    if elsewhere.is_empty() {
+        return self::change(fleet, change, tx).await;
+    }
+    change.names.retain(|n| !elsewhere.iter().any(|(name, _, _)| name == n));
+    let mut report = match change.names.is_empty() {
+        true => Report::new("reconnect", Vec::new(), false),
+        false => match self::change(fleet, change, tx).await {
+            Response::Reply {
+                report: Answer::Report(report),
+            } => report,
+            other => return other,
+        },
+    };
+    let view = fleet.view();
+    for (name, host, generation) in elsewhere {
+        let transport = view
+            .roster
+            .held(&name)
+            .map_or("stdio", |h| h.spec.transport.kind());
+        let error = ServerError::new(
+            ErrorKind::OwnedElsewhere,
+            ErrorPhase::Request,
+            format!("{name} runs on host {host}; reconnect it there (`MCPFLEET_HOST={host}`)"),
+        );
+        let mut line =
+            ServerReport::unpublished(&name, transport, crate::lifecycle::state::Phase::Running, Some(error), Code::Refused);
+        line.generation = generation;
+        line.host = Some(host);
+        report.servers.push(line);
+    }
+    report.exit_code = report
+        .servers
+        .iter()
+        .map(|s| Code::from_i32(s.exit_code))
+        .fold(Code::Ok, Code::max)
+        .as_i32();
     reply(report)
 }
 

@@ -307,6 +307,24 @@ impl Hosts {
         }
     }
 
+    /// Those of `servers` that another host runs now: name, host, generation.
+    pub(crate) async fn run_elsewhere(
+        &self,
+        servers: &[String],
+    ) -> Vec<(String, String, Option<Generation>)> {
+        let Ok(all) = self.coordinator().servers().await else {
+            return Vec::new();
+        };
+        servers
+            .iter()
+            .filter_map(|name| {
+                let rec = all.get(name)?;
+                let host = rec.owner.clone().filter(|h| h != &self.me)?;
+                Some((name.clone(), host, generation_of(rec)))
+            })
+            .collect()
+    }
+
     /// Waits until each of `servers` has an owner, or `deadline`.
     pub(crate) async fn wait_owned(&self, servers: &[String], deadline: Instant) {
         while Instant::now() < deadline {
