@@ -317,6 +317,8 @@ struct Hosts {
     test_id: String,
     /// Each host's own etcd endpoints (`$MCPFLEET_ETCD`), when set.
     etcd_of: std::collections::HashMap<String, String>,
+    /// More environment for each host's commands.
+    env_of: std::collections::HashMap<String, Vec<(String, String)>>,
 }
 
 const HOSTS: [&str; 3] = ["a", "b", "c"];
@@ -372,6 +374,7 @@ impl Hosts {
             test_id: format!("{label}-{}", std::process::id()),
             dir,
             etcd_of: Default::default(),
+            env_of: Default::default(),
         }
     }
 
@@ -419,6 +422,9 @@ impl Hosts {
             .env("MCPFLEET_HOST", host)
             .env("MCPFLEET_STATE_DIR", self.state_dir(host))
             .env_remove("RUST_LOG");
+        for (name, value) in self.env_of.get(host).into_iter().flatten() {
+            cmd.env(name, value);
+        }
         match self.etcd_of.get(host) {
             Some(endpoints) => cmd.env("MCPFLEET_ETCD", endpoints),
             None => cmd.env_remove("MCPFLEET_ETCD"),
@@ -890,6 +896,45 @@ fn an_up_of_an_edited_file_on_any_host_converges_the_host_that_runs_the_server()
     let (code, doc) = hosts.run("b", &["down"]);
     assert_eq!(code, 0, "{doc}");
     hosts.assert_nothing_left(Duration::from_secs(20));
+}
+
+#[test]
+fn a_server_that_cannot_start_on_its_host_is_given_up_and_runs_on_another() {
+    let cluster = Cluster::start("hosts-give-up");
+    wait_for_quorum(&cluster);
+    let mut hosts = Hosts::new(&cluster, "giveup", &[], "3s", "1s");
+    // The command comes from each host's environment: missing on a.
+    let text = std::fs::read_to_string(&hosts.file).unwrap();
+    std::fs::write(
+        &hosts.file,
+        format!("{text}  delta:\n    command: ${{env:DELTA_BIN}}\n"),
+    )
+    .unwrap();
+    let fixture = fixture_bin().display().to_string();
+    hosts.env_of.insert(
+        "a".into(),
+        vec![("DELTA_BIN".into(), "/nonexistent/delta".into())],
+    );
+    hosts
+        .env_of
+        .insert("b".into(), vec![("DELTA_BIN".into(), fixture)]);
+    let mut standby = hosts.spawn("b", &["supervise"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !hosts.state_dir("b").join("supervisor.lock").exists() {
+        assert!(Instant::now() < deadline, "b's supervisor did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, doc) = hosts.run("a", &["up"]);
+    assert_eq!(code, 3, "the spawn fails on a: {doc}");
+    // a gives delta up after two reads; b, a standby, takes and runs it.
+    let (on, _) = hosts.wait_running("a", "delta", Duration::from_secs(20), |h| h == "b");
+    assert_eq!(on, "b");
+    let (code, doc) = hosts.run("b", &["call", "delta", "echo"]);
+    assert_eq!(code, 0, "{doc}");
+    let (code, doc) = hosts.run("a", &["down"]);
+    assert_eq!(code, 0, "{doc}");
+    hosts.assert_nothing_left(Duration::from_secs(20));
+    assert!(standby.wait().unwrap().success());
 }
 
 /// Waits until the cluster has a leader.

@@ -206,7 +206,11 @@ impl Coordinator {
             .with_connect_timeout(REQUEST_TIMEOUT)
             .with_timeout(REQUEST_TIMEOUT);
         let mut client = Client::connect(endpoints, Some(options)).await.map_err(etcd)?;
-        let secs = i64::try_from(ttl.as_secs().max(1)).unwrap_or(i64::MAX);
+        // A lease of whole seconds, rounded up: the host's own deadline counts
+        // from the TTL asked for, never past the one etcd keeps.
+        let secs = i64::try_from(ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0))
+            .unwrap_or(i64::MAX)
+            .max(1);
         let asked = Moment::now();
         let lease = client.lease_grant(secs, None).await.map_err(etcd)?.id();
         let prefix = prefix.trim_end_matches('/').to_owned();
@@ -349,6 +353,20 @@ impl Coordinator {
             )),
             None => Err(CoordinationError::Unconfirmed(self.ttl)),
         }
+    }
+
+    /// Fences this membership for good: no renewal can confirm it again, so
+    /// nothing is taken or served under its lease any more (L22).
+    pub fn fence(&self) {
+        self.keepalive.abort();
+        *self.confirmed_until.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// Leaves at once, through a shared handle: fenced, then the lease
+    /// revoked, and with it every key bound to it.
+    pub async fn revoke_own(&self) -> Result<(), CoordinationError> {
+        self.fence();
+        self.revoke(self.lease).await
     }
 
     /// Stops renewing the lease: the host leaves by letting it lapse (its keys

@@ -86,10 +86,12 @@ pub(super) async fn dispatch(
                 dry_run,
                 remove_orphans,
             };
-            let answer = converge::up(fleet, up, tx).await;
-            if !dry_run && let Err(message) = want(fleet, &answer, true).await {
+            // Wanted up before anything starts: a `down` before it must not
+            // stop what this `up` starts (L25).
+            if !dry_run && let Err(message) = want(fleet, &up).await {
                 return Response::Error { message };
             }
+            let answer = converge::up(fleet, up, tx).await;
             // The file this `up` read, for every host to converge on (L25).
             #[cfg(feature = "etcd")]
             if !dry_run
@@ -381,23 +383,28 @@ async fn reconnect_here(
 
 /// On a host of a fleet that spans hosts, records that the servers `up`
 /// reported on are wanted running, for every host to follow.
-async fn want(fleet: &FleetHandle, answer: &Response, up: bool) -> Result<(), String> {
+async fn want(fleet: &FleetHandle, up: &Up) -> Result<(), String> {
     #[cfg(feature = "etcd")]
-    if let Some(hosts) = &fleet.fixed.hosts
-        && let Response::Reply {
-            report: Answer::Report(report),
-        } = answer
-    {
-        let view = fleet.view();
-        let names: Vec<String> = report
+    if let Some(hosts) = &fleet.fixed.hosts {
+        // The servers of the file this `up` converges on: the request's, or
+        // the one the supervisor runs. An invalid file is `up`'s to refuse.
+        let file = match &up.fleet {
+            Some(source) => match fleet.read_file(source) {
+                Ok(file) => file,
+                Err(_) => return Ok(()),
+            },
+            None => fleet.view().roster.fleet.clone(),
+        };
+        let names: Vec<String> = file
             .servers
             .iter()
-            .filter(|s| view.roster.held(&s.name).is_some_and(|h| h.spec.enabled))
+            .filter(|s| s.enabled || up.servers.contains(&s.name))
+            .filter(|s| up.servers.is_empty() || up.servers.contains(&s.name))
             .map(|s| s.name.clone())
             .collect();
-        return hosts.want(&names, up).await;
+        return hosts.want(&names, true).await;
     }
-    let _ = (fleet, answer, up);
+    let _ = (fleet, up);
     Ok(())
 }
 

@@ -14,13 +14,9 @@ use crate::coordination::Coordinator;
 use crate::lifecycle::authority::CallOptions;
 use crate::lifecycle::state::{Intent, Phase};
 
-/// Follows the fleet in etcd until the supervisor leaves: fences this host
-/// when its lease lapses, stops what is no longer wanted, and takes over a
-/// wanted server that no host owns, once the lock delay has passed.
-pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
-    // When this host last asked to take each server no host owned.
-    let mut absent_since: HashMap<String, Instant> = HashMap::new();
-    let mut next_read = Instant::now();
+/// Fences this host the moment its lease is no longer confirmed (L22): a task
+/// of its own, so that no slow request to etcd delays it.
+pub(super) async fn fence_watch(hosts: Arc<Hosts>, fleet: FleetHandle) {
     loop {
         tokio::select! {
             () = hosts.stop.cancelled() => return,
@@ -28,13 +24,28 @@ pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
         }
         if !hosts.confirmed() {
             fence(&hosts, &fleet).await;
+        }
+    }
+}
+
+/// Follows the fleet in etcd until the supervisor leaves: stops what is no
+/// longer wanted here or no longer this host's, gives up what this host owns
+/// and does not run, and takes over a wanted server that no host owns.
+pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
+    // When this host last asked to take each server no host owned.
+    let mut absent_since: HashMap<String, Instant> = HashMap::new();
+    // Since when this host has owned each server without running it.
+    let mut idle_owned: HashMap<String, Instant> = HashMap::new();
+    loop {
+        tokio::select! {
+            () = hosts.stop.cancelled() => return,
+            () = tokio::time::sleep(hosts.period()) => {}
+        }
+        if !hosts.confirmed() {
             absent_since.clear();
+            idle_owned.clear();
             continue;
         }
-        if Instant::now() < next_read {
-            continue;
-        }
-        next_read = Instant::now() + hosts.period();
         let all = match hosts.coordinator().servers().await {
             Ok(all) => all,
             Err(e) => {
@@ -49,6 +60,8 @@ pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
                     host: rec.owner.clone(),
                     generation: generation_of(rec),
                     desired: rec.desired,
+                    lease: rec.owner_lease,
+                    revision: rec.revision,
                 };
                 (name.clone(), placed)
             })
@@ -58,9 +71,12 @@ pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
         if !hosts.is_draining() && hosts.coordinator().draining().await.unwrap_or(false) {
             tracing::info!("asked to drain: stopping every server of this host, then leaving");
             hosts.begin_drain();
-            for handle in fleet.handles() {
-                request(&fleet, handle, Intent::Stop);
-            }
+            let drained = fleet.clone();
+            fleet.fixed.tracker.spawn(async move {
+                let handles = drained.handles();
+                let _ = crate::host::request_all(&handles, Intent::Stop, CallOptions::default(), |_| {}).await;
+                drained.after_down().await;
+            });
         }
         converge_on_published(&hosts, &fleet).await;
         let view = fleet.view();
@@ -75,26 +91,52 @@ pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
         *hosts.placed.lock().unwrap_or_else(|p| p.into_inner()) = placed.clone();
         let wanted = wanted && !hosts.is_draining();
         hosts.standing.send_if_modified(|s| std::mem::replace(s, wanted) != wanted);
-        if hosts.stop.is_cancelled() {
-            return;
+        if hosts.stop.is_cancelled() || !hosts.confirmed() {
+            continue;
         }
+        let lease = hosts.lease();
         for held in &view.roster.servers {
             let name = &held.spec.name;
             let at = placed.get(name);
             let owner = at.and_then(|p| p.host.as_deref());
+            let ours = owner == Some(hosts.me.as_str()) && at.is_some_and(|p| p.lease == lease);
             let desired = at.and_then(|p| p.desired);
             let handle = held.handle.clone();
             let local = handle.published().state;
+            // Owned here and run by no generation (a start that failed before
+            // anything ran, a release that did not reach etcd): given up after
+            // two reads, so that another host may run it.
+            let idle = ours && matches!(local, Phase::Stopped | Phase::Failed);
+            match idle {
+                true => {
+                    let since = *idle_owned.entry(name.clone()).or_insert_with(Instant::now);
+                    if since.elapsed() >= 2 * hosts.period()
+                        && let Some(at) = at
+                    {
+                        idle_owned.remove(name);
+                        hosts.give_up(name, at.revision).await;
+                    }
+                }
+                false => {
+                    idle_owned.remove(name);
+                }
+            }
+            // Running here, yet not this host's under its lease: a generation
+            // that outlived a lease (L21, L22). It ends now.
+            if local == Phase::Running && !ours {
+                tracing::warn!(server = %name, owner = ?owner, "running here without owning it in etcd: stopping it");
+                request(&fleet, handle, Intent::Stop);
+                continue;
+            }
             match (owner, desired) {
                 // Wanted down by a host's `down`: this owner follows.
-                (Some(host), Some(false)) if host == hosts.me => {
+                (Some(_), Some(false)) if ours => {
                     absent_since.remove(name);
                     if matches!(local, Phase::Running | Phase::Backoff | Phase::Failed) {
                         tracing::info!(server = %name, "the fleet wants it down: stopping it");
                         request(&fleet, handle, Intent::Stop);
                     }
                 }
-                // Wanted, and no host owns it: after the lock delay, take it.
                 // Wanted, and no host owns it: take it. The take waits the
                 // lock delay itself when the owner was lost rather than
                 // giving it up (L23); asked again only once that has passed.
@@ -201,10 +243,17 @@ async fn fence(hosts: &Arc<Hosts>, fleet: &FleetHandle) {
         .filter(|h| !matches!(h.published().state, Phase::Stopped))
         .collect();
     tracing::warn!(servers = running.len(), "this host's lease is not confirmed: fencing, every server of it is torn down");
+    // Fenced for good: a renewal that gets through late confirms nothing.
+    hosts.coordinator().fence();
     let stops = running
         .iter()
         .map(|h| h.request(Intent::Stop, CallOptions::default()));
-    let _ = futures::future::join_all(stops).await;
+    // Bounded: a stop waits behind a start under way; what is still running
+    // afterwards, the follow task stops once it sees it unowned.
+    let bound = hosts.spec.ttl + Duration::from_secs(30);
+    if tokio::time::timeout(bound, futures::future::join_all(stops)).await.is_err() {
+        tracing::warn!("fencing: some teardowns did not finish in time; joining again meanwhile");
+    }
     hosts.seen.lock().unwrap_or_else(|p| p.into_inner()).clear();
     // Join again, with a new lease, until etcd answers or the supervisor leaves.
     loop {

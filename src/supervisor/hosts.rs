@@ -60,6 +60,10 @@ pub(crate) struct Placed {
     pub generation: Option<Generation>,
     /// Whether the fleet wants it running.
     pub desired: Option<bool>,
+    /// The lease the owner key is bound to (0 without an owner).
+    pub lease: i64,
+    /// The revision of its record.
+    pub revision: i64,
 }
 
 /// This host's membership of the fleet.
@@ -192,7 +196,10 @@ impl Hosts {
         if host == self.me {
             self.begin_drain();
         } else {
-            let live = coordinator.hosts().await.unwrap_or_default();
+            let live = coordinator
+                .hosts()
+                .await
+                .map_err(|e| format!("cannot read the fleet's hosts from etcd: {e}"))?;
             if !live.iter().any(|h| h == host) && !all.values().any(|r| r.owner.as_deref() == Some(host)) {
                 return Err(format!("no host {host} is in the fleet (hosts: {})", live.join(", ")));
             }
@@ -227,6 +234,11 @@ impl Hosts {
     }
 
     /// Whether this host's lease is confirmed now: no etcd round trip (L22).
+    /// This host's lease now.
+    pub(super) fn lease(&self) -> i64 {
+        self.coordinator().lease()
+    }
+
     pub(crate) fn confirmed(&self) -> bool {
         self.coordinator().confirmed().is_ok()
     }
@@ -275,7 +287,10 @@ impl Hosts {
                 .error
                 .as_ref()
                 .is_some_and(|e| e.kind == ErrorKind::OwnedElsewhere);
-            if !here && (refused || matches!(line.state, Phase::Stopped)) {
+            // What this host did last (stopped, or a start that failed
+            // here) is history: another host runs the server now.
+            let at_rest = matches!(line.state, Phase::Stopped | Phase::Failed | Phase::CrashLoop);
+            if !here && (refused || at_rest) {
                 line.state = Phase::Running;
                 line.generation = generation;
                 line.pid = None;
@@ -422,6 +437,12 @@ impl Hosts {
                 tokio::time::sleep(self.spec.lock_delay).await;
                 continue;
             }
+            if now.desired == Some(false) && now.owner.is_none() {
+                return Err(refusal(
+                    ErrorKind::Cancelled,
+                    format!("{server} is wanted down (a `down` on some host); `up` it to start it"),
+                ));
+            }
             let taken = match &now.owner {
                 Some(host) if host != &self.me || now.owner_lease != coordinator.lease() => {
                     let generation = generation_of(&now);
@@ -482,13 +503,29 @@ impl Hosts {
         }
     }
 
+    /// Gives up `server`, owned by this host under its current lease at
+    /// `revision` but run by none of its generations (a start that failed
+    /// before anything ran, a release that did not reach etcd).
+    pub(super) async fn give_up(&self, server: &str, revision: i64) {
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(server);
+        match self
+            .coordinator()
+            .release(server, revision, &self.record("stopped"))
+            .await
+        {
+            Ok(_) => tracing::info!(server, "gave up a server this host owned but did not run"),
+            Err(e) => tracing::warn!(server, error = %e, "could not give up a server this host does not run"),
+        }
+    }
+
     /// Leaves the fleet: the lease is revoked, and with it the owner keys
     /// still held.
     pub(super) async fn leave(&self) {
-        let coordinator = self.coordinator();
-        coordinator.stop_renewing();
-        if let Ok(c) = Arc::try_unwrap(coordinator) {
-            let _ = c.leave().await;
+        if let Err(e) = self.coordinator().revoke_own().await {
+            tracing::warn!(error = %e, "cannot revoke this host's lease; its keys go when its TTL has run out");
         }
     }
 }

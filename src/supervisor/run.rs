@@ -98,6 +98,8 @@ pub async fn run(
     #[cfg(feature = "etcd")]
     if let Some(hosts) = handle.fixed.hosts.clone() {
         ctx.tracker
+            .spawn(super::follow::fence_watch(hosts.clone(), handle.clone()));
+        ctx.tracker
             .spawn(super::follow::follow(hosts, handle.clone()));
     }
     let mut signals = Signals::new()?;
