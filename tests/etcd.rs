@@ -416,6 +416,22 @@ impl Hosts {
             .unwrap()
     }
 
+    /// `mcpfleet supervise` on `host`, once its supervisor holds its lock.
+    fn supervise(&self, host: &str) -> Child {
+        let child = self.spawn(host, &["supervise"]);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.processes_of(host).is_empty()
+            || !self.state_dir(host).join("supervisor.lock").exists()
+        {
+            assert!(
+                Instant::now() < deadline,
+                "{host}'s supervisor did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child
+    }
+
     /// What every command on `host` runs with.
     fn env(&self, cmd: &mut Command, host: &str) {
         cmd.env(TEST_ID_VAR, &self.test_id)
@@ -751,14 +767,7 @@ fn a_server_runs_only_where_it_is_placed() {
     );
     // c's supervisor stands by; `up` on a, where gamma may not run, waits for
     // c to take it.
-    let mut c = hosts.spawn("c", &["supervise"]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while hosts.processes_of("c").is_empty()
-        || !hosts.state_dir("c").join("supervisor.lock").exists()
-    {
-        assert!(Instant::now() < deadline, "c's supervisor did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut c = hosts.supervise("c");
     let (code, doc) = hosts.run("a", &["up"]);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["servers"][0]["host"], "c", "{doc}");
@@ -918,12 +927,7 @@ fn a_server_that_cannot_start_on_its_host_is_given_up_and_runs_on_another() {
     hosts
         .env_of
         .insert("b".into(), vec![("DELTA_BIN".into(), fixture)]);
-    let mut standby = hosts.spawn("b", &["supervise"]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !hosts.state_dir("b").join("supervisor.lock").exists() {
-        assert!(Instant::now() < deadline, "b's supervisor did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut standby = hosts.supervise("b");
     let (code, doc) = hosts.run("a", &["up"]);
     assert_eq!(code, 3, "the spawn fails on a: {doc}");
     // a gives delta up after two reads; b, a standby, takes and runs it.

@@ -306,19 +306,12 @@ async fn placed_elsewhere(t: &Target, mut report: Report) -> Report {
         let Some(host) = rec.owner.clone() else {
             continue;
         };
-        if line.state == crate::lifecycle::state::Phase::Stopped {
-            line.state = crate::lifecycle::state::Phase::Running;
-            line.generation = crate::coordination::generation_of(rec);
-            line.exit_code = 0;
+        match line.state == crate::lifecycle::state::Phase::Stopped {
+            true => line.runs_elsewhere(host, crate::coordination::generation_of(rec)),
+            false => line.host = Some(host),
         }
-        line.host = Some(host);
     }
-    report.exit_code = report
-        .servers
-        .iter()
-        .map(|s| Code::from_i32(s.exit_code))
-        .fold(Code::Ok, Code::max)
-        .as_i32();
+    report.rank();
     report
 }
 

@@ -49,21 +49,31 @@ pub async fn read(
     endpoints: &[String],
     prefix: &str,
 ) -> Result<std::collections::BTreeMap<String, ServerRecord>, CoordinationError> {
+    servers_of(connect(endpoints).await?, prefix.trim_end_matches('/'), None).await
+}
+
+/// A client of `endpoints`, each request under [`REQUEST_TIMEOUT`].
+async fn connect(endpoints: &[String]) -> Result<Client, CoordinationError> {
     let options = ConnectOptions::new()
         .with_connect_timeout(REQUEST_TIMEOUT)
         .with_timeout(REQUEST_TIMEOUT);
-    let client = Client::connect(endpoints, Some(options)).await.map_err(etcd)?;
-    servers_of(client, prefix.trim_end_matches('/')).await
+    Client::connect(endpoints, Some(options)).await.map_err(etcd)
 }
 
-/// Every server's keys under `prefix`, by name: one range read.
+/// The keys of every server under `prefix` (or of `only` that one), by name:
+/// one range read.
 async fn servers_of(
     mut client: Client,
     prefix: &str,
+    only: Option<&str>,
 ) -> Result<std::collections::BTreeMap<String, ServerRecord>, CoordinationError> {
     let base = format!("{prefix}/servers/");
+    let range = match only {
+        Some(name) => format!("{base}{name}/"),
+        None => base.clone(),
+    };
     let found = client
-        .get(base.clone(), Some(GetOptions::new().with_prefix()))
+        .get(range, Some(GetOptions::new().with_prefix()))
         .await
         .map_err(etcd)?;
     let mut out = std::collections::BTreeMap::<String, ServerRecord>::new();
@@ -202,10 +212,7 @@ impl Coordinator {
         host: &str,
         ttl: Duration,
     ) -> Result<Coordinator, CoordinationError> {
-        let options = ConnectOptions::new()
-            .with_connect_timeout(REQUEST_TIMEOUT)
-            .with_timeout(REQUEST_TIMEOUT);
-        let mut client = Client::connect(endpoints, Some(options)).await.map_err(etcd)?;
+        let mut client = connect(endpoints).await?;
         // A lease of whole seconds, rounded up: the host's own deadline counts
         // from the TTL asked for, never past the one etcd keeps.
         let secs = i64::try_from(ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0))
@@ -338,7 +345,7 @@ impl Coordinator {
     pub async fn servers(
         &self,
     ) -> Result<std::collections::BTreeMap<String, ServerRecord>, CoordinationError> {
-        servers_of(self.client.clone(), &self.prefix).await
+        servers_of(self.client.clone(), &self.prefix, None).await
     }
 
     /// Whether this host may act now: its lease is confirmed on the
@@ -398,19 +405,8 @@ impl Coordinator {
 
     /// What etcd holds of `server`.
     pub async fn server(&self, server: &str) -> Result<ServerRecord, CoordinationError> {
-        let mut client = self.client.clone();
-        let owner = client.get(self.owner_key(server), None).await.map_err(etcd)?;
-        let state = client.get(self.state_key(server), None).await.map_err(etcd)?;
-        let desired = client.get(self.desired_key(server), None).await.map_err(etcd)?;
-        let state = state.kvs().first();
-        let owner = owner.kvs().first();
-        Ok(ServerRecord {
-            owner: owner.map(|kv| String::from_utf8_lossy(kv.value()).into_owned()),
-            owner_lease: owner.map_or(0, |kv| kv.lease()),
-            desired: desired.kvs().first().map(|kv| kv.value() == b"up"),
-            revision: state.map_or(0, |kv| kv.mod_revision()),
-            record: state.map(|kv| String::from_utf8_lossy(kv.value()).into_owned()),
-        })
+        let mut found = servers_of(self.client.clone(), &self.prefix, Some(server)).await?;
+        Ok(found.remove(server).unwrap_or_default())
     }
 
     /// The hosts whose leases live now.

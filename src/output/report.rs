@@ -195,6 +195,20 @@ pub struct AuthStatus {
     pub reason: Option<String>,
 }
 
+impl ServerReport {
+    /// The server as another host of a fleet across hosts runs it: `running`
+    /// there, in `generation`, nothing of this host's process or error.
+    pub fn runs_elsewhere(&mut self, host: String, generation: Option<Generation>) {
+        self.state = Phase::Running;
+        self.generation = generation;
+        self.pid = None;
+        self.uptime_ms = None;
+        self.error = None;
+        self.exit_code = 0;
+        self.host = Some(host);
+    }
+}
+
 impl AuthStatus {
     /// The line under a server's row in `status`.
     pub fn text(&self, name: &str) -> String {
@@ -303,17 +317,10 @@ pub struct GatewayReport {
 impl Report {
     /// Ranks the servers' codes (and the interruption) into the command's code.
     pub fn new(command: &str, servers: Vec<ServerReport>, interrupted: bool) -> Report {
-        let mut code = servers
-            .iter()
-            .map(|s| Code::from_i32(s.exit_code))
-            .fold(Code::Ok, Code::max);
-        if interrupted {
-            code = code.max(Code::Interrupted);
-        }
-        Report {
+        let mut report = Report {
             schema_version: SCHEMA_VERSION,
             command: command.to_owned(),
-            exit_code: code.as_i32(),
+            exit_code: 0,
             interrupted,
             servers,
             gateway: None,
@@ -322,7 +329,23 @@ impl Report {
             tools_contract: None,
             supervisor: None,
             older_file: None,
+        };
+        report.rank();
+        report
+    }
+
+    /// Ranks the servers' codes (and the interruption) into the command's
+    /// code again, after lines were changed.
+    pub fn rank(&mut self) {
+        let mut code = self
+            .servers
+            .iter()
+            .map(|s| Code::from_i32(s.exit_code))
+            .fold(Code::Ok, Code::max);
+        if self.interrupted {
+            code = code.max(Code::Interrupted);
         }
+        self.exit_code = code.as_i32();
     }
 
     /// The plan step of server `name`, if the report has a plan.

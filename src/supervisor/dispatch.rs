@@ -265,13 +265,7 @@ async fn down(
                 });
             }
         }
-        let worst = report
-            .servers
-            .iter()
-            .map(|s| s.exit_code)
-            .max()
-            .unwrap_or(0);
-        report.exit_code = report.exit_code.max(worst);
+        report.rank();
         return reply(report);
     }
     change_after_take_up(fleet, source, change, tx).await
@@ -372,12 +366,7 @@ async fn reconnect_here(
         line.host = Some(host);
         report.servers.push(line);
     }
-    report.exit_code = report
-        .servers
-        .iter()
-        .map(|s| Code::from_i32(s.exit_code))
-        .fold(Code::Ok, Code::max)
-        .as_i32();
+    report.rank();
     reply(report)
 }
 

@@ -23,7 +23,6 @@ use crate::lifecycle::Generation;
 use crate::lifecycle::error::{ErrorKind, ErrorPhase, ServerError};
 use crate::lifecycle::ledger::{Durable, Granted, Ledger, LiveRecord, QuarantineRecord};
 use crate::lifecycle::state::Phase;
-use crate::output::exit::Code;
 use crate::output::report::Report;
 use crate::process::lineage::ProcId;
 
@@ -290,25 +289,12 @@ impl Hosts {
             // What this host did last (stopped, or a start that failed
             // here) is history: another host runs the server now.
             let at_rest = matches!(line.state, Phase::Stopped | Phase::Failed | Phase::CrashLoop);
-            if !here && (refused || at_rest) {
-                line.state = Phase::Running;
-                line.generation = generation;
-                line.pid = None;
-                line.uptime_ms = None;
-                line.error = None;
-                line.exit_code = 0;
+            match !here && (refused || at_rest) {
+                true => line.runs_elsewhere(host, generation),
+                false => line.host = Some(host),
             }
-            line.host = Some(host);
         }
-        let code = report
-            .servers
-            .iter()
-            .map(|s| Code::from_i32(s.exit_code))
-            .fold(Code::Ok, Code::max);
-        report.exit_code = match report.interrupted {
-            true => code.max(Code::Interrupted).as_i32(),
-            false => code.as_i32(),
-        };
+        report.rank();
     }
 
     /// Publishes the fleet file `up` read, for every host to converge on.
