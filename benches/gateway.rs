@@ -224,6 +224,13 @@ struct Figures {
         expect(dead_code, reason = "measured only in a build with --features etcd")
     )]
     serve_across_hosts: [Option<Trips>; 2],
+    /// The same call through another host's gateway, which relays it to the
+    /// host that runs the server: one gateway hop more.
+    #[cfg_attr(
+        not(feature = "etcd"),
+        expect(dead_code, reason = "measured only in a build with --features etcd")
+    )]
+    serve_relayed: [Option<Trips>; 2],
     /// The gateway's CPU per call at 16 in flight through `serve`, in µs: in
     /// the legacy era and in the 2026-07-28 era.
     serve_cpu_us: [Option<f64>; 2],
@@ -374,9 +381,16 @@ async fn round_trips(ctx: &Ctx<'_>, figures: &mut Figures) {
             // server is local, so nothing of etcd is on the call's path.
             #[cfg(feature = "etcd")]
             match across_hosts_trips(ctx).await {
-                Ok(row) => {
+                Ok((row, relayed)) => {
                     figures.serve_across_hosts = trips_of(&row);
                     rows.push(row);
+                    match relayed {
+                        Ok(relayed) => {
+                            figures.serve_relayed = trips_of(&relayed);
+                            rows.push(relayed);
+                        }
+                        Err(e) => rows.push(failed_row("serve, relayed to another host", e)),
+                    }
                 }
                 Err(e) => rows.push(failed_row("serve, across hosts", e)),
             }
@@ -903,9 +917,10 @@ async fn serve_trips(ctx: &Ctx<'_>, fleet: &Fleet, era: Era) -> Result<PathRow, 
 }
 
 /// `tools/call` through a fleet across hosts: one etcd member on loopback, the
-/// fleet file with `coordination:`, its server run by this host.
+/// fleet file with `coordination:`, its server run by host `a`; through a's
+/// gateway, then through host `b`'s, which relays each call to a's.
 #[cfg(feature = "etcd")]
-async fn across_hosts_trips(ctx: &Ctx<'_>) -> Result<PathRow, String> {
+async fn across_hosts_trips(ctx: &Ctx<'_>) -> Result<(PathRow, Result<PathRow, String>), String> {
     let port = |_| {
         std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -932,12 +947,21 @@ async fn across_hosts_trips(ctx: &Ctx<'_>) -> Result<PathRow, String> {
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("etcd (Debian's etcd-server) not found: {e}"))?;
-    let fleet = Fleet::with(
+    let mut fleet = Fleet::with(
         ctx,
         "hosts",
         &["fx".to_string()],
         &format!("coordination:\n  etcd: [127.0.0.1:{client}]\n  ttl: 5s\n"),
     );
+    // The server may run on host a only.
+    let text = std::fs::read_to_string(&fleet.file).map_err(|e| e.to_string())?;
+    std::fs::write(
+        &fleet.file,
+        format!("{text}    placement: {{hosts: [a]}}\n"),
+    )
+    .map_err(|e| e.to_string())?;
+    fleet.host = Some("a");
+    let other = fleet.on_host(ctx, "b");
     // etcd takes a moment to elect itself.
     let mut up = Err(String::new());
     for _ in 0..50 {
@@ -954,10 +978,41 @@ async fn across_hosts_trips(ctx: &Ctx<'_>) -> Result<PathRow, String> {
         }),
         Err(e) => Err(format!("up failed: {e}")),
     };
+    let relayed = match &row {
+        Ok(_) => relayed_row(ctx, &other).await,
+        Err(_) => Err("not measured: the fleet did not come up".to_owned()),
+    };
+    drop(other);
     drop(fleet);
     let _ = etcd.kill();
     let _ = etcd.wait();
-    row
+    row.map(|row| (row, relayed))
+}
+
+/// The call through host `b`'s gateway, once its relay to the host that
+/// runs the server is open (it opens within a read of etcd).
+#[cfg(feature = "etcd")]
+async fn relayed_row(ctx: &Ctx<'_>, other: &Fleet) -> Result<PathRow, String> {
+    let door = other.serve()?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let client = http_client(&door, Era::Modern).await?;
+        let call = rmcp::model::CallToolRequestParams::new("fx__echo");
+        let answered = bounded(client.peer().call_tool(call)).await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), client.cancel()).await;
+        if matches!(answered, Ok(Ok(_))) {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!(
+                "no relay to the server's host within 20 s: {answered:?}"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let mut row = serve_row(ctx, other, Era::Modern).await?;
+    row.name = "serve, relayed to another host";
+    Ok(row)
 }
 
 /// `tools/call` of the fixture through `serve` in `era`, as one row.
@@ -1464,6 +1519,15 @@ fn print_targets(f: &Figures) {
             "<= 0.05ms (no etcd round trip)",
             more.map(|a| a <= 0.05),
         );
+        let hop = f.serve_relayed[0]
+            .zip(f.serve_across_hosts[0])
+            .map(|(r, h)| r.p50 - h.p50);
+        line(
+            "p50 through another host's gateway (one hop more)",
+            hop.map(|a| format!("{a:+.3}ms")),
+            "",
+            None,
+        );
     }
     let cheaper = serve.into_iter().flatten().reduce(f64::min);
     line(
@@ -1818,6 +1882,8 @@ struct Fleet {
     file: PathBuf,
     state: PathBuf,
     tag: String,
+    /// The host it runs as (`$MCPFLEET_HOST`), in a fleet across hosts.
+    host: Option<&'static str>,
 }
 
 impl Fleet {
@@ -1838,6 +1904,19 @@ impl Fleet {
             file,
             state: dir.join(format!("{name}-state")),
             tag: ctx.scratch.tag(name),
+            host: None,
+        }
+    }
+
+    /// The same fleet file, as another host of a fleet across hosts.
+    #[cfg(feature = "etcd")]
+    fn on_host(&self, ctx: &Ctx<'_>, host: &'static str) -> Fleet {
+        let name = format!("host-{host}");
+        Fleet {
+            file: self.file.clone(),
+            state: ctx.scratch.dir.path().join(format!("{name}-state")),
+            tag: ctx.scratch.tag(&name),
+            host: Some(host),
         }
     }
 
@@ -1850,6 +1929,11 @@ impl Fleet {
             .env("MCPFLEET_TEST_ID", &self.tag)
             .env_remove("RUST_LOG")
             .stdin(Stdio::null());
+        if let Some(host) = self.host {
+            // Each host's gateway on a port of its own.
+            c.env("MCPFLEET_HOST", host)
+                .env("MCPFLEET_LISTEN", "127.0.0.1:0");
+        }
         c
     }
 

@@ -437,6 +437,8 @@ impl Hosts {
         cmd.env(TEST_ID_VAR, &self.test_id)
             .env("MCPFLEET_HOST", host)
             .env("MCPFLEET_STATE_DIR", self.state_dir(host))
+            // Each host's gateway on a port of its own.
+            .env("MCPFLEET_LISTEN", "127.0.0.1:0")
             .env_remove("RUST_LOG");
         for (name, value) in self.env_of.get(host).into_iter().flatten() {
             cmd.env(name, value);
@@ -753,24 +755,31 @@ fn three_supervisors_run_each_server_once_and_a_lost_or_paused_host_is_taken_ove
     );
 }
 
-#[test]
-fn a_server_runs_only_where_it_is_placed() {
-    let cluster = Cluster::start("hosts-placement");
+/// Three etcd members; server gamma placed on host c only, c's supervisor
+/// standing by, and `up` on a, which waits for c to take it: its answer.
+fn gamma_placed_on_c(label: &str) -> (Cluster, Hosts, Child, serde_json::Value) {
+    let cluster = Cluster::start(&format!("hosts-{label}"));
     wait_for_quorum(&cluster);
     let hosts = Hosts::with(
         &cluster,
-        "placement",
+        label,
         &["gamma"],
         "3s",
         "1s",
         "    placement: {hosts: [c]}\n",
     );
-    // c's supervisor stands by; `up` on a, where gamma may not run, waits for
-    // c to take it.
-    let mut c = hosts.supervise("c");
+    let c = hosts.supervise("c");
     let (code, doc) = hosts.run("a", &["up"]);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["servers"][0]["host"], "c", "{doc}");
+    (cluster, hosts, c, doc)
+}
+
+#[test]
+fn a_server_runs_only_where_it_is_placed() {
+    // c's supervisor stands by; `up` on a, where gamma may not run, waits for
+    // c to take it.
+    let (_cluster, hosts, mut c, doc) = gamma_placed_on_c("placement");
     assert_eq!(doc["servers"][0]["state"], "running", "{doc}");
     let on_c: Vec<_> = hosts
         .servers_alive()
@@ -942,6 +951,155 @@ fn a_server_that_cannot_start_on_its_host_is_given_up_and_runs_on_another() {
 }
 
 /// Waits until the cluster has a leader.
+/// A POST to `url` over HTTP/1.0 with `headers`: its status and body.
+fn post(url: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let rest = url.trim_start_matches("http://");
+    let (addr, path) = rest.split_at(rest.find('/').unwrap());
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut request = format!(
+        "POST {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_owned();
+    (status, body)
+}
+
+/// A `tools/call` of protocol 2026-07-28 of `tool`, with `marker` as its
+/// argument, and the headers it goes with (the token's among them).
+fn modern_call(tool: &str, marker: &str) -> (Vec<(&'static str, String)>, String) {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": tool, "arguments": {"marker": marker}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "etcd-test", "version": "1"}}}});
+    let headers = vec![
+        ("MCP-Protocol-Version", "2026-07-28".to_owned()),
+        ("Mcp-Method", "tools/call".to_owned()),
+        ("Mcp-Name", tool.to_owned()),
+    ];
+    (headers, body.to_string())
+}
+
+/// `serve` on `host`: the URL of its gateway and the token it takes.
+fn gateway_of(hosts: &Hosts, host: &str) -> (String, String) {
+    let (code, doc) = hosts.run(host, &["serve"]);
+    assert_eq!(code, 0, "{doc}");
+    let url = doc["gateway"]["url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{doc}"))
+        .to_owned();
+    let file = doc["gateway"]["token_file"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{doc}"));
+    let token = std::fs::read_to_string(file).unwrap().trim().to_owned();
+    (url, token)
+}
+
+#[test]
+fn any_hosts_gateway_relays_a_call_to_the_one_generation_that_runs_the_server() {
+    let (_cluster, hosts, mut c, doc) = gamma_placed_on_c("relay");
+    let generation = doc["servers"][0]["generation"].as_u64().unwrap();
+    // Both hosts' gateways take the fleet's one token.
+    let (url_a, token) = gateway_of(&hosts, "a");
+    let (url_c, token_c) = gateway_of(&hosts, "c");
+    assert_eq!(token, token_c, "one token for the fleet");
+    assert_ne!(url_a, url_c);
+    let bearer = format!("Bearer {token}");
+    // Through a's gateway, which runs nothing: the call is relayed to c, under
+    // the name it has on every host.
+    let (mut headers, body) = modern_call("gamma__echo", "via-a");
+    headers.push(("Authorization", bearer.clone()));
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let answer = loop {
+        let (status, text) = post(&url_a, &headers, &body);
+        if status == 200 && text.contains("via-a") && !text.contains("\"error\"") {
+            break text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never relayed: {status} {text}\n{}",
+            std::fs::read_to_string(hosts.state_dir("a").join("supervisor.log"))
+                .unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert!(!answer.contains("isError\":true"), "{answer}");
+    // The journal says who served it: gamma's generation on c.
+    let served: Vec<_> = hosts
+        .journal()
+        .into_iter()
+        .filter(|e| e["event"] == "call")
+        .collect();
+    assert!(!served.is_empty(), "no call in the journal");
+    let tag = served.last().unwrap()["tag"].as_str().unwrap().to_owned();
+    assert!(tag.ends_with(&format!(":gamma:{generation}")), "{tag}");
+    let pid = served.last().unwrap()["pid"].as_i64().unwrap() as i32;
+    assert!(hosts.processes_of("c").contains(&pid), "served on c: {pid}");
+    assert!(!hosts.processes_of("a").contains(&pid));
+    // `call` on a goes the same way.
+    let (code, doc) = hosts.run("a", &["call", "gamma", "echo"]);
+    assert_eq!(code, 0, "{doc}");
+    // c's gateway is the fencing point: gamma's endpoint there serves the
+    // running generation only, with the fleet's token only, under the names
+    // gamma gives (the relaying gateway names them).
+    let endpoint = format!("{url_c}/servers/gamma");
+    let (plain_headers, body) = modern_call("echo", "direct");
+    let with = |generation: Option<String>, bearer: &str| {
+        let mut h: Vec<(&str, String)> = plain_headers.clone();
+        h.push(("Authorization", bearer.to_owned()));
+        if let Some(g) = generation {
+            h.push(("Mcpfleet-Generation", g));
+        }
+        let h: Vec<(&str, &str)> = h.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        post(&endpoint, &h, &body)
+    };
+    let (status, text) = with(Some(generation.to_string()), &bearer);
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("direct"), "{text}");
+    let (status, text) = with(Some((generation + 1).to_string()), &bearer);
+    assert_eq!(status, 409, "another generation is refused: {text}");
+    assert!(
+        text.contains(&format!("generation {generation} does")),
+        "{text}"
+    );
+    let (status, text) = with(None, &bearer);
+    assert_eq!(status, 400, "no generation: {text}");
+    let (status, _) = with(Some(generation.to_string()), "Bearer wrong");
+    assert_eq!(status, 401);
+    let (status, _) = post(
+        &format!("{url_c}/servers/nope"),
+        &[("Authorization", &bearer)],
+        "{}",
+    );
+    assert_eq!(status, 404);
+    let (code, doc) = hosts.run("a", &["down"]);
+    assert_eq!(code, 0, "{doc}");
+    hosts.assert_nothing_left(Duration::from_secs(20));
+    assert!(c.wait().unwrap().success());
+}
+
 fn wait_for_quorum(cluster: &Cluster) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -1060,13 +1218,23 @@ impl Hosts {
         }
     }
 
-    /// A call to each server through the host that runs it; failures are
-    /// allowed (a fault may be under way), what was served is in the journal.
-    fn call_each(&self, placement: &[(String, String, Option<u64>, Option<String>)]) -> usize {
+    /// A call to each server through the host that runs it, and one through
+    /// the next host, whose gateway relays it; none through `avoid` (a host
+    /// paused or killed: its CLI would wait for it, or start it again).
+    /// Failures are allowed (a fault may be under way), what was served is
+    /// in the journal.
+    fn call_each(
+        &self,
+        placement: &[(String, String, Option<u64>, Option<String>)],
+        avoid: Option<&str>,
+    ) -> usize {
+        let next = |on: &str| HOSTS[(HOSTS.iter().position(|h| *h == on).unwrap_or(0) + 1) % 3];
         placement
             .iter()
-            .filter_map(|(name, _, _, on)| Some((name, on.as_ref()?)))
-            .filter(|(name, on)| self.run(on, &["call", name, "echo"]).0 == 0)
+            .filter_map(|(name, _, _, on)| Some((name, on.as_deref()?)))
+            .flat_map(|(name, on)| [(name, on), (name, next(on))])
+            .filter(|(_, via)| Some(*via) != avoid)
+            .filter(|(name, via)| self.run(via, &["call", name, "echo"]).0 == 0)
             .count()
     }
 }
@@ -1105,11 +1273,14 @@ fn chaos_of_three_hosts_never_lets_two_generations_serve() {
     std::thread::scope(|s| {
         for host in HOSTS {
             let hosts = &hosts;
-            s.spawn(move || assert_eq!(hosts.run(host, &["up"]).0, 0));
+            s.spawn(move || {
+                let (code, doc) = hosts.run(host, &["up"]);
+                assert_eq!(code, 0, "up on {host}: {doc}");
+            });
         }
     });
     let mut placement = hosts.wait_quiet("a", Duration::from_secs(30));
-    let mut served = hosts.call_each(&placement);
+    let mut served = hosts.call_each(&placement, None);
     let mut faults: std::collections::BTreeMap<&str, usize> = Default::default();
     let file = std::fs::read_to_string(&hosts.file).unwrap();
     for round in 0..rounds {
@@ -1130,10 +1301,12 @@ fn chaos_of_three_hosts_never_lets_two_generations_serve() {
                     unsafe_kill(pid, 9);
                 }
                 std::thread::sleep(Duration::from_millis(500));
-                served +=
-                    hosts.call_each(&hosts.placement(
+                served += hosts.call_each(
+                    &hosts.placement(
                         HOSTS[(HOSTS.iter().position(|h| *h == victim).unwrap() + 1) % 3],
-                    ));
+                    ),
+                    Some(victim),
+                );
                 // The host comes back: its supervisor recovers what it left, and stands by.
                 assert_eq!(
                     hosts.run(victim, &["up"]).0,
@@ -1147,24 +1320,40 @@ fn chaos_of_three_hosts_never_lets_two_generations_serve() {
                 unsafe_kill(pid, 19);
                 std::thread::sleep(Duration::from_secs(5));
                 let others: Vec<&str> = HOSTS.iter().copied().filter(|h| *h != owner).collect();
-                served += hosts.call_each(&hosts.placement(others[0]));
-                // The moment it runs again, calls to the paused owner must not
-                // be served by its old generations: it is fenced (L22, L24).
-                let owned: Vec<&str> = placement
+                served += hosts.call_each(&hosts.placement(others[0]), Some(&owner));
+                // The moment it runs again, calls through the paused owner
+                // must not be served by its old generations: it is fenced
+                // (L22, L24). Relayed to the new owner, they may be served.
+                let owned: Vec<(&str, u64)> = placement
                     .iter()
                     .filter(|p| p.3.as_deref() == Some(owner.as_str()))
-                    .map(|p| p.0.as_str())
+                    .map(|p| (p.0.as_str(), p.2.unwrap()))
                     .collect();
                 unsafe_kill(pid, 18);
-                for name in owned {
+                for (name, old) in owned {
                     let (code, doc) = hosts.run(&owner, &["call", name, "echo"]);
-                    assert_ne!(code, 0, "the paused owner {owner} served {name}: {doc}");
+                    let last = hosts.journal().into_iter().rev().find(|e| {
+                        e["event"] == "call"
+                            && e["tag"]
+                                .as_str()
+                                .is_some_and(|t| t.contains(&format!(":{name}:")))
+                    });
+                    let by_old = last.is_some_and(|e| {
+                        e["tag"]
+                            .as_str()
+                            .unwrap()
+                            .ends_with(&format!(":{name}:{old}"))
+                    });
+                    assert!(
+                        code != 0 || !by_old,
+                        "the paused owner {owner} served {name} by generation {old}: {doc}"
+                    );
                 }
             }
             "kill-etcd-leader" => {
                 let leader = runtime.block_on(cluster.leader()).unwrap_or(0);
                 cluster.kill(leader);
-                served += hosts.call_each(&placement);
+                served += hosts.call_each(&placement, None);
                 std::thread::sleep(Duration::from_secs(2));
                 cluster.restart(leader);
             }
@@ -1173,7 +1362,7 @@ fn chaos_of_three_hosts_never_lets_two_generations_serve() {
                 proxies[index].set_cut(true);
                 std::thread::sleep(Duration::from_secs(5));
                 let other = HOSTS[(index + 1) % 3];
-                served += hosts.call_each(&hosts.placement(other));
+                served += hosts.call_each(&hosts.placement(other), None);
                 proxies[index].set_cut(false);
             }
             "edit-fleet-file" => {
@@ -1207,7 +1396,7 @@ fn chaos_of_three_hosts_never_lets_two_generations_serve() {
             }
         }
         placement = hosts.wait_quiet(HOSTS[(round + 1) % 3], Duration::from_secs(40));
-        served += hosts.call_each(&placement);
+        served += hosts.call_each(&placement, None);
     }
     std::fs::write(&hosts.file, &file).unwrap();
     let (code, doc) = hosts.run("a", &["down"]);

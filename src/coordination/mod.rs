@@ -329,6 +329,67 @@ impl Coordinator {
         Ok(())
     }
 
+    /// Publishes where this host's gateway takes the calls other hosts relay
+    /// to the servers it runs, bound to its lease: gone with the host.
+    pub async fn publish_gateway(&self, url: &str) -> Result<(), CoordinationError> {
+        let mut client = self.client.clone();
+        client
+            .put(
+                format!("{}/gateways/{}", self.prefix, self.host),
+                url,
+                Some(PutOptions::new().with_lease(self.lease)),
+            )
+            .await
+            .map_err(etcd)?;
+        Ok(())
+    }
+
+    /// Where each host's gateway takes relayed calls, by host: one range read.
+    pub async fn gateways(&self) -> Result<std::collections::BTreeMap<String, String>, CoordinationError> {
+        let mut client = self.client.clone();
+        let base = format!("{}/gateways/", self.prefix);
+        let found = client
+            .get(base.clone(), Some(GetOptions::new().with_prefix()))
+            .await
+            .map_err(etcd)?;
+        Ok(found
+            .kvs()
+            .iter()
+            .filter_map(|kv| {
+                let key = String::from_utf8_lossy(kv.key());
+                let host = key.strip_prefix(&base)?.to_owned();
+                Some((host, String::from_utf8_lossy(kv.value()).into_owned()))
+            })
+            .collect())
+    }
+
+    /// The fleet's token, which every host's gateway takes and which one
+    /// host's gateway sends another's: `fresh` written unless a host wrote
+    /// one first, in one transaction.
+    pub async fn fleet_token(&self, fresh: &str) -> Result<String, CoordinationError> {
+        let mut client = self.client.clone();
+        let key = format!("{}/token", self.prefix);
+        let txn = Txn::new()
+            .when([Compare::version(key.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(key.clone(), fresh, None)])
+            .or_else([TxnOp::get(key, None)]);
+        let answer = client.txn(txn).await.map_err(etcd)?;
+        if answer.succeeded() {
+            return Ok(fresh.to_owned());
+        }
+        answer
+            .op_responses()
+            .into_iter()
+            .find_map(|op| match op {
+                etcd_client::TxnOpResponse::Get(got) => got
+                    .kvs()
+                    .first()
+                    .map(|kv| String::from_utf8_lossy(kv.value()).into_owned()),
+                _ => None,
+            })
+            .ok_or_else(|| etcd("the fleet's token vanished while it was read"))
+    }
+
     /// Records whether the fleet wants `server` running. Not fenced: any
     /// host may say it, and the owner follows (docs/design.md §19).
     pub async fn set_desired(&self, server: &str, up: bool) -> Result<(), CoordinationError> {

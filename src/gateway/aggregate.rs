@@ -193,7 +193,7 @@ impl Gateway {
             return;
         };
         if watch {
-            self.watch(index, member.handle.changes(), tracker);
+            self.watch(index, member.handle.changes(), member.handle.relays(), tracker);
         }
         self.set(index, Some(member));
         self.announce(index);
@@ -276,18 +276,35 @@ impl Gateway {
     }
 
     /// Announces each start, restart and stop of the authority behind `changes`
-    /// while its server is offered, and learns what a new generation offers.
+    /// while its server is offered, and learns what a new generation offers;
+    /// likewise for the generation another host runs that `relays` names
+    /// (docs/design.md §19), served while none runs here.
     fn watch(
         self: &Arc<Gateway>,
         index: usize,
         mut changes: tokio::sync::watch::Receiver<crate::lifecycle::authority::Snapshot>,
+        mut relays: tokio::sync::watch::Receiver<Option<crate::lifecycle::authority::Reach>>,
         tracker: &tokio_util::task::TaskTracker,
     ) {
         let gateway = Arc::downgrade(self);
         tracker.spawn(async move {
-            let mut seen = changes.borrow().running_generation();
-            while changes.changed().await.is_ok() {
-                let now = changes.borrow_and_update().running_generation();
+            let serving = |changes: &mut tokio::sync::watch::Receiver<crate::lifecycle::authority::Snapshot>,
+                           relays: &mut tokio::sync::watch::Receiver<Option<crate::lifecycle::authority::Reach>>| {
+                changes
+                    .borrow_and_update()
+                    .running_generation()
+                    .or_else(|| relays.borrow_and_update().as_ref().map(|r| r.generation))
+            };
+            let mut seen = serving(&mut changes, &mut relays);
+            loop {
+                let changed = tokio::select! {
+                    c = changes.changed() => c.is_ok(),
+                    r = relays.changed() => r.is_ok(),
+                };
+                if !changed {
+                    break;
+                }
+                let now = serving(&mut changes, &mut relays);
                 if now == seen {
                     continue;
                 }

@@ -26,6 +26,15 @@ use super::{ClientSession, Gateway};
 /// The path of the MCP endpoint.
 pub(crate) const PATH: &str = "/mcp";
 
+/// Where one server of the fleet is served alone, under its name: the
+/// endpoint another host's gateway relays that server's calls to
+/// (docs/design.md §19).
+pub(crate) const SERVERS: &str = "/mcp/servers/";
+
+/// The header that names the generation a relayed request is for; the
+/// server's endpoint refuses a request for any other (L24).
+pub(crate) const GENERATION: &str = "mcpfleet-generation";
+
 /// Origins a browser page may call from: loopback on any port. Requests without
 /// an `Origin` (every non-browser client) pass; others must match (G6).
 const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
@@ -79,6 +88,11 @@ pub(crate) fn serve(
     let service = StreamableHttpService::new(
         move || {
             let session = ClientSession::new(factory.clone(), "http");
+            // A request at one server's endpoint sees that server alone.
+            let session = match SCOPED.try_with(|index| *index) {
+                Ok(index) => session.alone(index),
+                Err(_) => session,
+            };
             // The request that creates the session learns how to tell whether
             // the client finished its handshake.
             let _ = CREATED.try_with(|slot| {
@@ -142,6 +156,12 @@ pub(crate) fn serve(
 }
 
 tokio::task_local! {
+    /// The server whose endpoint a request came to (`/mcp/servers/NAME`):
+    /// the session the factory makes for it sees that server alone.
+    static SCOPED: usize;
+}
+
+tokio::task_local! {
     /// Where the session factory leaves the handshake state of the session it
     /// made, for the request that made it.
     static CREATED: std::cell::RefCell<Option<Created>>;
@@ -153,6 +173,24 @@ struct Created {
     opened: Arc<std::sync::OnceLock<super::Opened>>,
     /// Ends the session's calls in flight.
     ended: CancellationToken,
+}
+
+/// A request's body, at most `limit` bytes, read within
+/// [`bounds::BODY_TIMEOUT`]; else the answer that says why not.
+async fn read_body(body: Incoming, limit: usize) -> Result<Bytes, Response<Body>> {
+    let read = tokio::time::timeout(
+        bounds::BODY_TIMEOUT,
+        http_body_util::Limited::new(body, limit).collect(),
+    );
+    match read.await {
+        Ok(Ok(body)) => Ok(body.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Ok(Err(_)) => Err(plain(StatusCode::BAD_REQUEST, "bad request: the body ended early")),
+        Err(_) => Err(plain(
+            StatusCode::REQUEST_TIMEOUT,
+            "request timeout: the request's body did not arrive in time",
+        )),
+    }
 }
 
 /// The answer to a body larger than the door takes.
@@ -209,28 +247,17 @@ impl Sessions {
             return too_large();
         }
         let (parts, body) = request.into_parts();
-        let read = tokio::time::timeout(
-            bounds::BODY_TIMEOUT,
-            http_body_util::Limited::new(body, limit).collect(),
-        );
-        let body = match read.await {
-            Ok(Ok(body)) => body.to_bytes(),
-            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
-            Ok(Err(_)) => {
-                return plain(StatusCode::BAD_REQUEST, "bad request: the body ended early");
-            }
-            Err(_) => {
-                return plain(
-                    StatusCode::REQUEST_TIMEOUT,
-                    "request timeout: the request's body did not arrive in time",
-                );
-            }
+        let body = match read_body(body, limit).await {
+            Ok(body) => body,
+            Err(answer) => return answer,
         };
         if modern && let Some(answer) = era::removed(&body) {
             return answer;
         }
-        // A plain call of that era, answered at once from its server's answer.
+        // A plain call of that era, answered at once from its server's answer;
+        // not at one server's endpoint, where names are that server's alone.
         if modern
+            && SCOPED.try_with(|_| ()).is_err()
             && let Some(call) =
                 super::fast::Call::read(&parts.headers, &body, &self.service.config.allowed_hosts)
             && let Some(answer) = call.answer(&self.gateway, &self.nobody, &self.shutdown).await
@@ -279,6 +306,55 @@ impl Sessions {
         response
     }
 
+    /// A request at one server's endpoint (`/mcp/servers/NAME`), from another
+    /// host's gateway: each for the generation its `Mcpfleet-Generation`
+    /// names, which must be the one running here (L24); served as at `/mcp`,
+    /// by a session that sees that server alone, under the names it gives
+    /// (the relaying gateway names them), and never on the fast lane (which
+    /// routes the whole fleet's names).
+    async fn one_server(self: &Arc<Self>, name: &str, request: Request<Incoming>) -> Response<Body> {
+        let members = self.gateway.members();
+        let Some(index) = members
+            .iter()
+            .position(|m| m.as_ref().is_some_and(|m| m.handle.name() == name))
+        else {
+            return plain(StatusCode::NOT_FOUND, "not found: no such server in this fleet");
+        };
+        let asked = request
+            .headers()
+            .get(GENERATION)
+            .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+        let Some(asked) = asked else {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                "bad request: a server's endpoint needs the Mcpfleet-Generation the request is for",
+            );
+        };
+        let running = members[index]
+            .as_ref()
+            .and_then(|m| m.handle.running_generation());
+        if running != Some(asked) {
+            let mut response = Response::new(
+                Full::new(Bytes::from(format!(
+                    "conflict: generation {asked} of `{name}` does not run on this host ({})",
+                    running.map_or_else(|| "none does".to_owned(), |g| format!("generation {g} does")),
+                )))
+                .boxed(),
+            );
+            *response.status_mut() = StatusCode::CONFLICT;
+            return response;
+        }
+        SCOPED
+            .scope(index, async {
+                match *request.method() {
+                    Method::POST => self.post(request).await,
+                    Method::DELETE => self.delete(request).await,
+                    _ => self.service.handle(request).await,
+                }
+            })
+            .await
+    }
+
     /// The answer to a task request of protocol 2025-11-25 from an open
     /// legacy session (`legacy_tasks.rs`), as one JSON body; `None` for any
     /// other request, which rmcp answers.
@@ -292,7 +368,8 @@ impl Sessions {
         if modern {
             return None;
         }
-        let answer = super::legacy_tasks::message(&self.gateway, &None, session, body).await?;
+        let scope = SCOPED.try_with(|index| Arc::from(vec![*index])).ok();
+        let answer = super::legacy_tasks::message(&self.gateway, &scope, session, body).await?;
         let mut response = Response::new(Full::new(Bytes::from(answer)).boxed());
         response.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -560,11 +637,15 @@ async fn route(
 ) -> Response<Body> {
     let path = request.uri().path();
     let metrics = path == crate::metrics::http::PATH && scrape.is_some();
-    if path != PATH && !metrics {
+    let server = path.strip_prefix(SERVERS).map(str::to_owned);
+    if path != PATH && !metrics && server.is_none() {
         return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
     }
     if !authorized(&request, token) {
         return unauthorized();
+    }
+    if let Some(name) = server {
+        return sessions.one_server(&name, request).await;
     }
     match scrape {
         Some(render) if metrics => crate::metrics::http::answer(&request, render).await,

@@ -178,7 +178,7 @@ async fn call(
     let Some(Value::String(name)) = params.get("name").cloned() else {
         return Err(ErrorData::invalid_params("tools/call needs a string name", None));
     };
-    let catalog = gateway.tools(scope).await;
+    let catalog = gateway.tools(scope, false).await;
     let Some(route) = catalog.1.route(&name).cloned() else {
         return Err(ErrorData::invalid_params(format!("unknown tool `{name}`"), None));
     };

@@ -78,6 +78,24 @@ impl Names {
         Names { exposed, routes }
     }
 
+    /// Each entry (server index, name) under its own name, as its server gave
+    /// it: a server's endpoint, which shows that server alone (docs/design.md
+    /// §19); the gateway that relays to it names them.
+    pub(crate) fn as_given<'a>(entries: impl IntoIterator<Item = (usize, &'a str)>) -> Names {
+        let mut names = Names::default();
+        for (server, name) in entries {
+            names.exposed.push(name.to_owned());
+            names.routes.insert(
+                name.to_owned(),
+                Entry {
+                    server,
+                    name: name.to_owned(),
+                },
+            );
+        }
+        names
+    }
+
     /// The exposed names, in the order of the entries.
     pub(crate) fn exposed(&self) -> &[String] {
         &self.exposed

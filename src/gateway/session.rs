@@ -54,6 +54,10 @@ pub(crate) struct ClientSession {
     opened: Arc<OnceLock<Opened>>,
     /// The servers this session sees (`connect SERVER...`); all when `None`.
     scope: Scope,
+    /// Names as the servers give them, none filtered: a session at one
+    /// server's endpoint, which another host's gateway relays to
+    /// (docs/design.md §19); that gateway names them.
+    raw: bool,
     /// Cancelled when the door ends the session (an HTTP DELETE): its calls in
     /// flight are answered cancelled at once.
     ended: tokio_util::sync::CancellationToken,
@@ -70,6 +74,7 @@ impl ClientSession {
             door,
             opened: Arc::default(),
             scope: None,
+            raw: false,
             ended: tokio_util::sync::CancellationToken::new(),
             opening: tokio::sync::Mutex::new(()),
             initialized: tokio::sync::Notify::new(),
@@ -123,6 +128,14 @@ impl ClientSession {
     pub(crate) fn scoped(mut self, indices: Vec<usize>) -> ClientSession {
         self.scope = Some(indices.into());
         self
+    }
+
+    /// The same session, seeing server `index` alone, under the names it
+    /// gives and with nothing filtered: that server's endpoint.
+    pub(crate) fn alone(self, index: usize) -> ClientSession {
+        let mut session = self.scoped(vec![index]);
+        session.raw = true;
+        session
     }
 
     /// The `instructions` of `initialize` and `server/discover`: how tools and
@@ -415,7 +428,10 @@ impl ServerHandler for ClientSession {
     /// annotations). Known only while the catalog is current; otherwise `None`,
     /// and the headers are not checked.
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        self.gateway.tool_now(&self.scope, name)
+        match self.raw {
+            true => None,
+            false => self.gateway.tool_now(&self.scope, name),
+        }
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -437,7 +453,7 @@ impl ServerHandler for ClientSession {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.opening(&context).await;
-        let catalog = self.gateway.tools(&self.scope).await;
+        let catalog = self.gateway.tools(&self.scope, self.raw).await;
         let (tools, next) = page(&catalog.0, request, self.gateway.page_size())?;
         let mut result = ListToolsResult::with_all_items(tools.into_iter().map(|t| t.tool).collect());
         result.next_cursor = next;
@@ -471,7 +487,7 @@ impl ServerHandler for ClientSession {
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         self.opening(&context).await;
-        let catalog = self.gateway.prompts(&self.scope).await;
+        let catalog = self.gateway.prompts(&self.scope, self.raw).await;
         let (prompts, next) = page(&catalog.0, request, self.gateway.page_size())?;
         let mut result = ListPromptsResult::with_all_items(prompts);
         result.next_cursor = next;
@@ -484,7 +500,7 @@ impl ServerHandler for ClientSession {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         self.opening(&context).await;
-        let catalog = self.gateway.prompts(&self.scope).await;
+        let catalog = self.gateway.prompts(&self.scope, self.raw).await;
         let Some(route) = catalog.1.route(&request.name).cloned() else {
             return Err(ErrorData::invalid_params(
                 format!("unknown prompt `{}`", request.name),
@@ -566,7 +582,7 @@ impl ServerHandler for ClientSession {
         // the resource template.
         let index = match &mut request.r#ref {
             Reference::Prompt(prompt) => {
-                let catalog = self.gateway.prompts(&self.scope).await;
+                let catalog = self.gateway.prompts(&self.scope, self.raw).await;
                 let Some(route) = catalog.1.route(&prompt.name).cloned() else {
                     return Err(ErrorData::invalid_params(
                         format!("unknown prompt `{}`", prompt.name),

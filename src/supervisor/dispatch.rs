@@ -77,8 +77,6 @@ pub(super) async fn dispatch(
             dry_run,
             remove_orphans,
         } => {
-            #[cfg(feature = "etcd")]
-            let text = source.as_ref().map(|s| s.text.clone());
             let up = Up {
                 servers,
                 fleet: source,
@@ -86,22 +84,7 @@ pub(super) async fn dispatch(
                 dry_run,
                 remove_orphans,
             };
-            // Wanted up before anything starts: a `down` before it must not
-            // stop what this `up` starts (L25).
-            if !dry_run && let Err(message) = want(fleet, &up).await {
-                return Response::Error { message };
-            }
-            let answer = converge::up(fleet, up, tx).await;
-            // The file this `up` read, for every host to converge on (L25).
-            #[cfg(feature = "etcd")]
-            if !dry_run
-                && let (Some(hosts), Some(text)) = (&fleet.fixed.hosts, text)
-                && matches!(answer, Response::Reply { .. })
-            {
-                hosts.publish_fleet(&text).await;
-            }
-            placing(fleet, &answer).await;
-            placed(fleet, answer).await
+            placed_up(fleet, up, tx).await
         }
         Op::Down {
             servers,
@@ -176,6 +159,31 @@ fn metrics(fleet: &FleetHandle, openmetrics: bool) -> Response {
     }
 }
 
+/// `up`: on a host of a fleet that spans hosts, the servers are wanted up in
+/// etcd first, the file published for every host, and the answer shows where
+/// each runs (docs/design.md §19).
+async fn placed_up(fleet: &FleetHandle, up: Up, tx: &mpsc::UnboundedSender<String>) -> Response {
+    #[cfg(feature = "etcd")]
+    let text = up.fleet.as_ref().map(|s| s.text.clone());
+    let dry_run = up.dry_run;
+    // Wanted up before anything starts: a `down` before it must not
+    // stop what this `up` starts (L25).
+    if !dry_run && let Err(message) = want(fleet, &up).await {
+        return Response::Error { message };
+    }
+    let answer = converge::up(fleet, up, tx).await;
+    // The file this `up` read, for every host to converge on (L25).
+    #[cfg(feature = "etcd")]
+    if !dry_run
+        && let (Some(hosts), Some(text)) = (&fleet.fixed.hosts, text)
+        && matches!(answer, Response::Reply { .. })
+    {
+        hosts.publish_fleet(&text).await;
+    }
+    placing(fleet, &answer).await;
+    placed(fleet, answer).await
+}
+
 /// `serve`: the file taken up, the HTTP door opened (or found open), then the
 /// selected servers started as `up` starts them.
 async fn serve(
@@ -194,12 +202,12 @@ async fn serve(
     }
     let up = Up {
         servers,
-        fleet: None,
+        fleet: source,
         options: call_options(deadlines, false),
         dry_run: false,
         remove_orphans: false,
     };
-    match converge::up(fleet, up, tx).await {
+    match placed_up(fleet, up, tx).await {
         Response::Reply {
             report: Answer::Report(mut report),
         } => {

@@ -68,9 +68,19 @@ pub(super) fn door_token(fixed: &Fixed, fleet: &Fleet) -> Result<(String, Option
     }
 }
 
+/// Keeps `token` in `path` (0600), in place of any there: on a host of a
+/// fleet that spans hosts, the fleet's token, which every host's gateway
+/// takes (docs/design.md §19).
+pub(super) fn keep_token(path: &std::path::Path, token: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = crate::state::open_rw(path)?;
+    f.set_len(0)?;
+    f.write_all(token.as_bytes())?;
+    f.sync_data()
+}
+
 /// The token in `path`, created (0600, 32 random bytes) when there is none.
 fn token(path: &std::path::Path) -> std::io::Result<String> {
-    use std::io::Write;
     match crate::state::read_nofollow(path) {
         Ok(bytes) => {
             let text = String::from_utf8_lossy(&bytes).trim().to_owned();
@@ -82,9 +92,6 @@ fn token(path: &std::path::Path) -> std::io::Result<String> {
         Err(e) => return Err(e),
     }
     let token = http::new_token()?;
-    let mut f = crate::state::open_rw(path)?;
-    f.set_len(0)?;
-    f.write_all(token.as_bytes())?;
-    f.sync_data()?;
+    keep_token(path, &token)?;
     Ok(token)
 }

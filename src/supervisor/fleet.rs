@@ -131,6 +131,13 @@ impl FleetTask {
                 self.publish();
                 let _ = reply.send(opened);
             }
+            Command::CloseHttp { reply } => {
+                if let Some(open) = self.http.take() {
+                    http_door::close(&self.fixed, open);
+                    self.publish();
+                }
+                let _ = reply.send(());
+            }
             Command::AfterDown { reply } => {
                 if let Some(open) = self.http.take() {
                     http_door::close(&self.fixed, open);

@@ -36,6 +36,8 @@ pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
     let mut absent_since: HashMap<String, Instant> = HashMap::new();
     // Since when this host has owned each server without running it.
     let mut idle_owned: HashMap<String, Instant> = HashMap::new();
+    // The calls relayed to the servers the other hosts run.
+    let relays = super::relay::Relays::new(hosts.token.clone());
     loop {
         tokio::select! {
             () = hosts.stop.cancelled() => return,
@@ -90,10 +92,14 @@ pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
         });
         *hosts.placed.lock().unwrap_or_else(|p| p.into_inner()) = placed.clone();
         let wanted = wanted && !hosts.is_draining();
+        // This host's gateway, open for the other hosts while it stands by.
+        super::relay::keep_door(&hosts, &relays, &fleet, wanted).await;
         hosts.standing.send_if_modified(|s| std::mem::replace(s, wanted) != wanted);
         if hosts.stop.is_cancelled() || !hosts.confirmed() {
             continue;
         }
+        // The calls to what the other hosts run, relayed to their gateways.
+        super::relay::follow(&hosts, &relays, &fleet, &placed).await;
         let lease = hosts.lease();
         for held in &view.roster.servers {
             let name = &held.spec.name;

@@ -58,6 +58,13 @@ pub(super) enum Command {
         listen: Option<String>,
         reply: oneshot::Sender<Result<Listening, String>>,
     },
+    /// Close the gateway's HTTP door, if it is open: a host of a fleet that
+    /// spans hosts whose fleet no longer wants anything running.
+    #[cfg_attr(
+        not(feature = "etcd"),
+        expect(dead_code, reason = "sent only by a host of a fleet that spans hosts")
+    )]
+    CloseHttp { reply: oneshot::Sender<()> },
     /// A `down` of the whole fleet has stopped every server: close the HTTP
     /// door, and say what keeps the supervisor, if anything.
     AfterDown {
@@ -182,6 +189,12 @@ impl FleetHandle {
         self.ask(|reply| Command::OpenHttp { listen, reply })
             .await
             .unwrap_or_else(|| Err(GONE.to_owned()))
+    }
+
+    /// Closes the gateway's HTTP door, if it is open.
+    #[cfg(feature = "etcd")]
+    pub(super) async fn close_http(&self) {
+        self.ask(|reply| Command::CloseHttp { reply }).await;
     }
 
     /// After a `down` of the whole fleet: closes the HTTP door, and says what

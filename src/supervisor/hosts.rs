@@ -93,6 +93,9 @@ pub(crate) struct Hosts {
     /// Set once this host was asked to drain (`down --host`): it takes
     /// nothing more, and leaves once what it runs has stopped.
     pub(super) draining: std::sync::atomic::AtomicBool,
+    /// The fleet's token, which every host's gateway takes and sends to
+    /// another's (docs/design.md §19).
+    pub(super) token: String,
     /// Cancelled when the supervisor begins to leave: no takeover after it.
     pub stop: CancellationToken,
 }
@@ -143,6 +146,18 @@ impl Hosts {
             }
         }
         note_lease(&kept, coordinator.lease());
+        // One token for every host's gateway: the fleet file's, else the
+        // one kept in etcd (the first host to join writes it).
+        let token = match &fleet.gateway.token {
+            Some(text) => text.value.clone(),
+            None => {
+                let fresh = crate::gateway::http::new_token()?;
+                coordinator
+                    .fleet_token(&fresh)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("cannot read the fleet's token in etcd: {e}"))?
+            }
+        };
         // A host that joins is back in the fleet, drained before or not.
         if let Err(e) = coordinator.clear_drain().await {
             tracing::warn!(error = %e, "cannot clear this host's drain in etcd");
@@ -160,6 +175,7 @@ impl Hosts {
             lease_file: kept,
             draining: std::sync::atomic::AtomicBool::new(false),
             fleet_seen: std::sync::atomic::AtomicI64::new(0),
+            token,
             stop: CancellationToken::new(),
         }))
     }

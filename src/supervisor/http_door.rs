@@ -36,6 +36,7 @@ pub(super) fn open(
     scrape: Render,
 ) -> Result<Listening, String> {
     let config = &fleet.gateway;
+    let asked = listen.is_some();
     let wanted: SocketAddr = match listen {
         Some(text) => text
             .parse()
@@ -45,7 +46,9 @@ pub(super) fn open(
             .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("the default address parses")),
     };
     if let Some(open) = open {
-        if open.addr == wanted || wanted.port() == 0 {
+        // Without an address asked for, the door open is the one: on a host
+        // of a fleet that spans hosts, it opened where `$MCPFLEET_LISTEN` said.
+        if !asked || open.addr == wanted || wanted.port() == 0 {
             return Ok(open.clone());
         }
         return Err(format!(

@@ -24,6 +24,8 @@ mod metrics_door;
 mod persist;
 mod plan;
 mod recovery;
+#[cfg(feature = "etcd")]
+pub mod relay;
 mod roster;
 mod run;
 mod scrape;

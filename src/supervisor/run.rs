@@ -268,9 +268,18 @@ struct Kept {
 async fn join(fleet: &Fleet, state: &Arc<StateFile>, dir: &StateDir) -> anyhow::Result<Membership> {
     match fleet.coordination {
         None => Ok(None),
-        Some(_) => super::hosts::Hosts::join(fleet, state.clone(), dir)
-            .await
-            .map(Some),
+        Some(_) => {
+            let hosts = super::hosts::Hosts::join(fleet, state.clone(), dir).await?;
+            // The fleet's token, kept where a token of one host is, for
+            // `serve` to show and every door to take (docs/design.md §19).
+            if fleet.gateway.token.is_none() {
+                let file = dir.root().join("gateway.token");
+                super::doors::keep_token(&file, &hosts.token).map_err(|e| {
+                    anyhow::anyhow!("cannot keep the fleet's token in {}: {e}", file.display())
+                })?;
+            }
+            Ok(Some(hosts))
+        }
     }
 }
 

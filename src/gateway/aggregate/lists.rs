@@ -28,8 +28,7 @@ impl Gateway {
     /// what it offers, through its authority (G2).
     pub(in crate::gateway) async fn list_of<T: Listing>(&self, index: usize) -> Option<(usize, Arc<Vec<T>>)> {
         let member = self.member(index)?;
-        let snapshot = member.handle.snapshot().await.ok()?;
-        let live = snapshot.running_generation();
+        let live = member.handle.serving_generation();
         let (ever, current, items, holding) = {
             let board = self.desk.board();
             // A slot the task has not yet made is a server never seen.
@@ -99,16 +98,17 @@ impl Gateway {
 
     /// The exposed tools (renamed, filtered by each server's `tools:`) and how
     /// their names route back.
-    pub(in crate::gateway) async fn tools(&self, scope: &Scope) -> Arc<(Vec<MemberTool>, names::Names)> {
-        self.named(scope, |exposure, tool: &MemberTool| {
+    /// `raw`: as the servers list them (a server's endpoint, docs/design.md §19).
+    pub(in crate::gateway) async fn tools(&self, scope: &Scope, raw: bool) -> Arc<(Vec<MemberTool>, names::Names)> {
+        self.named(scope, raw, |exposure, tool: &MemberTool| {
             names::passes(&tool.tool.name, &exposure.allow, &exposure.deny)
         })
         .await
     }
 
     /// The exposed prompts and how their names route back.
-    pub(in crate::gateway) async fn prompts(&self, scope: &Scope) -> Arc<(Vec<Prompt>, names::Names)> {
-        self.named(scope, |_, _: &Prompt| true)
+    pub(in crate::gateway) async fn prompts(&self, scope: &Scope, raw: bool) -> Arc<(Vec<Prompt>, names::Names)> {
+        self.named(scope, raw, |_, _: &Prompt| true)
             .await
     }
 
@@ -116,12 +116,23 @@ impl Gateway {
     /// Building the names costs in proportion to every item of the fleet, and a
     /// call needs them to route one name: the last catalog built is kept and
     /// used again while every server's list and exposure are the same.
+    /// `raw`: every item under the name its server gave it, none left out.
     pub(super) async fn named<T: Listing + Named>(
         &self,
         scope: &Scope,
+        raw: bool,
         keep: impl Fn(&Exposure, &T) -> bool,
     ) -> Arc<(Vec<T>, names::Names)> {
         let gathered = self.gather::<T>(scope).await;
+        if raw {
+            let items: Vec<T> = gathered.iter().flat_map(|(_, list)| list.iter().cloned()).collect();
+            let names = names::Names::as_given(
+                gathered
+                    .iter()
+                    .flat_map(|(i, list)| list.iter().map(move |item| (*i, item.name()))),
+            );
+            return Arc::new((items, names));
+        }
         let members = self.members();
         // A server that left since its list was gathered is not shown.
         let from: Vec<(usize, Arc<Vec<T>>, Exposure)> = gathered
@@ -178,7 +189,7 @@ impl Gateway {
             };
             let (built_index, list, exposure) = from.next()?;
             let known = &lists.get(index)?.tools;
-            let live = member.handle.running_generation();
+            let live = member.handle.serving_generation();
             let current = *built_index == index
                 && *exposure == member.exposure
                 && known.fresh

@@ -15,7 +15,7 @@ impl ClientSession {
         context: RequestContext<RoleServer>,
         span: &mut crate::trace::Call,
     ) -> Result<CallToolResponse, ErrorData> {
-        let catalog = self.gateway.tools(&self.scope).await;
+        let catalog = self.gateway.tools(&self.scope, self.raw).await;
         let Some(route) = catalog.1.route(&request.name).cloned() else {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool `{}`", request.name),

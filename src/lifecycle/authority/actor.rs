@@ -118,6 +118,7 @@ pub fn spawn_with(
         events: ctx.events.clone(),
         touches: Arc::new(Touches::new()),
         ledger,
+        relay: Arc::new(watch::channel(None).0),
     }
 }
 

@@ -34,6 +34,11 @@ pub struct Handle {
     /// Says whether this host may serve calls now (a host of a fleet that
     /// spans hosts whose lease is not confirmed may not, L22 and L24).
     pub(super) ledger: Arc<dyn crate::lifecycle::ledger::Ledger>,
+    /// On a host of a fleet that spans hosts, the generation another host
+    /// runs, reached through that host's gateway (docs/design.md §19, L24):
+    /// set by this host's supervisor, never by the authority, and served only
+    /// while no generation runs here.
+    pub(super) relay: Arc<watch::Sender<Option<Reach>>>,
 }
 
 impl Handle {
@@ -107,11 +112,34 @@ impl Handle {
         if self.ledger.serving().is_err() {
             return None;
         }
+        let local = self.published_peer.borrow().clone();
+        if local.is_none() {
+            return self.relay.borrow().clone();
+        }
         if self.touches.due() {
             // A full queue means the authority is busy anyway: the touch can be skipped.
             let _ = self.tx.try_send(Message::Touch);
         }
-        self.published_peer.borrow().clone()
+        local
+    }
+
+    /// The generation calls reach: the one running here, else the one another
+    /// host runs that this host relays to ([`Handle::relay`]); at once.
+    pub fn serving_generation(&self) -> Option<Generation> {
+        self.running_generation()
+            .or_else(|| self.relay.borrow().as_ref().map(|r| r.generation))
+    }
+
+    /// Relays calls to `reach`, a generation another host runs, while none
+    /// runs here (`None`: no longer). Only a host of a fleet that spans hosts
+    /// sets it.
+    pub fn relay(&self, reach: Option<Reach>) {
+        self.relay.send_replace(reach);
+    }
+
+    /// The generation relayed to, to be told of every change.
+    pub fn relays(&self) -> watch::Receiver<Option<Reach>> {
+        self.relay.subscribe()
     }
 
     /// The running generation, else `None`, from the published state, at once.
