@@ -139,7 +139,7 @@ impl Drop for Cluster {
 async fn join(cluster: &Cluster, prefix: &str, host: &str, ttl: Duration) -> Coordinator {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        match Coordinator::join(&cluster.endpoints, prefix, host, ttl).await {
+        match Coordinator::join(&cluster.endpoints, None, prefix, host, ttl).await {
             Ok(c) => return c,
             Err(e) if Instant::now() > deadline => panic!("{host} could not join: {e}"),
             Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
@@ -352,12 +352,25 @@ impl Hosts {
         lock_delay: &str,
         extra: &str,
     ) -> Hosts {
+        let coordination = format!("  etcd: [{}]\n", cluster.endpoints.join(", "));
+        Hosts::of(&coordination, label, servers, ttl, lock_delay, extra)
+    }
+
+    /// As [`Hosts::with`], `coordination` (indented lines) saying how etcd
+    /// is reached.
+    fn of(
+        coordination: &str,
+        label: &str,
+        servers: &[&str],
+        ttl: &str,
+        lock_delay: &str,
+        extra: &str,
+    ) -> Hosts {
         let dir = tempfile::tempdir().unwrap();
         let journal = dir.path().join("journal.ndjson");
         let fixture = fixture_bin();
         let mut body = format!(
-            "version: 1\nname: {label}\ncoordination:\n  etcd: [{}]\n  ttl: {ttl}\n  lock_delay: {lock_delay}\nservers:\n",
-            cluster.endpoints.join(", ")
+            "version: 1\nname: {label}\ncoordination:\n{coordination}  ttl: {ttl}\n  lock_delay: {lock_delay}\nservers:\n"
         );
         for name in servers {
             body.push_str(&format!(
@@ -1098,6 +1111,228 @@ fn any_hosts_gateway_relays_a_call_to_the_one_generation_that_runs_the_server() 
     assert_eq!(code, 0, "{doc}");
     hosts.assert_nothing_left(Duration::from_secs(20));
     assert!(c.wait().unwrap().success());
+}
+
+/// One etcd member that speaks TLS only and asks every client for a
+/// certificate (`--client-cert-auth`), with the PEM files of its CA, its own
+/// certificate and a client's, made by `openssl`; killed when dropped.
+struct TlsMember {
+    child: Child,
+    endpoint: String,
+    dir: tempfile::TempDir,
+}
+
+impl TlsMember {
+    fn start(test_id: &str) -> TlsMember {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| dir.path().join(name);
+        let openssl = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .expect("openssl");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        openssl(
+            &[
+                &["req", "-x509"][..],
+                &ec,
+                &[
+                    "-keyout",
+                    "ca.key",
+                    "-out",
+                    "ca.pem",
+                    "-days",
+                    "2",
+                    "-subj",
+                    "/CN=mcpfleet-test-ca",
+                ],
+            ]
+            .concat(),
+        );
+        for (name, usage) in [("server", "serverAuth"), ("client", "clientAuth")] {
+            std::fs::write(
+                at(&format!("{name}.ext")),
+                format!("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage={usage}\n"),
+            )
+            .unwrap();
+            openssl(
+                &[
+                    &["req"][..],
+                    &ec,
+                    &[
+                        "-keyout",
+                        &format!("{name}.key"),
+                        "-out",
+                        &format!("{name}.csr"),
+                        "-subj",
+                        &format!("/CN={name}"),
+                    ],
+                ]
+                .concat(),
+            );
+            openssl(&[
+                "x509",
+                "-req",
+                "-in",
+                &format!("{name}.csr"),
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                &format!("{name}.pem"),
+                "-days",
+                "2",
+                "-extfile",
+                &format!("{name}.ext"),
+            ]);
+        }
+        let (client, peer) = (free_port(), free_port());
+        let endpoint = format!("https://127.0.0.1:{client}");
+        let log = std::fs::File::create(at("etcd.log")).unwrap();
+        let child = Command::new("etcd")
+            .args(["--name", "tls", "--data-dir"])
+            .arg(at("data"))
+            .args([
+                "--listen-client-urls",
+                &endpoint,
+                "--advertise-client-urls",
+                &endpoint,
+            ])
+            .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
+            .args([
+                "--initial-advertise-peer-urls",
+                &format!("http://127.0.0.1:{peer}"),
+            ])
+            .args(["--initial-cluster", &format!("tls=http://127.0.0.1:{peer}")])
+            .arg("--cert-file")
+            .arg(at("server.pem"))
+            .arg("--key-file")
+            .arg(at("server.key"))
+            .arg("--trusted-ca-file")
+            .arg(at("ca.pem"))
+            .arg("--client-cert-auth")
+            .env(TEST_ID_VAR, test_id)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("etcd (Debian's etcd-server; .ci/install-etcd installs it)");
+        TlsMember {
+            child,
+            endpoint,
+            dir,
+        }
+    }
+
+    fn pem(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+}
+
+impl Drop for TlsMember {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_fleet_reaches_etcd_over_tls_with_a_client_certificate() {
+    let member = TlsMember::start(&format!("hosts-tls-{}", std::process::id()));
+    let coordination = format!(
+        "  etcd: [{}]\n  tls: {{ca: {}, cert: {}, key: {}}}\n",
+        member.endpoint,
+        member.pem("ca.pem"),
+        member.pem("client.pem"),
+        member.pem("client.key"),
+    );
+    let hosts = Hosts::of(&coordination, "tls", &["gamma"], "3s", "1s", "");
+    // etcd takes a moment to elect itself.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let doc = loop {
+        let (code, doc) = hosts.run("a", &["up"]);
+        if code == 0 {
+            break doc;
+        }
+        assert!(Instant::now() < deadline, "up over TLS: {doc}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(doc["servers"][0]["host"], "a", "{doc}");
+    assert_eq!(doc["servers"][0]["state"], "running", "{doc}");
+    // b runs no supervisor: its `status` reads etcd over TLS too.
+    let (code, doc) = hosts.run("b", &["status"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["servers"][0]["host"], "a", "{doc}");
+    // Without a client certificate, etcd refuses the host: a clear error,
+    // and nothing starts.
+    let without = Hosts::of(
+        &format!(
+            "  etcd: [{}]\n  tls: {{ca: {}}}\n",
+            member.endpoint,
+            member.pem("ca.pem")
+        ),
+        "tls-refused",
+        &["delta"],
+        "3s",
+        "1s",
+        "",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpfleet"))
+        .arg("-f")
+        .arg(&without.file)
+        .arg("up")
+        .env(TEST_ID_VAR, &without.test_id)
+        .env("MCPFLEET_HOST", "c")
+        .env("MCPFLEET_STATE_DIR", without.state_dir("c"))
+        .env("MCPFLEET_LISTEN", "127.0.0.1:0")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(said.contains("etcd"), "{said}");
+    without.assert_nothing_left(Duration::from_secs(20));
+    // A fleet file whose endpoints are https:// without `tls` is refused
+    // where it says so.
+    std::fs::write(
+        &without.file,
+        format!(
+            "version: 1\ncoordination:\n  etcd: [{}]\nservers:\n  x:\n    command: x\n",
+            member.endpoint
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpfleet"))
+        .arg("-f")
+        .arg(&without.file)
+        .arg("validate")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("3:9") && said.contains("need `tls"), "{said}");
+    let (code, doc) = hosts.run("a", &["down"]);
+    assert_eq!(code, 0, "{doc}");
+    hosts.assert_nothing_left(Duration::from_secs(20));
 }
 
 fn wait_for_quorum(cluster: &Cluster) {

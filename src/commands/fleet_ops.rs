@@ -292,7 +292,7 @@ async fn placed_elsewhere(t: &Target, mut report: Report) -> Report {
             return report;
         }
     };
-    let all = match crate::coordination::read(&endpoints, &t.fleet.coordination_prefix()).await {
+    let all = match crate::coordination::read(&endpoints, spec.tls.as_ref(), &t.fleet.coordination_prefix()).await {
         Ok(all) => all,
         Err(e) => {
             eprintln!("mcpfleet status: cannot read the fleet from etcd ({e}); showing this host's state only");

@@ -16,7 +16,9 @@ pub const TOP_KEYS: &[&str] = &[
     "servers",
 ];
 /// Keys of `coordination:` (docs/design.md §19).
-pub const COORDINATION_KEYS: &[&str] = &["etcd", "prefix", "ttl", "lock_delay"];
+pub const COORDINATION_KEYS: &[&str] = &["etcd", "prefix", "ttl", "lock_delay", "tls"];
+/// Keys of `coordination.tls:`.
+pub const ETCD_TLS_KEYS: &[&str] = &["ca", "cert", "key"];
 /// Keys of `defaults:`; each applies to every server that does not set it
 /// (`env_file` to every stdio server, before the server's own).
 pub const DEFAULTS_KEYS: &[&str] = &[
@@ -176,6 +178,14 @@ const COORDINATION_SYNONYMS: &[(&str, &str)] = &[
     ("lock-delay", "lock_delay"),
     ("key_prefix", "prefix"),
 ];
+const ETCD_TLS_SYNONYMS: &[(&str, &str)] = &[
+    ("cacert", "ca"),
+    ("ca_file", "ca"),
+    ("trusted_ca_file", "ca"),
+    ("cert_file", "cert"),
+    ("certificate", "cert"),
+    ("key_file", "key"),
+];
 const PLACEMENT_SYNONYMS: &[(&str, &str)] = &[
     ("nodes", "hosts"),
     ("on", "hosts"),
@@ -217,6 +227,7 @@ pub(super) enum Level {
     Metrics,
     Supervisor,
     Coordination,
+    EtcdTls,
     Placement,
     Tools,
     Auth,
@@ -243,6 +254,7 @@ impl Level {
             Level::Metrics => (METRICS_KEYS, GATEWAY_SYNONYMS),
             Level::Supervisor => (SUPERVISOR_KEYS, SUPERVISOR_SYNONYMS),
             Level::Coordination => (COORDINATION_KEYS, COORDINATION_SYNONYMS),
+            Level::EtcdTls => (ETCD_TLS_KEYS, ETCD_TLS_SYNONYMS),
             Level::Placement => (PLACEMENT_KEYS, PLACEMENT_SYNONYMS),
             Level::Tools => (TOOLS_KEYS, TOOLS_SYNONYMS),
             Level::Auth => (AUTH_KEYS, AUTH_SYNONYMS),

@@ -29,6 +29,13 @@ impl Fleet {
                 "ttl": duration(c.ttl),
                 "lock_delay": duration(c.lock_delay),
             });
+            if let Some(tls) = &c.tls {
+                doc["coordination"]["tls"] = json!({
+                    "ca": tls.ca.display().to_string(),
+                    "cert": tls.identity.as_ref().map(|(c, _)| c.display().to_string()),
+                    "key": tls.identity.as_ref().map(|(_, k)| k.display().to_string()),
+                });
+            }
         }
         doc
     }
@@ -54,6 +61,15 @@ impl Fleet {
                 true => 0.into(),
                 false => duration(c.lock_delay).into(),
             });
+            if let Some(tls) = &c.tls {
+                let mut t = serde_yaml::Mapping::new();
+                t.insert("ca".into(), tls.ca.display().to_string().into());
+                if let Some((cert, key)) = &tls.identity {
+                    t.insert("cert".into(), cert.display().to_string().into());
+                    t.insert("key".into(), key.display().to_string().into());
+                }
+                m.insert("tls".into(), t.into());
+            }
             top.insert("coordination".into(), m.into());
         }
         top.insert("servers".into(), servers.into());

@@ -105,6 +105,18 @@ pub struct CoordinationSpec {
     pub ttl: std::time::Duration,
     /// How long a standby waits once an owner's lease is gone (L23).
     pub lock_delay: std::time::Duration,
+    /// TLS to etcd (`https://` endpoints), when set.
+    pub tls: Option<EtcdTls>,
+}
+
+/// `coordination.tls:`: how a host talks TLS to etcd.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdTls {
+    /// The CA (PEM) that signed etcd's certificates.
+    pub ca: std::path::PathBuf,
+    /// A client certificate and its key (PEM), for an etcd that asks for one
+    /// (`--client-cert-auth`).
+    pub identity: Option<(std::path::PathBuf, std::path::PathBuf)>,
 }
 
 impl Default for CoordinationSpec {
@@ -114,6 +126,7 @@ impl Default for CoordinationSpec {
             prefix: None,
             ttl: std::time::Duration::from_secs(10),
             lock_delay: std::time::Duration::from_secs(5),
+            tls: None,
         }
     }
 }

@@ -19,6 +19,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::config::EtcdTls;
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, Txn, TxnOp,
 };
@@ -47,17 +48,35 @@ pub fn host_id() -> String {
 /// lease): what `status` shows on a host whose supervisor is not running.
 pub async fn read(
     endpoints: &[String],
+    tls: Option<&EtcdTls>,
     prefix: &str,
 ) -> Result<std::collections::BTreeMap<String, ServerRecord>, CoordinationError> {
-    servers_of(connect(endpoints).await?, prefix.trim_end_matches('/'), None).await
+    servers_of(connect(endpoints, tls).await?, prefix.trim_end_matches('/'), None).await
 }
 
-/// A client of `endpoints`, each request under [`REQUEST_TIMEOUT`].
-async fn connect(endpoints: &[String]) -> Result<Client, CoordinationError> {
-    let options = ConnectOptions::new()
+/// A client of `endpoints` (over TLS with `tls`), each request under
+/// [`REQUEST_TIMEOUT`].
+async fn connect(endpoints: &[String], tls: Option<&EtcdTls>) -> Result<Client, CoordinationError> {
+    let mut options = ConnectOptions::new()
         .with_connect_timeout(REQUEST_TIMEOUT)
         .with_timeout(REQUEST_TIMEOUT);
+    if let Some(tls) = tls {
+        options = options.with_tls(tls_options(tls)?);
+    }
     Client::connect(endpoints, Some(options)).await.map_err(etcd)
+}
+
+/// What `tls` names, read: the CA, and the client's certificate and key.
+fn tls_options(tls: &EtcdTls) -> Result<etcd_client::TlsOptions, CoordinationError> {
+    let read = |path: &std::path::Path| {
+        std::fs::read(path).map_err(|e| CoordinationError::Tls(format!("cannot read {}: {e}", path.display())))
+    };
+    let mut options =
+        etcd_client::TlsOptions::new().ca_certificate(etcd_client::Certificate::from_pem(read(&tls.ca)?));
+    if let Some((cert, key)) = &tls.identity {
+        options = options.identity(etcd_client::Identity::from_pem(read(cert)?, read(key)?));
+    }
+    Ok(options)
 }
 
 /// The keys of every server under `prefix` (or of `only` that one), by name:
@@ -133,6 +152,9 @@ impl std::ops::Add<Duration> for Moment {
 pub enum CoordinationError {
     #[error("etcd could not be reached or refused: {0}")]
     Etcd(String),
+    /// The files of `coordination.tls` could not be read.
+    #[error("TLS to etcd: {0}")]
+    Tls(String),
     /// This host's lease is not confirmed: it may no longer act (L22).
     #[error("this host's lease is not confirmed (last confirmed {0:?} ago): it is fenced")]
     Unconfirmed(Duration),
@@ -208,11 +230,12 @@ impl Coordinator {
     /// every third of it, and the host's key bound to it.
     pub async fn join(
         endpoints: &[String],
+        tls: Option<&EtcdTls>,
         prefix: &str,
         host: &str,
         ttl: Duration,
     ) -> Result<Coordinator, CoordinationError> {
-        let mut client = connect(endpoints).await?;
+        let mut client = connect(endpoints, tls).await?;
         // A lease of whole seconds, rounded up: the host's own deadline counts
         // from the TTL asked for, never past the one etcd keeps.
         let secs = i64::try_from(ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0))

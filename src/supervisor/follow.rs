@@ -263,7 +263,7 @@ async fn fence(hosts: &Arc<Hosts>, fleet: &FleetHandle) {
     hosts.seen.lock().unwrap_or_else(|p| p.into_inner()).clear();
     // Join again, with a new lease, until etcd answers or the supervisor leaves.
     loop {
-        let joined = Coordinator::join(&hosts.spec.etcd, &hosts.prefix, &hosts.me, hosts.spec.ttl);
+        let joined = Coordinator::join(&hosts.spec.etcd, hosts.spec.tls.as_ref(), &hosts.prefix, &hosts.me, hosts.spec.ttl);
         tokio::select! {
             () = hosts.stop.cancelled() => return,
             joined = joined => match joined {

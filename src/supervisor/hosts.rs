@@ -127,7 +127,7 @@ impl Hosts {
         spec.etcd = spec.endpoints_here().map_err(|e| anyhow::anyhow!("{e}"))?;
         let prefix = fleet.coordination_prefix();
         let me = host_id();
-        let coordinator = Coordinator::join(&spec.etcd, &prefix, &me, spec.ttl)
+        let coordinator = Coordinator::join(&spec.etcd, spec.tls.as_ref(), &prefix, &me, spec.ttl)
             .await
             .map_err(|e| anyhow::anyhow!("cannot join the fleet in etcd ({}): {e}", spec.etcd.join(", ")))?;
         tracing::info!(host = %me, prefix = %prefix, lease = coordinator.lease(), "joined the fleet in etcd");

@@ -8,12 +8,16 @@
 //!   prefix: /mcpfleet/tools   # default: /mcpfleet/<fleet name>
 //!   ttl: 10s                  # each host's lease, 2s to 120s
 //!   lock_delay: 5s            # a standby waits this long after an owner's lease is gone
+//!   tls:                      # with https:// endpoints only
+//!     ca: etcd-ca.pem         # the CA that signed etcd's certificates
+//!     cert: client.pem        # with key: a client certificate (etcd's --client-cert-auth)
+//!     key: client-key.pem
 //! ```
 
 use std::time::Duration;
 
 use super::super::keys::Level;
-use super::super::spec::{CoordinationSpec, Placement};
+use super::super::spec::{CoordinationSpec, EtcdTls, Placement};
 use super::super::walk::{Entry, Validator};
 use super::super::yaml::Node;
 use crate::config::Timeout;
@@ -45,10 +49,18 @@ impl Validator<'_> {
                         spec.lock_delay = delay;
                     }
                 }
+                "tls" => spec.tls = self.etcd_tls(e),
                 _ => {
                     self.unknown_key(e, Level::Coordination);
                 }
             }
+        }
+        // TLS and `https://` go together: one scheme for every endpoint.
+        if let (Some(list), Some(at)) = (&endpoints, entries.iter().find(|e| e.key == "etcd"))
+            && let Err(message) = schemes_fit(list, spec.tls.is_some())
+        {
+            self.error(&at.value_at, message);
+            return None;
         }
         match endpoints {
             Some(list) if !list.is_empty() => spec.etcd = list,
@@ -62,6 +74,74 @@ impl Validator<'_> {
             }
         }
         Some(spec)
+    }
+
+    /// `tls:` the CA of etcd's certificates and, together, a client
+    /// certificate and its key: files, relative to the fleet file's folder.
+    fn etcd_tls(&mut self, entry: &Entry) -> Option<EtcdTls> {
+        let entries = self.mapping(entry.value, &entry.value_at, "a mapping")?;
+        let (mut ca, mut cert, mut key) = (None, None, None);
+        for e in &entries {
+            match e.key.as_str() {
+                "ca" => ca = self.pem_file(e),
+                "cert" => cert = self.pem_file(e),
+                "key" => key = self.pem_file(e),
+                _ => {
+                    self.unknown_key(e, Level::EtcdTls);
+                }
+            }
+        }
+        let given = |name: &str| entries.iter().any(|e| e.key == name);
+        if given("cert") != given("key") {
+            self.error(
+                &entry.value_at,
+                "`tls` needs `cert` and `key` together: the client certificate and its key",
+            );
+            return None;
+        }
+        if !given("ca") {
+            self.error(
+                &entry.value_at,
+                "`tls` needs `ca`: the certificate (PEM) of the CA that signed etcd's certificates",
+            );
+            return None;
+        }
+        Some(EtcdTls {
+            ca: ca?,
+            identity: match (cert, key) {
+                (Some(cert), Some(key)) => Some((cert, key)),
+                _ if given("cert") => return None,
+                _ => None,
+            },
+        })
+    }
+
+    /// A PEM file named by `entry`, relative to the fleet file's folder; one
+    /// that cannot be read is an error here (not when a supervisor starts).
+    fn pem_file(&mut self, entry: &Entry) -> Option<std::path::PathBuf> {
+        let text = self.text(entry.value, &entry.value_at)?;
+        if text.value.is_empty() {
+            self.error(&entry.value_at, format!("`{}` must name a file", entry.key));
+            return None;
+        }
+        let path = self.base_dir.join(&text.value);
+        if self.recorded {
+            return Some(path);
+        }
+        match std::fs::read(&path) {
+            Ok(bytes) if bytes.windows(11).any(|w| w == b"-----BEGIN ") => Some(path),
+            Ok(_) => {
+                self.error(
+                    &entry.value_at,
+                    format!("`{}` is not a PEM file (no `-----BEGIN`)", path.display()),
+                );
+                None
+            }
+            Err(e) => {
+                self.error(&entry.value_at, format!("cannot read `{}`: {e}", path.display()));
+                None
+            }
+        }
     }
 
     /// A server's `placement:`: `hosts` (names) and `standbys` (a count).
@@ -215,11 +295,15 @@ impl CoordinationSpec {
     /// The endpoints this host uses: `$MCPFLEET_ETCD`, else `etcd`.
     pub fn endpoints_here(&self) -> Result<Vec<String>, String> {
         match std::env::var(ETCD_ENV) {
-            Ok(list) if !list.trim().is_empty() => list
-                .split(',')
-                .map(|e| endpoint(e.trim()))
-                .collect::<Result<_, _>>()
-                .map_err(|e| format!("${ETCD_ENV}: {e}")),
+            Ok(list) if !list.trim().is_empty() => {
+                let list: Vec<String> = list
+                    .split(',')
+                    .map(|e| endpoint(e.trim()))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| format!("${ETCD_ENV}: {e}"))?;
+                schemes_fit(&list, self.tls.is_some()).map_err(|e| format!("${ETCD_ENV}: {e}"))?;
+                Ok(list)
+            }
             _ => Ok(self.etcd.clone()),
         }
     }
@@ -234,16 +318,28 @@ pub(crate) fn is_host(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
 }
 
-/// An etcd endpoint as the client takes it: `http://HOST:PORT`; a bare
-/// `HOST:PORT` gets `http://`.
+/// Whether `endpoints` are all `https://` with `tls:`, or all `http://`
+/// without.
+fn schemes_fit(endpoints: &[String], tls: bool) -> Result<(), String> {
+    let https = endpoints.iter().filter(|e| e.starts_with("https://")).count();
+    match (tls, https) {
+        (true, n) if n == endpoints.len() => Ok(()),
+        (false, 0) => Ok(()),
+        (false, _) => Err(
+            "`https://` endpoints need `tls: {ca: FILE}`: the CA that signed etcd's certificates".into(),
+        ),
+        (true, _) => Err("with `tls:`, every etcd endpoint must be `https://`".into()),
+    }
+}
+
+/// An etcd endpoint as the client takes it: `http://HOST:PORT` or
+/// `https://HOST:PORT`; a bare `HOST:PORT` gets `http://`.
 pub(crate) fn endpoint(text: &str) -> Result<String, String> {
     let example = "write e.g. http://127.0.0.1:2379";
-    if text.starts_with("https://") {
-        return Err(format!(
-            "`{text}`: TLS to etcd is not supported yet; reach etcd over a private network or a local proxy ({example})"
-        ));
-    }
-    let rest = text.strip_prefix("http://").unwrap_or(text);
+    let (scheme, rest) = match text.strip_prefix("https://") {
+        Some(rest) => ("https", rest),
+        None => ("http", text.strip_prefix("http://").unwrap_or(text)),
+    };
     let (host, port) = rest
         .trim_end_matches('/')
         .rsplit_once(':')
@@ -256,7 +352,7 @@ pub(crate) fn endpoint(text: &str) -> Result<String, String> {
         return Err(format!("`{text}` is not an etcd endpoint; {example}"));
     }
     match port.parse::<u16>() {
-        Ok(p) if p > 0 => Ok(format!("http://{host}:{p}")),
+        Ok(p) if p > 0 => Ok(format!("{scheme}://{host}:{p}")),
         _ => Err(format!("`{text}` has no valid port; {example}")),
     }
 }
@@ -273,6 +369,16 @@ mod tests {
         for bad in ["etcd", "http://etcd", "http://etcd:0", "http://e:2379/v3/x", "a b:1"] {
             assert!(endpoint(bad).is_err(), "{bad}");
         }
-        assert!(endpoint("https://etcd:2379").unwrap_err().contains("TLS"));
+        assert_eq!(endpoint("https://etcd-0:2379").unwrap(), "https://etcd-0:2379");
+    }
+
+    #[test]
+    fn tls_and_https_go_together() {
+        let https = vec!["https://a:1".to_owned(), "https://b:1".to_owned()];
+        let mixed = vec!["https://a:1".to_owned(), "http://b:1".to_owned()];
+        assert!(super::schemes_fit(&https, true).is_ok());
+        assert!(super::schemes_fit(&https, false).unwrap_err().contains("need `tls"));
+        assert!(super::schemes_fit(&mixed, true).unwrap_err().contains("every etcd endpoint"));
+        assert!(super::schemes_fit(&mixed[1..], false).is_ok());
     }
 }
