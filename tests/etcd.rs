@@ -1113,6 +1113,87 @@ fn any_hosts_gateway_relays_a_call_to_the_one_generation_that_runs_the_server() 
     assert!(c.wait().unwrap().success());
 }
 
+/// A CA (`ca.pem`), and a server's and a client's certificate and key signed
+/// by it (`server.pem`, `server.key`, `client.pem`, `client.key`), for
+/// 127.0.0.1 and localhost, made in `dir` by `openssl`.
+fn certificates(dir: &Path) {
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    openssl(
+        &[
+            &["req", "-x509"][..],
+            &ec,
+            &[
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.pem",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=mcpfleet-test-ca",
+            ],
+        ]
+        .concat(),
+    );
+    for (name, usage) in [("server", "serverAuth"), ("client", "clientAuth")] {
+        std::fs::write(
+            dir.join(format!("{name}.ext")),
+            format!("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage={usage}\n"),
+        )
+        .unwrap();
+        openssl(
+            &[
+                &["req"][..],
+                &ec,
+                &[
+                    "-keyout",
+                    &format!("{name}.key"),
+                    "-out",
+                    &format!("{name}.csr"),
+                    "-subj",
+                    &format!("/CN={name}"),
+                ],
+            ]
+            .concat(),
+        );
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &format!("{name}.csr"),
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            &format!("{name}.pem"),
+            "-days",
+            "2",
+            "-extfile",
+            &format!("{name}.ext"),
+        ]);
+    }
+}
+
 /// One etcd member that speaks TLS only and asks every client for a
 /// certificate (`--client-cert-auth`), with the PEM files of its CA, its own
 /// certificate and a client's, made by `openssl`; killed when dropped.
@@ -1126,81 +1207,7 @@ impl TlsMember {
     fn start(test_id: &str) -> TlsMember {
         let dir = tempfile::tempdir().unwrap();
         let at = |name: &str| dir.path().join(name);
-        let openssl = |args: &[&str]| {
-            let out = Command::new("openssl")
-                .args(args)
-                .current_dir(dir.path())
-                .output()
-                .expect("openssl");
-            assert!(
-                out.status.success(),
-                "openssl {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        let ec = [
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ];
-        openssl(
-            &[
-                &["req", "-x509"][..],
-                &ec,
-                &[
-                    "-keyout",
-                    "ca.key",
-                    "-out",
-                    "ca.pem",
-                    "-days",
-                    "2",
-                    "-subj",
-                    "/CN=mcpfleet-test-ca",
-                ],
-            ]
-            .concat(),
-        );
-        for (name, usage) in [("server", "serverAuth"), ("client", "clientAuth")] {
-            std::fs::write(
-                at(&format!("{name}.ext")),
-                format!("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage={usage}\n"),
-            )
-            .unwrap();
-            openssl(
-                &[
-                    &["req"][..],
-                    &ec,
-                    &[
-                        "-keyout",
-                        &format!("{name}.key"),
-                        "-out",
-                        &format!("{name}.csr"),
-                        "-subj",
-                        &format!("/CN={name}"),
-                    ],
-                ]
-                .concat(),
-            );
-            openssl(&[
-                "x509",
-                "-req",
-                "-in",
-                &format!("{name}.csr"),
-                "-CA",
-                "ca.pem",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-out",
-                &format!("{name}.pem"),
-                "-days",
-                "2",
-                "-extfile",
-                &format!("{name}.ext"),
-            ]);
-        }
+        certificates(dir.path());
         let (client, peer) = (free_port(), free_port());
         let endpoint = format!("https://127.0.0.1:{client}");
         let log = std::fs::File::create(at("etcd.log")).unwrap();
@@ -1333,6 +1340,67 @@ fn a_fleet_reaches_etcd_over_tls_with_a_client_certificate() {
     let (code, doc) = hosts.run("a", &["down"]);
     assert_eq!(code, 0, "{doc}");
     hosts.assert_nothing_left(Duration::from_secs(20));
+}
+
+#[test]
+fn gateways_relay_over_https_when_the_fleet_file_gives_them_a_certificate() {
+    let cluster = Cluster::start("hosts-https");
+    wait_for_quorum(&cluster);
+    let pems = tempfile::tempdir().unwrap();
+    certificates(pems.path());
+    let pem = |name: &str| pems.path().join(name).display().to_string();
+    let hosts = Hosts::with(
+        &cluster,
+        "https",
+        &["gamma"],
+        "3s",
+        "1s",
+        "    placement: {hosts: [c]}\n",
+    );
+    let text = std::fs::read_to_string(&hosts.file).unwrap();
+    let tls = format!(
+        "version: 1\ngateway:\n  tls: {{cert: {}, key: {}, ca: {}}}\n",
+        pem("server.pem"),
+        pem("server.key"),
+        pem("ca.pem")
+    );
+    std::fs::write(&hosts.file, text.replacen("version: 1\n", &tls, 1)).unwrap();
+    let mut c = hosts.supervise("c");
+    let (code, doc) = hosts.run("a", &["up"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["servers"][0]["host"], "c", "{doc}");
+    let (url_c, _) = gateway_of(&hosts, "c");
+    assert!(url_c.starts_with("https://127.0.0.1:"), "{url_c}");
+    // A call on a, which runs nothing: relayed to c's gateway over HTTPS.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (code, doc) = hosts.run("a", &["call", "gamma", "echo"]);
+        if code == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never relayed over HTTPS: {doc}\n{}",
+            std::fs::read_to_string(hosts.state_dir("a").join("supervisor.log"))
+                .unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let pid = hosts
+        .journal()
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "call")
+        .and_then(|e| e["pid"].as_i64())
+        .unwrap() as i32;
+    assert!(hosts.processes_of("c").contains(&pid), "served on c: {pid}");
+    // The door speaks HTTPS only: plain HTTP gets no HTTP answer.
+    let (status, _) = post(&url_c.replacen("https://", "http://", 1), &[], "{}");
+    assert_eq!(status, 0);
+    let (code, doc) = hosts.run("a", &["down"]);
+    assert_eq!(code, 0, "{doc}");
+    hosts.assert_nothing_left(Duration::from_secs(20));
+    assert!(c.wait().unwrap().success());
 }
 
 fn wait_for_quorum(cluster: &Cluster) {

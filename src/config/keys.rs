@@ -93,7 +93,11 @@ pub const GATEWAY_KEYS: &[&str] = &[
     "meta",
     "max_connections",
     "max_sessions",
+    "tls",
 ];
+/// Keys of `gateway.tls:`: the door's certificate, and the CA of the other
+/// hosts' gateways.
+pub const GATEWAY_TLS_KEYS: &[&str] = &["cert", "key", "ca"];
 /// Keys of `metrics:`: where the supervisor serves its metrics without the gateway.
 pub const METRICS_KEYS: &[&str] = &["listen", "max_connections"];
 /// Keys of `supervisor:`: how its own files are rotated (docs/design.md §3).
@@ -228,6 +232,7 @@ pub(super) enum Level {
     Supervisor,
     Coordination,
     EtcdTls,
+    GatewayTls,
     Placement,
     Tools,
     Auth,
@@ -255,6 +260,7 @@ impl Level {
             Level::Supervisor => (SUPERVISOR_KEYS, SUPERVISOR_SYNONYMS),
             Level::Coordination => (COORDINATION_KEYS, COORDINATION_SYNONYMS),
             Level::EtcdTls => (ETCD_TLS_KEYS, ETCD_TLS_SYNONYMS),
+            Level::GatewayTls => (GATEWAY_TLS_KEYS, ETCD_TLS_SYNONYMS),
             Level::Placement => (PLACEMENT_KEYS, PLACEMENT_SYNONYMS),
             Level::Tools => (TOOLS_KEYS, TOOLS_SYNONYMS),
             Level::Auth => (AUTH_KEYS, AUTH_SYNONYMS),

@@ -51,7 +51,7 @@ pub use duration::{DEFAULT_TIMEOUT, DurationError, Timeout, parse_duration};
 pub use error::{ConfigError, ConfigErrors};
 pub use expand::{ExpandError, Text};
 pub use keys::{
-    AUTH_KEYS, BACKOFF_KEYS, CLIENT_CREDENTIALS_KEYS, COORDINATION_KEYS, ETCD_TLS_KEYS, PLACEMENT_KEYS, DEFAULTS_KEYS, GATEWAY_KEYS, HEALTH_KEYS,
+    AUTH_KEYS, BACKOFF_KEYS, CLIENT_CREDENTIALS_KEYS, COORDINATION_KEYS, ETCD_TLS_KEYS, GATEWAY_TLS_KEYS, PLACEMENT_KEYS, DEFAULTS_KEYS, GATEWAY_KEYS, HEALTH_KEYS,
     METRICS_KEYS, OAUTH_KEYS, REMOTE_ONLY_KEYS, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS,
     STDIO_ONLY_KEYS, SUPERVISOR_KEYS, TOKEN_STORES, TOOLS_KEYS, TOP_KEYS,
 };
@@ -74,5 +74,5 @@ pub use parse::{load_recorded, load_str};
 pub use read::{MAX_FILE_BYTES, read};
 pub use spec::{
     AuthSpec, ClientCredentialsSpec, EnvFile, ExposeSpec, Fleet, GatewaySpec, HealthCheck, HttpSpec, MAX_CAP, MetricsSpec,
-    OAuthSpec, CoordinationSpec, EtcdTls, Placement, RestartMode, RestartPolicy, Rotation, ServerSpec, StdioSpec, SupervisorSpec, TokenBackend, Transport,
+    OAuthSpec, CoordinationSpec, EtcdTls, GatewayTls, Placement, RestartMode, RestartPolicy, Rotation, ServerSpec, StdioSpec, SupervisorSpec, TokenBackend, Transport,
 };

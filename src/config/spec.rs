@@ -81,6 +81,21 @@ pub struct GatewaySpec {
     /// Open HTTP sessions at most (default 256); one more `initialize` is
     /// answered 503.
     pub max_sessions: Option<usize>,
+    /// HTTPS on the door, and the CA of the other hosts' gateways.
+    pub tls: Option<GatewayTls>,
+}
+
+/// `gateway.tls:`: the door serves HTTPS with this certificate; relays to
+/// the other hosts' gateways check theirs against `ca` (docs/design.md §19).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayTls {
+    /// The door's certificate chain (PEM).
+    pub cert: std::path::PathBuf,
+    /// Its private key (PEM).
+    pub key: std::path::PathBuf,
+    /// The CA (PEM) the other hosts' gateway certificates are checked
+    /// against, besides the system's roots.
+    pub ca: Option<std::path::PathBuf>,
 }
 
 /// The fleet file's `metrics:`.

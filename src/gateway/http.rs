@@ -63,6 +63,7 @@ pub(crate) fn serve(
     origins: Vec<String>,
     scrape: Option<crate::metrics::http::Render>,
     caps: Caps,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown: CancellationToken,
     tracker: &TaskTracker,
 ) {
@@ -128,6 +129,7 @@ pub(crate) fn serve(
             key: "gateway.max_connections",
             cap: caps.connections,
             journal: gateway,
+            tls,
         },
         move |peer| {
             let sessions = sessions.clone();
@@ -501,6 +503,8 @@ pub(crate) struct Door {
     pub cap: usize,
     /// Where refusals are told.
     pub journal: Arc<Gateway>,
+    /// HTTPS only, with this certificate (`gateway.tls`).
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 /// Accepts connections on `listener` until `shutdown` and serves each, as a task
@@ -573,21 +577,44 @@ pub(crate) fn accept_each<S>(
             }
             let service = service_of(peer);
             let shutdown = shutdown.clone();
+            let tls = door.tls.clone();
             connections.spawn(async move {
-                let connection = hyper::server::conn::http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(bounds::HEADER_TIMEOUT)
-                    .serve_connection(TokioIo::new(stream), service);
-                tokio::select! {
-                    r = connection => if let Err(e) = r {
-                        tracing::debug!(%peer, error = %e, "{name}: connection ended");
+                match tls {
+                    None => serve_connection(stream, service, peer, name, &shutdown).await,
+                    // The handshake is bounded as a request's headers are: a
+                    // peer that opens a connection and says nothing holds it
+                    // no longer.
+                    Some(tls) => match tokio::time::timeout(bounds::HEADER_TIMEOUT, tls.accept(stream)).await {
+                        Ok(Ok(stream)) => serve_connection(stream, service, peer, name, &shutdown).await,
+                        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "{name}: TLS handshake failed"),
+                        Err(_) => tracing::debug!(%peer, "{name}: no TLS handshake in time"),
                     },
-                    _ = shutdown.cancelled() => {}
                 }
                 drop(permit);
             });
         }
     });
+}
+
+/// Serves HTTP/1.1 on `stream` with `service` until it ends or `shutdown`.
+async fn serve_connection<I, S>(stream: I, service: S, peer: SocketAddr, name: &str, shutdown: &CancellationToken)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: hyper::service::Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(bounds::HEADER_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), service);
+    tokio::select! {
+        r = connection => if let Err(e) = r {
+            tracing::debug!(%peer, error = %e, "{name}: connection ended");
+        },
+        _ = shutdown.cancelled() => {}
+    }
 }
 
 impl Door {
@@ -714,9 +741,31 @@ pub(crate) fn new_token() -> std::io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Where the gateway listens, as a URL.
-pub(crate) fn url(addr: SocketAddr) -> String {
-    format!("http://{addr}{PATH}")
+/// Where the gateway listens, as a URL (`https://` with `tls`).
+pub(crate) fn url(addr: SocketAddr, tls: bool) -> String {
+    let scheme = if tls { "https" } else { "http" };
+    format!("{scheme}://{addr}{PATH}")
+}
+
+/// What serves HTTPS with the certificate chain and key of `tls`, or why
+/// it cannot.
+pub(crate) fn acceptor(tls: &crate::config::GatewayTls) -> Result<tokio_rustls::TlsAcceptor, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs = CertificateDer::pem_file_iter(&tls.cert)
+        .and_then(|c| c.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("cannot read the certificate {}: {e}", tls.cert.display()))?;
+    let key = PrivateKeyDer::from_pem_file(&tls.key)
+        .map_err(|e| format!("cannot read the key {}: {e}", tls.key.display()))?;
+    // The provider is named: with the `etcd` feature, a second one is linked.
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("{} and {} do not make a certificate to serve: {e}", tls.cert.display(), tls.key.display()))?;
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
 }
 
 #[cfg(test)]

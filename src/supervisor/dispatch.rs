@@ -539,7 +539,7 @@ async fn change(
 fn gateway_report(fleet: &FleetHandle) -> GatewayReport {
     let open = fleet.listening();
     GatewayReport {
-        url: open.as_ref().map(|o| crate::gateway::http::url(o.addr)),
+        url: open.as_ref().map(|o| o.url()),
         token_file: open
             .and_then(|o| o.token_file)
             .map(|f| f.display().to_string()),

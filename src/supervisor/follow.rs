@@ -37,7 +37,8 @@ pub(super) async fn follow(hosts: Arc<Hosts>, fleet: FleetHandle) {
     // Since when this host has owned each server without running it.
     let mut idle_owned: HashMap<String, Instant> = HashMap::new();
     // The calls relayed to the servers the other hosts run.
-    let relays = super::relay::Relays::new(hosts.token.clone());
+    let ca = super::relay::gateways_ca(&fleet.view().roster.fleet);
+    let relays = super::relay::Relays::new(hosts.token.clone(), ca);
     loop {
         tokio::select! {
             () = hosts.stop.cancelled() => return,

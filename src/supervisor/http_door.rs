@@ -22,6 +22,15 @@ pub(super) struct Listening {
     pub token_file: Option<PathBuf>,
     /// Closes the door; a child of the supervisor's shutdown.
     pub stop: tokio_util::sync::CancellationToken,
+    /// It serves HTTPS (`gateway.tls`).
+    pub tls: bool,
+}
+
+impl Listening {
+    /// Where it listens, as a URL.
+    pub(super) fn url(&self) -> String {
+        http::url(self.addr, self.tls)
+    }
 }
 
 /// Opens the HTTP door at `listen` (or the fleet's `gateway.listen`, or
@@ -56,6 +65,11 @@ pub(super) fn open(
             open.addr
         ));
     }
+    // A certificate that cannot be served is said before anything listens.
+    let tls = match &config.tls {
+        Some(tls) => Some(http::acceptor(tls).map_err(|e| format!("gateway.tls: {e}"))?),
+        None => None,
+    };
     let cannot = |e: std::io::Error| format!("cannot listen at {wanted}: {e}");
     let listener = std::net::TcpListener::bind(wanted).map_err(cannot)?;
     listener.set_nonblocking(true).map_err(cannot)?;
@@ -71,6 +85,7 @@ pub(super) fn open(
         config.origins.clone(),
         Some(scrape),
         caps.gateway,
+        tls.clone(),
         stop.clone(),
         &fixed.tracker,
     );
@@ -78,11 +93,12 @@ pub(super) fn open(
         addr,
         token_file,
         stop,
+        tls: tls.is_some(),
     };
-    tracing::info!(url = http::url(addr), "gateway listening");
+    tracing::info!(url = open.url(), "gateway listening");
     fixed
         .gateway
-        .note(format_args!("HTTP door open at {}", http::url(addr)));
+        .note(format_args!("HTTP door open at {}", open.url()));
     Ok(open)
 }
 

@@ -77,6 +77,7 @@ fn open(
         key: "metrics.max_connections",
         cap: caps(fixed, fleet).metrics,
         journal: fixed.gateway.clone(),
+        tls: None,
     };
     serve(
         listener,

@@ -62,6 +62,8 @@ struct Relay {
 pub(crate) struct Relays {
     /// The fleet's token, which every host's gateway takes.
     token: String,
+    /// The CA of the other hosts' gateway certificates (`gateway.tls.ca`).
+    ca: Option<reqwest::Certificate>,
     open: Mutex<HashMap<String, Relay>>,
     /// The lease and URL this host's gateway was last published under.
     published: Mutex<Option<(i64, String)>>,
@@ -72,14 +74,31 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Relays {
-    pub(super) fn new(token: String) -> Arc<Relays> {
+    pub(super) fn new(token: String, ca: Option<reqwest::Certificate>) -> Arc<Relays> {
         Arc::new(Relays {
             token,
+            ca,
             open: Mutex::default(),
             published: Mutex::default(),
         })
     }
 
+}
+
+/// The CA of `gateway.tls.ca`, read; `None` without one, or when it cannot
+/// be read (said in the log: relays then trust the system's roots only).
+pub(super) fn gateways_ca(fleet: &crate::config::Fleet) -> Option<reqwest::Certificate> {
+    let path = fleet.gateway.tls.as_ref()?.ca.as_ref()?;
+    let read = std::fs::read(path)
+        .map_err(|e| e.to_string())
+        .and_then(|pem| reqwest::Certificate::from_pem(&pem).map_err(|e| e.to_string()));
+    match read {
+        Ok(ca) => Some(ca),
+        Err(e) => {
+            tracing::warn!(error = %e, file = %path.display(), "cannot read gateway.tls.ca; relays trust the system's roots only");
+            None
+        }
+    }
 }
 
 /// Where this host's gateway listens: `$MCPFLEET_LISTEN`, else what the
@@ -91,8 +110,9 @@ pub(super) fn listen_here() -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// The URL the other hosts reach this host's gateway at, listening at `addr`.
-fn advertised(addr: std::net::SocketAddr) -> String {
+/// The URL the other hosts reach this host's gateway at, listening at `addr`
+/// (over HTTPS with `tls`).
+fn advertised(addr: std::net::SocketAddr, tls: bool) -> String {
     if let Ok(url) = std::env::var(ADVERTISE_ENV)
         && !url.trim().is_empty()
     {
@@ -100,9 +120,10 @@ fn advertised(addr: std::net::SocketAddr) -> String {
     }
     if addr.ip().is_unspecified() {
         let host = crate::platform::hostname().unwrap_or_else(|| "localhost".to_owned());
-        return format!("http://{host}:{}{}", addr.port(), crate::gateway::http::PATH);
+        let scheme = if tls { "https" } else { "http" };
+        return format!("{scheme}://{host}:{}{}", addr.port(), crate::gateway::http::PATH);
     }
-    crate::gateway::http::url(addr)
+    crate::gateway::http::url(addr, tls)
 }
 
 /// Keeps this host's gateway door open and published under its lease, for
@@ -128,7 +149,7 @@ pub(super) async fn keep_door(hosts: &Hosts, relays: &Relays, fleet: &FleetHandl
             }
         },
     };
-    let url = advertised(open.addr);
+    let url = advertised(open.addr, open.tls);
     let lease = hosts.lease();
     let now = Some((lease, url.clone()));
     if *lock(&relays.published) == now {
@@ -240,6 +261,7 @@ fn aim(
                 (crate::gateway::http::GENERATION.to_owned(), target.generation.to_string()),
             ],
             keeper: None,
+            ca: relays.ca.clone(),
         };
         let opening = Session::initialize_http(&remote, Default::default(), Some(listener), OPEN_WITHIN);
         let opened = match tokio::time::timeout(OPEN_WITHIN, opening).await {

@@ -112,7 +112,7 @@ pub(crate) fn from_env(var: impl Fn(&str) -> Option<String>) -> Setup {
         "http" => {}
         "https" => {
             return Setup::Refused(format!(
-                "{given} is an https URL, but mcpfleet links no TLS: export to an http:// endpoint \
+                "{given} is an https URL, but mcpfleet exports spans over plain HTTP only: export to an http:// endpoint \
                  (a collector on this host or a sidecar that forwards over TLS)"
             ));
         }
@@ -349,7 +349,7 @@ mod tests {
     #[test]
     fn https_grpc_and_bad_urls_are_refused_with_the_reason() {
         let why = refused(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "https://h:4318")]);
-        assert!(why.contains("links no TLS"), "{why}");
+        assert!(why.contains("over plain HTTP only"), "{why}");
         let why = refused(&[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4317"),
             ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),

@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 
 use mcpfleet::config::{
     AUTH_KEYS, BACKOFF_KEYS, CLIENT_CREDENTIALS_KEYS, COORDINATION_KEYS, DEFAULTS_KEYS,
-    DURATION_PATTERN, ENV_NAME_PATTERN, ETCD_TLS_KEYS, GATEWAY_KEYS, HEADER_NAME_PATTERN,
-    HEALTH_KEYS, METRICS_KEYS, NAME_PATTERN, OAUTH_KEYS, PLACEMENT_KEYS, REMOTE_ONLY_KEYS,
-    RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS, SIZE_PATTERN, STDIO_ONLY_KEYS, SUPERVISOR_KEYS,
-    TIMEOUT_PATTERN, TOKEN_STORES, TOOLS_KEYS, TOP_KEYS, URL_PATTERN, load, load_str,
+    DURATION_PATTERN, ENV_NAME_PATTERN, ETCD_TLS_KEYS, GATEWAY_KEYS, GATEWAY_TLS_KEYS,
+    HEADER_NAME_PATTERN, HEALTH_KEYS, METRICS_KEYS, NAME_PATTERN, OAUTH_KEYS, PLACEMENT_KEYS,
+    REMOTE_ONLY_KEYS, RESTART_KEYS, RESTART_POLICIES, SERVER_KEYS, SIZE_PATTERN, STDIO_ONLY_KEYS,
+    SUPERVISOR_KEYS, TIMEOUT_PATTERN, TOKEN_STORES, TOOLS_KEYS, TOP_KEYS, URL_PATTERN, load,
+    load_str,
 };
 use serde_json::Value;
 
@@ -159,6 +160,11 @@ fn the_schema_allows_exactly_the_keys_the_parser_accepts() {
         ),
         ("health", s.property(server, "health"), HEALTH_KEYS),
         ("gateway", s.at(&["gateway"]), GATEWAY_KEYS),
+        (
+            "gateway.tls",
+            s.property(s.at(&["gateway"]), "tls"),
+            GATEWAY_TLS_KEYS,
+        ),
         ("metrics", s.at(&["metrics"]), METRICS_KEYS),
         ("supervisor", s.at(&["supervisor"]), SUPERVISOR_KEYS),
         ("coordination", s.at(&["coordination"]), COORDINATION_KEYS),

@@ -799,7 +799,7 @@ fn grpc_and_https_are_refused_with_one_warning_and_the_fleet_runs() {
         (
             "https",
             vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "PLACEHOLDER-TLS".to_owned())],
-            "mcpfleet links no TLS",
+            "mcpfleet exports spans over plain HTTP only",
         ),
     ];
     for (label, mut otel, says) in cases {

@@ -53,7 +53,36 @@ fn a_wrong_coordination_names_its_place() {
         one_error(&format!(
             "{HEAD}  a: {{command: x}}\ncoordination:\n  etcd: [127.0.0.1:2379, https://e:2379]\n"
         )),
-        "5:26: coordination.etcd[1]: `https://e:2379`: TLS to etcd is not supported yet; reach etcd over a private network or a local proxy (write e.g. http://127.0.0.1:2379)"
+        "5:9: coordination.etcd: `https://` endpoints need `tls: {ca: FILE}`: the CA that signed etcd's certificates"
+    );
+    let tls = |rest: &str| {
+        one_error(&format!(
+            "{HEAD}  a: {{command: x}}\ncoordination:\n  etcd: [https://e:2379]\n  tls: {rest}\n"
+        ))
+    };
+    assert_eq!(
+        tls("{ca: /nonexistent/ca.pem}"),
+        "6:13: coordination.tls.ca: cannot read `/nonexistent/ca.pem`: No such file or directory (os error 2)"
+    );
+    let alone = errors(&format!(
+        "{HEAD}  a: {{command: x}}\ncoordination:\n  etcd: [https://e:2379]\n  tls: {{cert: /nonexistent/c.pem}}\n"
+    ));
+    assert!(
+        alone.contains(&"6:8: coordination.tls: `tls` needs `cert` and `key` together: the client certificate and its key".to_owned()),
+        "{alone:#?}"
+    );
+    let not_pem = tls("{ca: Cargo.toml}");
+    assert!(
+        not_pem.starts_with("6:13: coordination.tls.ca: `")
+            && not_pem.ends_with("/Cargo.toml` is not a PEM file (no `-----BEGIN`)"),
+        "{not_pem}"
+    );
+    let unknown = errors(&format!(
+        "{HEAD}  a: {{command: x}}\ncoordination:\n  etcd: [https://e:2379]\n  tls: {{cacert: x}}\n"
+    ));
+    assert!(
+        unknown.contains(&"6:9: coordination.tls.cacert: unknown key `cacert`; did you mean `ca`?".to_owned()),
+        "{unknown:#?}"
     );
     assert_eq!(
         one_error(&format!("{HEAD}  a: {{command: x}}\ncoordination:\n  etcd: []\n")),

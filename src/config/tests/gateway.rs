@@ -108,3 +108,33 @@ fn bad_prefixes_and_tool_filters_are_reported() {
     ));
     assert!(e.contains("`deny`"), "{e}");
 }
+
+#[test]
+fn gateway_tls_needs_a_certificate_and_its_key_that_can_be_read() {
+    let tls = |rest: &str| errors(&format!("{HEAD}  a: {{command: x}}\ngateway:\n  tls: {rest}\n"));
+    assert_eq!(
+        tls("{cert: /nonexistent/g.pem}"),
+        [
+            "5:8: gateway.tls: `tls` needs `cert` and `key`: the certificate the gateway serves HTTPS with, and its key",
+            "5:15: gateway.tls.cert: cannot read `/nonexistent/g.pem`: No such file or directory (os error 2)",
+        ]
+    );
+    // Named as found: relative to the fleet file's folder.
+    let not_pem = tls("{cert: Cargo.toml, key: Cargo.toml}");
+    assert_eq!(not_pem.len(), 2, "{not_pem:#?}");
+    for (error, at) in not_pem.iter().zip(["5:15: gateway.tls.cert: `", "5:32: gateway.tls.key: `"]) {
+        assert!(error.starts_with(at), "{error}");
+        assert!(error.ends_with("/Cargo.toml` is not a PEM file (no `-----BEGIN`)"), "{error}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pem = dir.path().join("g.pem");
+    std::fs::write(&pem, "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n").unwrap();
+    let text = format!(
+        "{HEAD}  a: {{command: x}}\ngateway:\n  tls: {{cert: {p}, key: {p}, ca: {p}}}\n",
+        p = pem.display()
+    );
+    let fleet = ok(&text);
+    let tls = fleet.gateway.tls.expect("tls");
+    assert_eq!((tls.cert.as_path(), tls.key.as_path()), (pem.as_path(), pem.as_path()));
+    assert_eq!(tls.ca.as_deref(), Some(pem.as_path()));
+}

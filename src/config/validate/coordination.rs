@@ -57,7 +57,7 @@ impl Validator<'_> {
         }
         // TLS and `https://` go together: one scheme for every endpoint.
         if let (Some(list), Some(at)) = (&endpoints, entries.iter().find(|e| e.key == "etcd"))
-            && let Err(message) = schemes_fit(list, spec.tls.is_some())
+            && let Err(message) = schemes_fit(list, entries.iter().any(|e| e.key == "tls"))
         {
             self.error(&at.value_at, message);
             return None;
@@ -118,7 +118,7 @@ impl Validator<'_> {
 
     /// A PEM file named by `entry`, relative to the fleet file's folder; one
     /// that cannot be read is an error here (not when a supervisor starts).
-    fn pem_file(&mut self, entry: &Entry) -> Option<std::path::PathBuf> {
+    pub(super) fn pem_file(&mut self, entry: &Entry) -> Option<std::path::PathBuf> {
         let text = self.text(entry.value, &entry.value_at)?;
         if text.value.is_empty() {
             self.error(&entry.value_at, format!("`{}` must name a file", entry.key));

@@ -4,7 +4,7 @@
 use super::super::keys::Level;
 use super::super::walk::{Entry, Validator};
 use super::super::yaml::Node;
-use super::super::spec::{ExposeSpec, GatewaySpec, MAX_CAP, MetricsSpec};
+use super::super::spec::{ExposeSpec, GatewaySpec, GatewayTls, MAX_CAP, MetricsSpec};
 
 /// The longest `prefix:`: room is left for `__` and the tool's own name within
 /// the 64 characters clients accept.
@@ -40,12 +40,46 @@ impl Validator<'_> {
                 "meta" => spec.meta = self.boolean(e).unwrap_or(false),
                 "max_connections" => spec.max_connections = self.cap(e),
                 "max_sessions" => spec.max_sessions = self.cap(e),
+                "tls" => spec.tls = self.gateway_tls(e),
                 _ => {
                     self.unknown_key(e, Level::Gateway);
                 }
             }
         }
         spec
+    }
+
+    /// `tls:` of the gateway: `cert` and `key` (both), `ca` (optional); PEM
+    /// files relative to the fleet file's folder.
+    fn gateway_tls(&mut self, entry: &Entry) -> Option<GatewayTls> {
+        let entries = self.mapping(entry.value, &entry.value_at, "a mapping")?;
+        let (mut cert, mut key, mut ca) = (None, None, None);
+        for e in &entries {
+            match e.key.as_str() {
+                "cert" => cert = self.pem_file(e),
+                "key" => key = self.pem_file(e),
+                "ca" => ca = self.pem_file(e),
+                _ => {
+                    self.unknown_key(e, Level::GatewayTls);
+                }
+            }
+        }
+        let given = |name: &str| entries.iter().any(|e| e.key == name);
+        if !given("cert") || !given("key") {
+            self.error(
+                &entry.value_at,
+                "`tls` needs `cert` and `key`: the certificate the gateway serves HTTPS with, and its key",
+            );
+            return None;
+        }
+        if given("ca") && ca.is_none() {
+            return None;
+        }
+        Some(GatewayTls {
+            cert: cert?,
+            key: key?,
+            ca,
+        })
     }
 
     /// `metrics:` at the top level (docs/design.md §17).

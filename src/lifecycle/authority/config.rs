@@ -98,6 +98,7 @@ impl ServerConfig {
                         )),
                         _ => None,
                     },
+                    ca: None,
                 };
                 (Endpoint::Http(remote), http.url.display().to_owned())
             }

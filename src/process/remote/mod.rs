@@ -56,6 +56,25 @@ pub struct Remote {
     /// The keeper of the server's OAuth tokens (`auth:`), which hands out the
     /// bearer token of every request.
     pub keeper: Option<Arc<crate::auth::Keeper>>,
+    /// A CA its certificate is checked against besides the system's roots:
+    /// another host's gateway (`gateway.tls.ca`, docs/design.md §19).
+    pub ca: Option<reqwest::Certificate>,
+}
+
+impl Remote {
+    /// The HTTP client of every request to it: trusting [`Remote::ca`] too.
+    pub(crate) fn client(&self) -> reqwest::Client {
+        match &self.ca {
+            None => reqwest::Client::new(),
+            Some(ca) => reqwest::Client::builder()
+                .add_root_certificate(ca.clone())
+                .build()
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "cannot make an HTTP client that trusts the gateways' CA");
+                    reqwest::Client::new()
+                }),
+        }
+    }
 }
 
 /// How the DELETE that ended a session went.
@@ -204,7 +223,7 @@ pub(crate) struct ObservedClient {
 impl ObservedClient {
     pub(crate) fn new(remote: &Remote, probe: DeleteProbe, loss: SessionLoss) -> ObservedClient {
         ObservedClient {
-            inner: reqwest::Client::new(),
+            inner: remote.client(),
             probe,
             loss,
             secrets: secrets_of(remote).into(),

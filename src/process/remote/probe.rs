@@ -32,6 +32,7 @@ const PROBE_READ_BYTES: usize = 1024 * 1024;
 /// `headers` (a remote server's), and returns its answer if one came within
 /// `bound`.
 pub(crate) async fn discover(
+    client: &reqwest::Client,
     url: &str,
     headers: &[(String, String)],
     params: &Value,
@@ -41,7 +42,7 @@ pub(crate) async fn discover(
         .as_str()?
         .to_owned();
     let body = json!({"jsonrpc": "2.0", "id": PROBE_ID, "method": "server/discover", "params": params});
-    let mut request = reqwest::Client::new()
+    let mut request = client
         .post(url)
         .header(CONTENT_TYPE, "application/json")
         .header(ACCEPT, "application/json, text/event-stream")

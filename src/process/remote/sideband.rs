@@ -109,9 +109,9 @@ pub(crate) struct Sideband {
 impl Sideband {
     /// The side requests to the session at `url` whose POSTs `seen` watches;
     /// `modern`: the `_meta` of a 2026-07-28 session's requests.
-    pub(crate) fn new(url: &str, seen: Seen, modern: Option<Map<String, Value>>) -> Sideband {
+    pub(crate) fn new(client: reqwest::Client, url: &str, seen: Seen, modern: Option<Map<String, Value>>) -> Sideband {
         Sideband {
-            client: reqwest::Client::new(),
+            client,
             url: url.into(),
             seen,
             modern: modern.map(Arc::new),

@@ -77,6 +77,7 @@ fn secrets_of_headers_and_url_are_redacted() {
             ("X-Trace".into(), "1".into()),
         ],
         keeper: None,
+        ca: None,
     };
     let secrets = secrets_of(&remote);
     let text = "bad token s3cret-token (Bearer s3cret-token) at /mcp?key=url-secret-1 \
@@ -114,6 +115,7 @@ async fn answers_that_say_the_session_is_unknown_are_a_lost_session() {
         url: "http://127.0.0.1:9/mcp".into(),
         headers: Vec::new(),
         keeper: None,
+        ca: None,
     };
     let judge = |sent: Sent, answer: Result<StreamableHttpPostResponse, Error>| {
         let loss = SessionLoss::default();
@@ -166,6 +168,7 @@ async fn a_loss_fires_once_the_error_that_found_it_is_dropped() {
         url: "http://127.0.0.1:9/mcp".into(),
         headers: Vec::new(),
         keeper: None,
+        ca: None,
     };
     let loss = SessionLoss::default();
     let client = ObservedClient::new(&remote, DeleteProbe::default(), loss.clone());
@@ -193,6 +196,7 @@ fn a_bearer_challenge_with_resource_metadata_is_auth_required_with_what_to_add()
         url: "http://127.0.0.1:9/mcp".into(),
         headers: Vec::new(),
         keeper: None,
+        ca: None,
     };
     let client = ObservedClient::new(&bare, DeleteProbe::default(), SessionLoss::default());
     let challenge = "Bearer resource_metadata=\"http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp\", scope=\"read\"";

@@ -257,7 +257,7 @@ impl Session {
         {
             headers.push(("Authorization".into(), format!("Bearer {token}")));
         }
-        let reply = match crate::process::remote::discover(&remote.url, &headers, &params, bound).await {
+        let reply = match crate::process::remote::discover(&remote.client(), &remote.url, &headers, &params, bound).await {
             Some(crate::process::remote::Discovered::Result(r)) => era::Reply::Result(r),
             Some(crate::process::remote::Discovered::Error(e)) => era::Reply::Error(e),
             None => era::Reply::Nothing,
@@ -310,7 +310,7 @@ impl Session {
                     era,
                 )
                 .await;
-                let side = crate::process::remote::Sideband::new(&remote.url, seen, modern)
+                let side = crate::process::remote::Sideband::new(remote.client(), &remote.url, seen, modern)
                     .with_keeper(remote.keeper.clone());
                 // A session the server no longer knows ends its side requests.
                 if let Some(loss) = session.loss.clone() {
