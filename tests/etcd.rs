@@ -779,7 +779,7 @@ fn gamma_placed_on_c(label: &str) -> (Cluster, Hosts, Child, serde_json::Value) 
         &["gamma"],
         "3s",
         "1s",
-        "    placement: {hosts: [c]}\n",
+        "    placement: {hosts: [c]}\n    tools: {deny: [tool_3]}\n",
     );
     let c = hosts.supervise("c");
     let (code, doc) = hosts.run("a", &["up"]);
@@ -1091,6 +1091,14 @@ fn any_hosts_gateway_relays_a_call_to_the_one_generation_that_runs_the_server() 
     let (status, text) = with(Some(generation.to_string()), &bearer);
     assert_eq!(status, 200, "{text}");
     assert!(text.contains("direct"), "{text}");
+    // What the fleet file hides is hidden there too.
+    let (hidden_headers, hidden) = modern_call("tool_3", "hidden");
+    let mut h: Vec<(&str, String)> = hidden_headers;
+    h.push(("Authorization", bearer.clone()));
+    h.push(("Mcpfleet-Generation", generation.to_string()));
+    let h: Vec<(&str, &str)> = h.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let (_, text) = post(&endpoint, &h, &hidden);
+    assert!(text.contains("unknown tool `tool_3`"), "{text}");
     let (status, text) = with(Some((generation + 1).to_string()), &bearer);
     assert_eq!(status, 409, "another generation is refused: {text}");
     assert!(

@@ -54,7 +54,7 @@ pub(crate) struct ClientSession {
     opened: Arc<OnceLock<Opened>>,
     /// The servers this session sees (`connect SERVER...`); all when `None`.
     scope: Scope,
-    /// Names as the servers give them, none filtered: a session at one
+    /// Names as the servers give them (filtered by `tools:` still): a session at one
     /// server's endpoint, which another host's gateway relays to
     /// (docs/design.md §19); that gateway names them.
     raw: bool,
@@ -131,7 +131,7 @@ impl ClientSession {
     }
 
     /// The same session, seeing server `index` alone, under the names it
-    /// gives and with nothing filtered: that server's endpoint.
+    /// gives (what its `tools:` hides still hidden): that server's endpoint.
     pub(crate) fn alone(self, index: usize) -> ClientSession {
         let mut session = self.scoped(vec![index]);
         session.raw = true;

@@ -116,7 +116,7 @@ impl Gateway {
     /// Building the names costs in proportion to every item of the fleet, and a
     /// call needs them to route one name: the last catalog built is kept and
     /// used again while every server's list and exposure are the same.
-    /// `raw`: every item under the name its server gave it, none left out.
+    /// `raw`: every item that `keep` keeps, under the name its server gave it.
     pub(super) async fn named<T: Listing + Named>(
         &self,
         scope: &Scope,
@@ -125,12 +125,20 @@ impl Gateway {
     ) -> Arc<(Vec<T>, names::Names)> {
         let gathered = self.gather::<T>(scope).await;
         if raw {
-            let items: Vec<T> = gathered.iter().flat_map(|(_, list)| list.iter().cloned()).collect();
-            let names = names::Names::as_given(
-                gathered
-                    .iter()
-                    .flat_map(|(i, list)| list.iter().map(move |item| (*i, item.name()))),
-            );
+            // Filtered as the fleet file says all the same: a server's endpoint
+            // never offers what the gateway hides.
+            let members = self.members();
+            let kept: Vec<(usize, &T)> = gathered
+                .iter()
+                .filter_map(|(i, list)| Some((*i, list, members.get(*i)?.as_ref()?)))
+                .flat_map(|(i, list, member)| {
+                    list.iter()
+                        .filter(|item| keep(&member.exposure, item))
+                        .map(move |item| (i, item))
+                })
+                .collect();
+            let names = names::Names::as_given(kept.iter().map(|(i, item)| (*i, item.name())));
+            let items = kept.into_iter().map(|(_, item)| item.clone()).collect();
             return Arc::new((items, names));
         }
         let members = self.members();
