@@ -600,15 +600,21 @@ fn processes_with(entries: &[&str]) -> Vec<i32> {
 /// The checker of a run's journal: per server, generations start in
 /// increasing order, and no call is served by a generation older than one
 /// that has already served a call.
+/// The server and generation of a journal line, from its `MCPFLEET_TAG`
+/// (`scope:server:generation`).
+fn tagged(line: &serde_json::Value) -> (String, u64) {
+    let tag = line["tag"].as_str().unwrap_or_default();
+    let mut parts = tag.rsplitn(3, ':');
+    let generation: u64 = parts.next().and_then(|g| g.parse().ok()).unwrap_or(0);
+    (parts.next().unwrap_or_default().to_owned(), generation)
+}
+
 fn check_journal(journal: &[serde_json::Value]) -> Vec<String> {
     let mut violations = Vec::new();
     let mut started: std::collections::HashMap<String, u64> = Default::default();
     let mut newest_call: std::collections::HashMap<String, u64> = Default::default();
     for line in journal {
-        let tag = line["tag"].as_str().unwrap_or_default();
-        let mut parts = tag.rsplitn(3, ':');
-        let generation: u64 = parts.next().and_then(|g| g.parse().ok()).unwrap_or(0);
-        let server = parts.next().unwrap_or_default().to_owned();
+        let (server, generation) = tagged(line);
         match line["event"].as_str() {
             Some("start") => {
                 if let Some(last) = started.get(&server)
@@ -630,6 +636,51 @@ fn check_journal(journal: &[serde_json::Value]) -> Vec<String> {
                 *newest = (*newest).max(generation);
             }
             _ => {}
+        }
+    }
+    violations
+}
+
+/// Over etcd's history (L20): every generation the journal saw start is the
+/// revision at which a host wrote its server's record taking it (`starting`),
+/// not any other write.
+async fn check_history(
+    endpoints: &[String],
+    prefix: &str,
+    journal: &[serde_json::Value],
+) -> Vec<String> {
+    let mut client = etcd_client::Client::connect(endpoints, None).await.unwrap();
+    let started: std::collections::BTreeSet<(String, u64)> = journal
+        .iter()
+        .filter(|l| l["event"] == "start")
+        .map(tagged)
+        .collect();
+    let mut violations = Vec::new();
+    for (server, generation) in started {
+        let key = format!("{prefix}/servers/{server}/state");
+        let at = etcd_client::GetOptions::new().with_revision(generation as i64);
+        let found = match client.get(key, Some(at)).await {
+            Ok(found) => found,
+            Err(e) => {
+                violations.push(format!("{server}: etcd's history at {generation}: {e}"));
+                continue;
+            }
+        };
+        match found.kvs().first() {
+            Some(kv) if kv.mod_revision() == generation as i64 => {
+                let record: serde_json::Value =
+                    serde_json::from_slice(kv.value()).unwrap_or_default();
+                if record["phase"] != "starting" {
+                    violations.push(format!(
+                        "{server}: generation {generation} is a write of {record}, not a take"
+                    ));
+                }
+            }
+            Some(kv) => violations.push(format!(
+                "{server}: generation {generation} is no write of its record (last written at {})",
+                kv.mod_revision()
+            )),
+            None => violations.push(format!("{server}: no record at revision {generation}")),
         }
     }
     violations
@@ -1714,7 +1765,12 @@ fn chaos_of_three_hosts_never_lets_two_generations_serve() {
     assert_eq!(code, 0, "{doc}");
     hosts.assert_nothing_left(Duration::from_secs(30));
     let journal = hosts.journal();
-    let violations = check_journal(&journal);
+    let mut violations = check_journal(&journal);
+    violations.extend(runtime.block_on(check_history(
+        &cluster.endpoints,
+        "/mcpfleet/chaos",
+        &journal,
+    )));
     let starts = journal.iter().filter(|l| l["event"] == "start").count();
     let calls = journal.iter().filter(|l| l["event"] == "call").count();
     eprintln!(
