@@ -359,7 +359,7 @@ pub(crate) fn endpoint(text: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::endpoint;
+    use crate::config::validate::coordination::{endpoint, schemes_fit};
 
     #[test]
     fn endpoints_are_http_with_a_port() {
@@ -376,9 +376,9 @@ mod tests {
     fn tls_and_https_go_together() {
         let https = vec!["https://a:1".to_owned(), "https://b:1".to_owned()];
         let mixed = vec!["https://a:1".to_owned(), "http://b:1".to_owned()];
-        assert!(super::schemes_fit(&https, true).is_ok());
-        assert!(super::schemes_fit(&https, false).unwrap_err().contains("need `tls"));
-        assert!(super::schemes_fit(&mixed, true).unwrap_err().contains("every etcd endpoint"));
-        assert!(super::schemes_fit(&mixed[1..], false).is_ok());
+        assert!(schemes_fit(&https, true).is_ok());
+        assert!(schemes_fit(&https, false).unwrap_err().contains("need `tls"));
+        assert!(schemes_fit(&mixed, true).unwrap_err().contains("every etcd endpoint"));
+        assert!(schemes_fit(&mixed[1..], false).is_ok());
     }
 }
