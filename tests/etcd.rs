@@ -395,17 +395,21 @@ impl Hosts {
         self.dir.path().join(format!("state-{host}"))
     }
 
-    /// `mcpfleet -f FILE --output json ARGS` on `host`, bounded.
-    fn run(&self, host: &str, args: &[&str]) -> (i32, serde_json::Value) {
+    /// `mcpfleet -f FILE ARGS` on `host`, bounded: what it wrote.
+    fn output(&self, host: &str, args: &[&str]) -> std::process::Output {
         let mut cmd = Command::new("timeout");
         cmd.arg("120")
             .arg(env!("CARGO_BIN_EXE_mcpfleet"))
             .arg("-f")
             .arg(&self.file)
-            .args(["--output", "json"])
             .args(args);
         self.env(&mut cmd, host);
-        let out = cmd.stdin(Stdio::null()).output().unwrap();
+        cmd.stdin(Stdio::null()).output().unwrap()
+    }
+
+    /// `mcpfleet -f FILE --output json ARGS` on `host`, bounded.
+    fn run(&self, host: &str, args: &[&str]) -> (i32, serde_json::Value) {
+        let out = self.output(host, &[&["--output", "json"][..], args].concat());
         let code = out.status.code().unwrap_or(-1);
         let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
             panic!(
@@ -548,6 +552,15 @@ impl Hosts {
             assert!(Instant::now() < deadline, "left after down: {left:?}");
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// `down` on `host`: nothing of the run is left, and the standby
+    /// supervisor `standby` has exited cleanly.
+    fn down_from(&self, host: &str, mut standby: Child) {
+        let (code, doc) = self.run(host, &["down"]);
+        assert_eq!(code, 0, "{doc}");
+        self.assert_nothing_left(Duration::from_secs(20));
+        assert!(standby.wait().unwrap().success());
     }
 
     fn journal(&self) -> Vec<serde_json::Value> {
@@ -843,7 +856,7 @@ fn gamma_placed_on_c(label: &str) -> (Cluster, Hosts, Child, serde_json::Value) 
 fn a_server_runs_only_where_it_is_placed() {
     // c's supervisor stands by; `up` on a, where gamma may not run, waits for
     // c to take it.
-    let (_cluster, hosts, mut c, doc) = gamma_placed_on_c("placement");
+    let (_cluster, hosts, c, doc) = gamma_placed_on_c("placement");
     assert_eq!(doc["servers"][0]["state"], "running", "{doc}");
     let on_c: Vec<_> = hosts
         .servers_alive()
@@ -861,10 +874,7 @@ fn a_server_runs_only_where_it_is_placed() {
         !hosts.state_dir("b").join("supervisor.lock").exists()
             || hosts.processes_of("b").is_empty()
     );
-    let (code, doc) = hosts.run("b", &["down"]);
-    assert_eq!(code, 0, "{doc}");
-    hosts.assert_nothing_left(Duration::from_secs(20));
-    assert!(c.wait().unwrap().success());
+    hosts.down_from("b", c);
 }
 
 #[test]
@@ -1082,7 +1092,7 @@ fn gateway_of(hosts: &Hosts, host: &str) -> (String, String) {
 
 #[test]
 fn any_hosts_gateway_relays_a_call_to_the_one_generation_that_runs_the_server() {
-    let (_cluster, hosts, mut c, doc) = gamma_placed_on_c("relay");
+    let (_cluster, hosts, c, doc) = gamma_placed_on_c("relay");
     let generation = doc["servers"][0]["generation"].as_u64().unwrap();
     // Both hosts' gateways take the fleet's one token.
     let (url_a, token) = gateway_of(&hosts, "a");
@@ -1166,10 +1176,7 @@ fn any_hosts_gateway_relays_a_call_to_the_one_generation_that_runs_the_server() 
         "{}",
     );
     assert_eq!(status, 404);
-    let (code, doc) = hosts.run("a", &["down"]);
-    assert_eq!(code, 0, "{doc}");
-    hosts.assert_nothing_left(Duration::from_secs(20));
-    assert!(c.wait().unwrap().success());
+    hosts.down_from("a", c);
 }
 
 /// A CA (`ca.pem`), and a server's and a client's certificate and key signed
@@ -1358,17 +1365,7 @@ fn a_fleet_reaches_etcd_over_tls_with_a_client_certificate() {
         "1s",
         "",
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpfleet"))
-        .arg("-f")
-        .arg(&without.file)
-        .arg("up")
-        .env(TEST_ID_VAR, &without.test_id)
-        .env("MCPFLEET_HOST", "c")
-        .env("MCPFLEET_STATE_DIR", without.state_dir("c"))
-        .env("MCPFLEET_LISTEN", "127.0.0.1:0")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = without.output("c", &["up"]);
     assert_ne!(out.status.code(), Some(0));
     let said = format!(
         "{}{}",
@@ -1387,12 +1384,7 @@ fn a_fleet_reaches_etcd_over_tls_with_a_client_certificate() {
         ),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpfleet"))
-        .arg("-f")
-        .arg(&without.file)
-        .arg("validate")
-        .output()
-        .unwrap();
+    let out = without.output("c", &["validate"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("3:9") && said.contains("need `tls"), "{said}");
@@ -1424,7 +1416,7 @@ fn gateways_relay_over_https_when_the_fleet_file_gives_them_a_certificate() {
         pem("ca.pem")
     );
     std::fs::write(&hosts.file, text.replacen("version: 1\n", &tls, 1)).unwrap();
-    let mut c = hosts.supervise("c");
+    let c = hosts.supervise("c");
     let (code, doc) = hosts.run("a", &["up"]);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["servers"][0]["host"], "c", "{doc}");
@@ -1456,10 +1448,7 @@ fn gateways_relay_over_https_when_the_fleet_file_gives_them_a_certificate() {
     // The door speaks HTTPS only: plain HTTP gets no HTTP answer.
     let (status, _) = post(&url_c.replacen("https://", "http://", 1), &[], "{}");
     assert_eq!(status, 0);
-    let (code, doc) = hosts.run("a", &["down"]);
-    assert_eq!(code, 0, "{doc}");
-    hosts.assert_nothing_left(Duration::from_secs(20));
-    assert!(c.wait().unwrap().success());
+    hosts.down_from("a", c);
 }
 
 fn wait_for_quorum(cluster: &Cluster) {

@@ -56,7 +56,7 @@ pub(super) fn door_token(fixed: &Fixed, fleet: &Fleet) -> Result<(String, Option
     match &fleet.gateway.token {
         Some(text) => Ok((text.value.clone(), None)),
         None => {
-            let file = fixed.dir.root().join("gateway.token");
+            let file = fixed.dir.root().join(TOKEN_FILE);
             let token = token(&file).map_err(|e| {
                 format!(
                     "cannot create the gateway's token in {}: {e}",
@@ -67,6 +67,10 @@ pub(super) fn door_token(fixed: &Fixed, fleet: &Fleet) -> Result<(String, Option
         }
     }
 }
+
+/// The file of the state directory that keeps the HTTP doors' token when the
+/// fleet file gives none.
+pub(super) const TOKEN_FILE: &str = "gateway.token";
 
 /// Keeps `token` in `path` (0600), in place of any there: on a host of a
 /// fleet that spans hosts, the fleet's token, which every host's gateway

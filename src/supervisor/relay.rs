@@ -50,12 +50,18 @@ struct Target {
     url: String,
 }
 
-/// One server's relay: opening (no session yet), open, or failed.
+/// One server's relay: aimed at `target`, and how far it got.
 struct Relay {
     target: Target,
-    session: Option<Session>,
-    opening: bool,
-    since: Instant,
+    leg: Leg,
+}
+
+/// How far a relay got.
+enum Leg {
+    Opening,
+    Open(Box<Session>),
+    /// It could not open, at this moment: tried again after [`RETRY_AFTER`].
+    Failed(Instant),
 }
 
 /// The relays of this host, and where its own gateway was last published.
@@ -82,7 +88,6 @@ impl Relays {
             published: Mutex::default(),
         })
     }
-
 }
 
 /// The CA of `gateway.tls.ca`, read; `None` without one, or when it cannot
@@ -181,10 +186,10 @@ pub(super) async fn follow(
         }
     };
     let view = fleet.view();
-    let mut held = Vec::new();
+    let mut held = std::collections::HashSet::new();
     for server in &view.roster.servers {
         let name = &server.spec.name;
-        held.push(name.clone());
+        held.insert(name.as_str());
         let target = placed.get(name).and_then(|p| {
             let host = p.host.clone().filter(|h| *h != hosts.me)?;
             let url = gateways.get(&host)?;
@@ -199,7 +204,7 @@ pub(super) async fn follow(
     }
     let gone: Vec<Relay> = {
         let mut open = lock(&relays.open);
-        let names: Vec<String> = open.keys().filter(|n| !held.contains(n)).cloned().collect();
+        let names: Vec<String> = open.keys().filter(|n| !held.contains(n.as_str())).cloned().collect();
         names.iter().filter_map(|n| open.remove(n)).collect()
     };
     for relay in gone {
@@ -208,7 +213,7 @@ pub(super) async fn follow(
 }
 
 fn close(relay: Relay, tracker: &tokio_util::task::TaskTracker) {
-    if let Some(session) = relay.session {
+    if let Leg::Open(session) = relay.leg {
         tracker.spawn(async move {
             session.close(CLOSE_WITHIN).await;
         });
@@ -229,9 +234,12 @@ fn aim(
     if let Some(relay) = open.get(name)
         && Some(&relay.target) == target.as_ref()
     {
-        let lost = relay.session.as_ref().is_some_and(|s| s.lost().is_some());
-        let failed = relay.session.is_none() && !relay.opening && relay.since.elapsed() >= RETRY_AFTER;
-        if !lost && !failed {
+        let again = match &relay.leg {
+            Leg::Opening => false,
+            Leg::Open(session) => session.lost().is_some(),
+            Leg::Failed(at) => at.elapsed() >= RETRY_AFTER,
+        };
+        if !again {
             return;
         }
     }
@@ -246,9 +254,7 @@ fn aim(
         name.to_owned(),
         Relay {
             target: target.clone(),
-            session: None,
-            opening: true,
-            since: Instant::now(),
+            leg: Leg::Opening,
         },
     );
     drop(open);
@@ -289,11 +295,12 @@ fn settle(
     opened: Result<Session, String>,
 ) -> Option<Session> {
     let mut open = lock(&relays.open);
-    let Some(relay) = open.get_mut(name).filter(|r| r.target == *target && r.opening) else {
+    let Some(relay) = open
+        .get_mut(name)
+        .filter(|r| r.target == *target && matches!(r.leg, Leg::Opening))
+    else {
         return opened.ok();
     };
-    relay.opening = false;
-    relay.since = Instant::now();
     match opened {
         Ok(session) => {
             tracing::info!(server = %name, host = %target.host, generation = target.generation, "calls relayed to the host that runs it");
@@ -301,9 +308,10 @@ fn settle(
                 generation: target.generation,
                 session: session.reachable(),
             }));
-            relay.session = Some(session);
+            relay.leg = Leg::Open(Box::new(session));
         }
         Err(e) => {
+            relay.leg = Leg::Failed(Instant::now());
             tracing::warn!(server = %name, host = %target.host, error = %e, "cannot relay calls to the host that runs it; trying again");
         }
     }

@@ -273,7 +273,7 @@ async fn join(fleet: &Fleet, state: &Arc<StateFile>, dir: &StateDir) -> anyhow::
             // The fleet's token, kept where a token of one host is, for
             // `serve` to show and every door to take (docs/design.md §19).
             if fleet.gateway.token.is_none() {
-                let file = dir.root().join("gateway.token");
+                let file = dir.root().join(super::doors::TOKEN_FILE);
                 super::doors::keep_token(&file, &hosts.token).map_err(|e| {
                     anyhow::anyhow!("cannot keep the fleet's token in {}: {e}", file.display())
                 })?;

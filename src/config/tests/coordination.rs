@@ -55,18 +55,21 @@ fn a_wrong_coordination_names_its_place() {
         )),
         "5:9: coordination.etcd: `https://` endpoints need `tls: {ca: FILE}`: the CA that signed etcd's certificates"
     );
-    let tls = |rest: &str| {
-        one_error(&format!(
+    let tls_errors = |rest: &str| {
+        errors(&format!(
             "{HEAD}  a: {{command: x}}\ncoordination:\n  etcd: [https://e:2379]\n  tls: {rest}\n"
         ))
+    };
+    let tls = |rest: &str| {
+        let errors = tls_errors(rest);
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        errors.into_iter().next().unwrap_or_default()
     };
     assert_eq!(
         tls("{ca: /nonexistent/ca.pem}"),
         "6:13: coordination.tls.ca: cannot read `/nonexistent/ca.pem`: No such file or directory (os error 2)"
     );
-    let alone = errors(&format!(
-        "{HEAD}  a: {{command: x}}\ncoordination:\n  etcd: [https://e:2379]\n  tls: {{cert: /nonexistent/c.pem}}\n"
-    ));
+    let alone = tls_errors("{cert: /nonexistent/c.pem}");
     assert!(
         alone.contains(&"6:8: coordination.tls: `tls` needs `cert` and `key` together: the client certificate and its key".to_owned()),
         "{alone:#?}"
@@ -77,9 +80,7 @@ fn a_wrong_coordination_names_its_place() {
             && not_pem.ends_with("/Cargo.toml` is not a PEM file (no `-----BEGIN`)"),
         "{not_pem}"
     );
-    let unknown = errors(&format!(
-        "{HEAD}  a: {{command: x}}\ncoordination:\n  etcd: [https://e:2379]\n  tls: {{cacert: x}}\n"
-    ));
+    let unknown = tls_errors("{cacert: x}");
     assert!(
         unknown.contains(&"6:9: coordination.tls.cacert: unknown key `cacert`; did you mean `ca`?".to_owned()),
         "{unknown:#?}"
